@@ -1,0 +1,171 @@
+// `cohortctl up`: runs cohort-coordinator in the foreground, with a default
+// local cluster when no spec is given, and shows the cluster once it is up.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <set>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "client_lib/cohortctl/cluster_format.h"
+#include "client_lib/cohortctl/commands.h"
+#include "common/file_util.h"
+#include "common/host_info.h"
+#include "common/signals.h"
+#include "common/status_macros.h"
+#include "common/subprocess.h"
+#include "nlohmann/json.hpp"
+#include "rpc/security_flags.h"
+
+ABSL_FLAG(std::string, cluster_spec, "",
+          "up: the TF_CONFIG-style spec to run. Default: one chief, one worker "
+          "and one ps on free loopback ports.");
+ABSL_FLAG(std::string, state_dir, "",
+          "up: the coordinator's state dir. Default: ~/.local/state/cohort/local.");
+ABSL_FLAG(std::string, listen, "127.0.0.1:0",
+          "up: where the coordinator serves (port 0: a free port).");
+ABSL_FLAG(int, cpu_devices, 1, "up: CPU devices per launched agent.");
+ABSL_FLAG(absl::Duration, ready_timeout, absl::Seconds(30),
+          "up: how long to wait for every task to be READY before warning.");
+
+namespace cohort::ctl {
+namespace {
+
+// One chief, one worker, one ps on distinct free loopback ports.
+absl::StatusOr<std::string> DefaultClusterSpec() {
+  std::set<int> ports;
+  for (int attempt = 0; attempt < 20 && ports.size() < 3; ++attempt) {
+    COHORT_ASSIGN_OR_RETURN(int port, PickUnusedPort("127.0.0.1"));
+    ports.insert(port);
+  }
+  if (ports.size() < 3) {
+    return absl::UnavailableError("could not find 3 free loopback ports");
+  }
+  auto it = ports.begin();
+  auto address = [](int port) { return absl::StrCat("127.0.0.1:", port); };
+  const nlohmann::json spec = {
+      {"cluster",
+       {{"chief", {address(*it++)}},
+        {"worker", {address(*it++)}},
+        {"ps", {address(*it++)}}}}};
+  return spec.dump(2) + "\n";
+}
+
+absl::StatusOr<int> WaitForPortFile(const std::string& path,
+                                    Subprocess& coordinator,
+                                    absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (auto exit = coordinator.Poll()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the coordinator ", exit->ToString()));
+    }
+    absl::StatusOr<std::string> text = ReadFile(path);
+    if (text.ok() && !text->empty()) return std::atoi(text->c_str());
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      "the coordinator did not report its port in ", path, " within ",
+      absl::FormatDuration(timeout)));
+}
+
+}  // namespace
+
+std::string DefaultLocalStateDir() {
+  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg) {
+    return absl::StrCat(xdg, "/cohort/local");
+  }
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    return absl::StrCat(home, "/.local/state/cohort/local");
+  }
+  return absl::StrCat("/tmp/cohort-", getuid(), "/local");
+}
+
+int UpCommand(const CommonOptions& options) {
+  BlockTerminationSignals();
+  std::string state_dir = absl::GetFlag(FLAGS_state_dir);
+  if (state_dir.empty()) state_dir = DefaultLocalStateDir();
+  if (absl::Status made = MakeDirectories(state_dir); !made.ok()) {
+    PrintError(made);
+    return 1;
+  }
+  std::string spec_file = absl::GetFlag(FLAGS_cluster_spec);
+  if (spec_file.empty()) {
+    absl::StatusOr<std::string> spec = DefaultClusterSpec();
+    spec_file = state_dir + "/default_cluster.json";
+    absl::Status written =
+        spec.ok() ? WriteFileAtomically(spec_file, *spec) : spec.status();
+    if (!written.ok()) {
+      PrintError(written);
+      return 1;
+    }
+    std::cout << "cohortctl up: default local cluster (one chief, one worker, "
+                 "one ps), spec in "
+              << spec_file << std::endl;
+  }
+  const std::string port_file = state_dir + "/coordinator.port";
+  std::filesystem::remove(port_file);
+
+  SpawnOptions spawn;
+  spawn.argv = {ExecutableDirectory() + "/cohort-coordinator",
+                absl::StrCat("--cluster_spec=", spec_file),
+                absl::StrCat("--state_dir=", state_dir),
+                absl::StrCat("--listen=", absl::GetFlag(FLAGS_listen)),
+                absl::StrCat("--port_file=", port_file),
+                absl::StrCat("--cpu_devices=", absl::GetFlag(FLAGS_cpu_devices))};
+  for (const std::string& flag :
+       rpc::Security::ToFlags(rpc::SecurityFilesFromFlags())) {
+    spawn.argv.push_back(flag);
+  }
+  absl::StatusOr<Subprocess> coordinator = Subprocess::Spawn(spawn);
+  if (!coordinator.ok()) {
+    PrintError(coordinator.status());
+    return 1;
+  }
+  absl::StatusOr<int> port =
+      WaitForPortFile(port_file, *coordinator, absl::Seconds(15));
+  if (!port.ok()) {
+    PrintError(port.status());
+    coordinator->Stop(absl::Seconds(4));
+    return 1;
+  }
+  const std::string address = absl::StrCat("127.0.0.1:", *port);
+  std::cout << "cohortctl up: coordinator listening on " << address
+            << " (pid " << coordinator->pid() << ")" << std::endl;
+
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      Client::Connect(address, options.client);
+  if (client.ok()) {
+    absl::StatusOr<v1::ClusterState> state =
+        (*client)->WaitForReady(absl::GetFlag(FLAGS_ready_timeout));
+    if (state.ok()) {
+      std::cout << "\n" << ClusterStateToTable(*state) << "\nall tasks READY. "
+                << "Try: cohortctl --coordinator=" << address
+                << " status   (Ctrl-C stops the cluster)" << std::endl;
+    } else {
+      PrintError(state.status());
+    }
+  }
+
+  // Foreground until a signal, or until the coordinator ends on its own.
+  TerminationWaiter waiter;
+  while (true) {
+    if (std::optional<ExitStatus> exit = coordinator->Poll()) {
+      std::cout << "cohortctl up: coordinator " << exit->ToString() << std::endl;
+      return exit->exited() && exit->exit_code() == 0 ? 0 : 1;
+    }
+    if (waiter.WaitFor(absl::Milliseconds(200)).has_value()) {
+      // The coordinator stops its tasks within 5 s; allow it twice that.
+      const ExitStatus exit = coordinator->Stop(absl::Seconds(10));
+      std::cout << "cohortctl up: coordinator " << exit.ToString() << std::endl;
+      return 0;
+    }
+  }
+}
+
+}  // namespace cohort::ctl

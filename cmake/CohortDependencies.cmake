@@ -1,0 +1,13 @@
+# Third-party packages, all from Debian 12 (see tools/setup.sh).
+
+find_package(Threads REQUIRED)
+find_package(absl CONFIG REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
+find_package(spdlog CONFIG REQUIRED)
+find_package(nlohmann_json CONFIG REQUIRED)
+find_package(GTest CONFIG REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
+
+find_program(COHORT_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)

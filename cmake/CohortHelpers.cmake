@@ -1,0 +1,17 @@
+include(GoogleTest)
+
+# cohort_test(NAME LABEL unit|integration|e2e SOURCES ... DEPS ... [TIMEOUT s])
+# One GoogleTest binary, its tests registered with CTest under LABEL.
+function(cohort_test name)
+  cmake_parse_arguments(T "" "LABEL;TIMEOUT" "SOURCES;DEPS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 60)
+  endif()
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  gtest_discover_tests(${name}
+    DISCOVERY_TIMEOUT 30
+    PROPERTIES LABELS ${T_LABEL} TIMEOUT ${T_TIMEOUT}
+               ENVIRONMENT "COHORT_BIN_DIR=${CMAKE_BINARY_DIR}/bin;COHORT_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+endfunction()

@@ -1,0 +1,44 @@
+# COHORT_WITH_CUDA / COHORT_WITH_NCCL: ON, OFF or AUTO (the default). AUTO
+# builds the support in when the toolkit is found under /usr/local/cuda (or
+# CUDAToolkit_ROOT) and leaves it out cleanly otherwise; ON makes a missing
+# toolkit a configure error.
+
+set(COHORT_WITH_CUDA AUTO CACHE STRING "Build CUDA support: ON, OFF or AUTO")
+set(COHORT_WITH_NCCL AUTO CACHE STRING "Build NCCL support: ON, OFF or AUTO")
+set_property(CACHE COHORT_WITH_CUDA PROPERTY STRINGS ON OFF AUTO)
+set_property(CACHE COHORT_WITH_NCCL PROPERTY STRINGS ON OFF AUTO)
+
+set(COHORT_HAVE_CUDA OFF)
+set(COHORT_HAVE_NCCL OFF)
+
+if(NOT COHORT_WITH_CUDA STREQUAL "OFF")
+  if(NOT DEFINED CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+    set(CUDAToolkit_ROOT /usr/local/cuda)
+  endif()
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND)
+    set(COHORT_HAVE_CUDA ON)
+  elseif(COHORT_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "COHORT_WITH_CUDA=ON but no CUDA toolkit was found "
+                        "(set CUDAToolkit_ROOT)")
+  endif()
+endif()
+
+if(COHORT_HAVE_CUDA AND NOT COHORT_WITH_NCCL STREQUAL "OFF")
+  find_path(NCCL_INCLUDE_DIR nccl.h
+            HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_ROOT}/include)
+  find_library(NCCL_LIBRARY nccl
+               HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_ROOT}/lib64)
+  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    set(COHORT_HAVE_NCCL ON)
+    add_library(cohort_nccl_external UNKNOWN IMPORTED)
+    set_target_properties(cohort_nccl_external PROPERTIES
+      IMPORTED_LOCATION ${NCCL_LIBRARY}
+      INTERFACE_INCLUDE_DIRECTORIES ${NCCL_INCLUDE_DIR})
+  endif()
+endif()
+if(COHORT_WITH_NCCL STREQUAL "ON" AND NOT COHORT_HAVE_NCCL)
+  message(FATAL_ERROR "COHORT_WITH_NCCL=ON but NCCL (and CUDA) was not found")
+endif()
+
+message(STATUS "Cohort: CUDA support ${COHORT_HAVE_CUDA}, NCCL support ${COHORT_HAVE_NCCL}")

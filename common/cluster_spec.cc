@@ -1,0 +1,545 @@
+#include "common/cluster_spec.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace cohort {
+namespace {
+
+using Json = nlohmann::json;
+using ClusterMap = std::map<std::string, std::vector<std::string>>;
+
+// Canonical order of task types: task_types(), tasks() and validation.
+constexpr absl::string_view kTaskTypes[] = {kChief, kWorker, kPs, kEvaluator};
+constexpr absl::string_view kKnownTypes = "known: chief, worker, ps, evaluator";
+
+// Quotes user-supplied text. Escaping keeps every error message on one line,
+// even when a JSON key holds "\n".
+std::string Quote(absl::string_view text) {
+  return absl::StrCat("\"", absl::CEscape(text), "\"");
+}
+
+absl::Status PathError(absl::string_view path, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+}
+
+// Same code, message prefixed with where the input came from.
+absl::Status WithPrefix(const absl::Status& status, absl::string_view prefix) {
+  return absl::Status(status.code(),
+                      absl::StrCat(prefix, ": ", status.message()));
+}
+
+// "array", "string \"0\"", "number 1.5": enough to see what was written.
+std::string Describe(const Json& value) {
+  if (value.is_string()) {
+    return absl::StrCat("string ", Quote(value.get_ref<const std::string&>()));
+  }
+  if (value.is_number()) return absl::StrCat("number ", value.dump());
+  return value.type_name();
+}
+
+std::string CountOf(size_t n, absl::string_view type) {
+  return absl::StrCat(n, " ", type, n == 1 ? " task" : " tasks");
+}
+
+// SAX handler that accepts every event and records the syntax error.
+// json::parse(..., allow_exceptions=false) only says "discarded"; a second
+// pass through this handler recovers where and why, without exceptions.
+struct SyntaxErrorLocator {
+  size_t position = 0;
+  std::string reason;
+
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(Json::number_integer_t) { return true; }
+  bool number_unsigned(Json::number_unsigned_t) { return true; }
+  bool number_float(Json::number_float_t, const std::string&) { return true; }
+  bool string(std::string&) { return true; }
+  bool binary(Json::binary_t&) { return true; }
+  bool start_object(size_t) { return true; }
+  bool key(std::string&) { return true; }
+  bool end_object() { return true; }
+  bool start_array(size_t) { return true; }
+  bool end_array() { return true; }
+  bool parse_error(size_t pos, const std::string&, const Json::exception& e) {
+    position = pos;
+    reason = e.what();
+    return false;
+  }
+};
+
+absl::Status SyntaxError(absl::string_view text) {
+  SyntaxErrorLocator locator;
+  Json::sax_parse(text.begin(), text.end(), &locator);
+  // nlohmann counts the offending byte as read, so its position is 1-based.
+  const size_t offset = locator.position > 0 ? locator.position - 1 : 0;
+  // what() reads "[json.exception.parse_error.101] parse error at line 1,
+  // column 6: syntax error ..."; keep the line and column and the reason.
+  std::string detail = locator.reason;
+  const size_t at = detail.find(" at line ");
+  const size_t colon = detail.find(": ", at == std::string::npos ? 0 : at);
+  std::string where, why;
+  if (at != std::string::npos && colon != std::string::npos) {
+    where = detail.substr(at + 4, colon - at - 4);  // "line 1, column 6"
+    why = detail.substr(colon + 2);
+  } else {
+    why = detail;
+  }
+  return PathError("$",
+                   absl::StrCat("not valid JSON (parse error at byte ", offset,
+                                where.empty() ? "" : ", ", where, "): ", why));
+}
+
+// Hostname characters; anything else (':' included) needs brackets.
+bool IsHostnameChar(char c) {
+  return absl::ascii_isalnum(c) || c == '.' || c == '-' || c == '_';
+}
+
+// An IPv6 literal, with an optional "%zone" suffix (fe80::1%eth0).
+bool IsIPv6(absl::string_view host) {
+  absl::string_view address = host;
+  const size_t percent = host.find('%');
+  if (percent != absl::string_view::npos) {
+    absl::string_view zone = host.substr(percent + 1);
+    if (zone.empty()) return false;
+    for (char c : zone) {
+      if (!IsHostnameChar(c)) return false;
+    }
+    address = host.substr(0, percent);
+  }
+  if (address.empty() || address.size() >= INET6_ADDRSTRLEN) return false;
+  in6_addr parsed;
+  return inet_pton(AF_INET6, std::string(address).c_str(), &parsed) == 1;
+}
+
+absl::StatusOr<int> ParsePort(absl::string_view text, bool allow_port_zero) {
+  if (text.empty()) return absl::InvalidArgumentError("empty port");
+  for (char c : text) {
+    if (!absl::ascii_isdigit(c)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("port ", Quote(text), " is not a number"));
+    }
+  }
+  // Cap the value as it grows, so that any digit string is out of range
+  // rather than overflowing.
+  long value = 0;
+  for (char c : text) value = std::min(value * 10 + (c - '0'), 1000000L);
+  const int low = allow_port_zero ? 0 : 1;
+  if (value < low || value > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("port ", text, " is out of range ", low, "..65535"));
+  }
+  return static_cast<int>(value);
+}
+
+// Splits and validates an address. The message holds only the reason, so
+// that each caller can say where the address came from.
+absl::StatusOr<HostPort> SplitHostPort(absl::string_view text,
+                                       bool allow_port_zero) {
+  using absl::InvalidArgumentError;
+  if (text.empty()) return InvalidArgumentError("empty address");
+  for (char c : text) {
+    if (absl::ascii_isspace(c) || absl::ascii_iscntrl(c)) {
+      return InvalidArgumentError("contains whitespace or a control character");
+    }
+  }
+  absl::string_view host, port;
+  const bool bracketed = text.front() == '[';
+  if (bracketed) {
+    const size_t close = text.find(']');
+    if (close == absl::string_view::npos) {
+      return InvalidArgumentError("no ']' closing the bracketed IPv6 host");
+    }
+    host = text.substr(1, close - 1);
+    absl::string_view rest = text.substr(close + 1);
+    if (rest.empty()) {
+      return InvalidArgumentError("no port; expected \"[ipv6]:port\"");
+    }
+    if (rest.front() != ':')
+      return InvalidArgumentError("expected ':' after ']'");
+    port = rest.substr(1);
+  } else {
+    const size_t colon = text.find(':');
+    if (colon == absl::string_view::npos) {
+      return InvalidArgumentError("no port; expected \"host:port\"");
+    }
+    if (text.find(':', colon + 1) != absl::string_view::npos) {
+      // Give the exact fix when the text is an IPv6 literal plus a port.
+      const size_t last = text.rfind(':');
+      if (IsIPv6(text.substr(0, last))) {
+        return InvalidArgumentError(
+            absl::StrCat("unbracketed IPv6 host; write ",
+                         Quote(absl::StrCat("[", text.substr(0, last), "]",
+                                            text.substr(last)))));
+      }
+      return InvalidArgumentError(
+          "more than one ':'; an IPv6 host must be bracketed, as in "
+          "\"[::1]:2222\"");
+    }
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  if (host.empty()) return InvalidArgumentError("empty host");
+  if (bracketed) {
+    if (!IsIPv6(host)) {
+      return InvalidArgumentError(
+          absl::StrCat(Quote(host), " is not an IPv6 address"));
+    }
+  } else {
+    for (char c : host) {
+      if (!IsHostnameChar(c)) {
+        return InvalidArgumentError(absl::StrCat(
+            "host ", Quote(host), " has a character that is not allowed: ",
+            Quote(absl::string_view(&c, 1)),
+            "; a host is letters, digits, '.', '-' and '_', or a bracketed "
+            "IPv6 address"));
+      }
+    }
+  }
+  COHORT_ASSIGN_OR_RETURN(int port_number, ParsePort(port, allow_port_zero));
+  return HostPort{std::string(host), port_number};
+}
+
+// A comparable form of an address: hostnames are case-insensitive and one
+// IPv6 address has many spellings ("::1" and "0::1").
+std::string AddressKey(const HostPort& address) {
+  HostPort key{absl::AsciiStrToLower(address.host), address.port};
+  const size_t percent = key.host.find('%');
+  const std::string ip = key.host.substr(0, percent);
+  in6_addr parsed;
+  char canonical[INET6_ADDRSTRLEN];
+  if (inet_pton(AF_INET6, ip.c_str(), &parsed) == 1 &&
+      inet_ntop(AF_INET6, &parsed, canonical, sizeof(canonical)) != nullptr) {
+    key.host.replace(0, ip.size(), canonical);
+  }
+  return key.ToString();
+}
+
+// Validates one task type's list. `seen` maps address keys to the JSON path
+// that first used them, across the whole cluster.
+absl::StatusOr<std::vector<std::string>> ParseTaskList(
+    const std::string& path, const Json& list,
+    std::map<std::string, std::string>& seen) {
+  if (!list.is_array()) {
+    return PathError(path, absl::StrCat("expected a list of \"host:port\" "
+                                        "strings, got ",
+                                        list.type_name()));
+  }
+  if (list.empty()) {
+    return PathError(path,
+                     "empty list (list at least one \"host:port\", or "
+                     "leave the task type out)");
+  }
+  std::vector<std::string> addresses;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string element_path = absl::StrCat(path, "[", i, "]");
+    if (!list[i].is_string()) {
+      return PathError(element_path,
+                       absl::StrCat("expected a \"host:port\" string, got ",
+                                    Describe(list[i])));
+    }
+    const std::string& text = list[i].get_ref<const std::string&>();
+    absl::StatusOr<HostPort> address = SplitHostPort(text, false);
+    if (!address.ok()) {
+      const std::string context =
+          text.empty() ? "" : absl::StrCat(" (address ", Quote(text), ")");
+      return PathError(element_path,
+                       absl::StrCat(address.status().message(), context));
+    }
+    auto [first, inserted] = seen.emplace(AddressKey(*address), element_path);
+    if (!inserted) {
+      return PathError(element_path,
+                       absl::StrCat("address ", Quote(text),
+                                    " is already used by ", first->second));
+    }
+    addresses.push_back(text);
+  }
+  return addresses;
+}
+
+absl::StatusOr<ClusterMap> ParseCluster(const Json& root) {
+  const auto it = root.find("cluster");
+  if (it == root.end()) {
+    return PathError("$.cluster",
+                     "missing (a TF_CONFIG needs a \"cluster\" object)");
+  }
+  const Json& cluster = *it;
+  if (!cluster.is_object()) {
+    return PathError("$.cluster", absl::StrCat("expected an object, got ",
+                                               cluster.type_name()));
+  }
+  if (cluster.empty()) {
+    return PathError("$.cluster", "empty (a cluster needs at least one task)");
+  }
+  // Check the keys first, so that a typo ("workers") is reported as such.
+  for (const auto& [type, unused] : cluster.items()) {
+    if (type.empty())
+      return PathError("$.cluster", "empty task type name \"\"");
+    if (!IsKnownTaskType(type)) {
+      return PathError("$.cluster",
+                       absl::StrCat("unknown task type ", Quote(type), " (",
+                                    kKnownTypes, ")"));
+    }
+  }
+  ClusterMap result;
+  std::map<std::string, std::string> seen;
+  for (absl::string_view type : kTaskTypes) {
+    const auto list = cluster.find(std::string(type));
+    if (list == cluster.end()) continue;
+    const std::string path = absl::StrCat("$.cluster.", type);
+    COHORT_ASSIGN_OR_RETURN(std::vector<std::string> addresses,
+                            ParseTaskList(path, *list, seen));
+    // TensorFlow runs at most one chief and one evaluator.
+    if ((type == kChief || type == kEvaluator) && addresses.size() > 1) {
+      return PathError(path, absl::StrCat(CountOf(addresses.size(), type),
+                                          " (at most one is allowed)"));
+    }
+    result.emplace(std::string(type), std::move(addresses));
+  }
+  return result;
+}
+
+absl::StatusOr<TaskId> ParseTask(const Json& task, const ClusterMap& cluster) {
+  if (!task.is_object()) {
+    return PathError(
+        "$.task", absl::StrCat("expected an object, got ", task.type_name()));
+  }
+  const auto type = task.find("type");
+  if (type == task.end()) {
+    return PathError("$.task.type",
+                     "missing (expected a task type such as "
+                     "\"worker\")");
+  }
+  if (!type->is_string()) {
+    return PathError("$.task.type",
+                     absl::StrCat("expected a string, got ", Describe(*type)));
+  }
+  TaskId id;
+  id.type = type->get<std::string>();
+  if (!IsKnownTaskType(id.type)) {
+    return PathError("$.task.type",
+                     absl::StrCat("unknown task type ", Quote(id.type), " (",
+                                  kKnownTypes, ")"));
+  }
+  const auto tasks = cluster.find(id.type);
+  if (tasks == cluster.end()) {
+    std::vector<std::string> present;
+    for (const auto& [name, unused] : cluster) present.push_back(name);
+    return PathError(
+        "$.task.type",
+        absl::StrCat("the cluster has no ", Quote(id.type),
+                     " tasks (it has: ", absl::StrJoin(present, ", "), ")"));
+  }
+  const auto index = task.find("index");
+  if (index == task.end()) {
+    return PathError("$.task.index", "missing (expected an integer)");
+  }
+  // TF requires a JSON integer: "0" and 1.0 are mistakes, not indexes.
+  if (!index->is_number_integer()) {
+    return PathError("$.task.index", absl::StrCat("expected an integer, got ",
+                                                  Describe(*index)));
+  }
+  const size_t count = tasks->second.size();
+  if (!index->is_number_unsigned() && index->get<int64_t>() < 0) {
+    return PathError("$.task.index",
+                     absl::StrCat("index ", index->dump(), " is negative"));
+  }
+  const uint64_t value = index->get<uint64_t>();
+  if (value >= count) {
+    return PathError("$.task.index", absl::StrCat("index ", value,
+                                                  " is out of range: cluster "
+                                                  "has ",
+                                                  CountOf(count, id.type)));
+  }
+  id.index = static_cast<int>(value);
+  return id;
+}
+
+}  // namespace
+
+bool IsKnownTaskType(absl::string_view type) {
+  for (absl::string_view known : kTaskTypes) {
+    if (type == known) return true;
+  }
+  return false;
+}
+
+std::string TaskId::ToString() const { return absl::StrCat(type, ":", index); }
+
+absl::StatusOr<TaskId> ParseTaskId(absl::string_view text) {
+  auto error = [text](absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid task id ", Quote(text), ": ", what));
+  };
+  const size_t colon = text.find(':');
+  if (colon == absl::string_view::npos) {
+    return error("expected \"type:index\", as in \"worker:0\"");
+  }
+  TaskId id;
+  id.type = std::string(text.substr(0, colon));
+  if (!IsKnownTaskType(id.type)) {
+    return error(absl::StrCat("unknown task type ", Quote(id.type), " (",
+                              kKnownTypes, ")"));
+  }
+  absl::string_view index = text.substr(colon + 1);
+  // At most 9 digits, so the index always fits an int.
+  bool digits = !index.empty() && index.size() <= 9;
+  for (char c : index) digits = digits && absl::ascii_isdigit(c);
+  if (!digits) {
+    return error(
+        absl::StrCat("index ", Quote(index), " is not a non-negative integer"));
+  }
+  for (char c : index) id.index = id.index * 10 + (c - '0');
+  return id;
+}
+
+std::string HostPort::ToString() const {
+  if (host.find(':') != std::string::npos) {
+    return absl::StrCat("[", host, "]:", port);
+  }
+  return absl::StrCat(host, ":", port);
+}
+
+absl::StatusOr<HostPort> ParseHostPort(absl::string_view text,
+                                       bool allow_port_zero) {
+  absl::StatusOr<HostPort> address = SplitHostPort(text, allow_port_zero);
+  if (!address.ok()) {
+    return WithPrefix(address.status(),
+                      absl::StrCat("invalid address ", Quote(text)));
+  }
+  return address;
+}
+
+absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(absl::string_view json) {
+  const Json root = Json::parse(json.begin(), json.end(), nullptr,
+                                /*allow_exceptions=*/false);
+  if (root.is_discarded()) return SyntaxError(json);
+  if (!root.is_object()) {
+    return PathError(
+        "$", absl::StrCat("expected an object, got ", root.type_name()));
+  }
+  ClusterSpec spec;
+  COHORT_ASSIGN_OR_RETURN(spec.cluster_, ParseCluster(root));
+  // Unknown top-level keys ("environment", "rpc_layer") are ignored.
+  const auto task = root.find("task");
+  if (task != root.end()) {
+    COHORT_ASSIGN_OR_RETURN(spec.task_, ParseTask(*task, spec.cluster_));
+  }
+  return spec;
+}
+
+absl::StatusOr<ClusterSpec> ClusterSpec::FromFile(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    const int error = errno;
+    return absl::Status(
+        absl::ErrnoToStatusCode(error),
+        absl::StrCat(path, ": cannot read: ", std::strerror(error)));
+  }
+  std::string contents;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
+    contents.append(buffer, n);
+  }
+  // A directory opens fine and fails here, with EISDIR.
+  const int error = std::ferror(file) ? errno : 0;
+  std::fclose(file);
+  if (error != 0) {
+    return absl::Status(
+        absl::ErrnoToStatusCode(error),
+        absl::StrCat(path, ": cannot read: ", std::strerror(error)));
+  }
+  absl::StatusOr<ClusterSpec> spec = FromJson(contents);
+  if (!spec.ok()) return WithPrefix(spec.status(), path);
+  return spec;
+}
+
+absl::StatusOr<ClusterSpec> ClusterSpec::FromEnvironment() {
+  const char* value = std::getenv("TF_CONFIG");
+  if (value == nullptr) return absl::NotFoundError("TF_CONFIG is not set");
+  // An empty variable is how shells and manifests often "unset" it.
+  if (*value == '\0') return absl::NotFoundError("TF_CONFIG is set but empty");
+  absl::StatusOr<ClusterSpec> spec = FromJson(value);
+  if (!spec.ok()) return WithPrefix(spec.status(), "TF_CONFIG");
+  return spec;
+}
+
+std::vector<std::string> ClusterSpec::task_types() const {
+  std::vector<std::string> types;
+  for (absl::string_view type : kTaskTypes) {
+    if (cluster_.count(std::string(type)) > 0) types.emplace_back(type);
+  }
+  return types;
+}
+
+int ClusterSpec::num_tasks(absl::string_view type) const {
+  const auto it = cluster_.find(std::string(type));
+  return it == cluster_.end() ? 0 : static_cast<int>(it->second.size());
+}
+
+std::vector<TaskId> ClusterSpec::tasks() const {
+  std::vector<TaskId> result;
+  for (const std::string& type : task_types()) {
+    for (int i = 0; i < num_tasks(type); ++i) result.push_back({type, i});
+  }
+  return result;
+}
+
+absl::StatusOr<std::string> ClusterSpec::address(const TaskId& task) const {
+  const auto it = cluster_.find(task.type);
+  if (it == cluster_.end() || task.index < 0 ||
+      static_cast<size_t>(task.index) >= it->second.size()) {
+    return absl::NotFoundError(absl::StrCat(
+        "task ", task.ToString(), " is not in the cluster (it has ",
+        CountOf(it == cluster_.end() ? 0 : it->second.size(), task.type), ")"));
+  }
+  return it->second[task.index];
+}
+
+std::optional<TaskId> ClusterSpec::FindByAddress(
+    absl::string_view address) const {
+  absl::StatusOr<HostPort> wanted = SplitHostPort(address, true);
+  if (!wanted.ok()) return std::nullopt;
+  const std::string key = AddressKey(*wanted);
+  for (const std::string& type : task_types()) {
+    const std::vector<std::string>& addresses = cluster_.find(type)->second;
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      // Stored addresses were validated by FromJson, so this parse succeeds.
+      absl::StatusOr<HostPort> candidate = SplitHostPort(addresses[i], false);
+      if (candidate.ok() && AddressKey(*candidate) == key) {
+        return TaskId{type, static_cast<int>(i)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::string ClusterSpec::ToJson() const {
+  Json root;
+  root["cluster"] = Json::object();
+  for (const auto& [type, addresses] : cluster_) {
+    root["cluster"][type] = addresses;
+  }
+  if (task_.has_value()) {
+    root["task"] = {{"type", task_->type}, {"index", task_->index}};
+  }
+  return root.dump();
+}
+
+}  // namespace cohort

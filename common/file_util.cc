@@ -1,0 +1,95 @@
+#include "common/file_util.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace cohort {
+namespace {
+
+absl::Status ErrnoError(const std::string& path, absl::string_view what) {
+  return absl::InternalError(
+      absl::StrCat(path, ": ", what, ": ", std::strerror(errno)));
+}
+
+absl::Status FsyncPath(const std::string& path, int flags) {
+  const int fd = open(path.c_str(), flags);
+  if (fd < 0) return ErrnoError(path, "cannot open for fsync");
+  const int rc = fsync(fd);
+  close(fd);
+  if (rc != 0) return ErrnoError(path, "fsync failed");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot read: ", std::strerror(errno)));
+  }
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+absl::Status WriteFileAtomically(const std::string& path,
+                                 const std::string& contents) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return ErrnoError(tmp, "cannot create");
+  size_t written = 0;
+  while (written < contents.size()) {
+    const ssize_t n =
+        write(fd, contents.data() + written, contents.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const absl::Status error = ErrnoError(tmp, "write failed");
+      close(fd);
+      unlink(tmp.c_str());
+      return error;
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0) {
+    const absl::Status error = ErrnoError(tmp, "fsync failed");
+    close(fd);
+    unlink(tmp.c_str());
+    return error;
+  }
+  close(fd);
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    const absl::Status error = ErrnoError(path, "rename failed");
+    unlink(tmp.c_str());
+    return error;
+  }
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return FsyncPath(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY);
+}
+
+absl::Status MakeDirectories(const std::string& path) {
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  if (error) {
+    return absl::InternalError(
+        absl::StrCat(path, ": cannot create directory: ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
+std::string ExecutableDirectory() {
+  std::error_code error;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return ".";
+  return exe.parent_path().string();
+}
+
+}  // namespace cohort

@@ -1,0 +1,24 @@
+#pragma once
+
+// Small file helpers with absl::Status errors that name the path.
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace cohort {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// Writes `contents` so that readers see either the old file or the whole new
+// one, even across a crash: temp file, fsync, rename, fsync of the directory.
+absl::Status WriteFileAtomically(const std::string& path,
+                                 const std::string& contents);
+
+// Creates `path` and its parents (mode 0700 for new ones).
+absl::Status MakeDirectories(const std::string& path);
+
+// The directory holding the running executable (from /proc/self/exe).
+std::string ExecutableDirectory();
+
+}  // namespace cohort

@@ -1,0 +1,70 @@
+#include "common/flags.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include "absl/flags/internal/program_name.h"
+#include "absl/flags/internal/usage.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/version.h"
+
+namespace cohort {
+namespace {
+
+// Flags defined in this source tree are shown as "cohort/<path>"; --help
+// filters on that prefix so absl's own flags stay out of the listing.
+constexpr absl::string_view kOwnPrefix = "cohort/";
+
+std::string NormalizeFilename(absl::string_view file) {
+  absl::string_view root = COHORT_SOURCE_ROOT "/";
+  if (absl::StartsWith(file, root)) {
+    return absl::StrCat(kOwnPrefix, file.substr(root.size()));
+  }
+  return std::string(file);
+}
+
+bool WantsHelp(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) return false;
+    if (std::strcmp(argv[i], "--help") == 0 ||
+        std::strcmp(argv[i], "-help") == 0 || std::strcmp(argv[i], "-h") == 0 ||
+        std::strcmp(argv[i], "--helpfull") == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> ParseCommandLine(int argc, char** argv,
+                                          absl::string_view usage) {
+  absl::FlagsUsageConfig config;
+  config.normalize_filename = NormalizeFilename;
+  config.version_string = [] {
+    return absl::StrCat("Cohort ", kVersion, "\n");
+  };
+  absl::SetFlagsUsageConfig(config);
+  absl::SetProgramUsageMessage(usage);
+
+  if (WantsHelp(argc, argv)) {
+    // absl's own --help exits 1 and lists absl's flags too; ours exits 0.
+    absl::flags_internal::SetProgramInvocationName(argv[0]);
+    absl::flags_internal::FlagsHelp(
+        std::cout, kOwnPrefix, absl::flags_internal::HelpFormat::kHumanReadable,
+        usage);
+    std::exit(0);
+  }
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  std::vector<std::string> args;
+  for (size_t i = 1; i < positional.size(); ++i) args.emplace_back(positional[i]);
+  return args;
+}
+
+}  // namespace cohort

@@ -1,0 +1,122 @@
+#include "common/host_info.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+
+namespace cohort {
+namespace {
+
+std::string AddressString(const sockaddr* addr) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (addr->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr,
+              buf, sizeof(buf));
+  } else if (addr->sa_family == AF_INET6) {
+    inet_ntop(AF_INET6,
+              &reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr, buf,
+              sizeof(buf));
+  }
+  return buf;
+}
+
+std::set<std::string> LocalAddresses() {
+  std::set<std::string> out;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return out;
+  for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
+    if (it->ifa_addr != nullptr) out.insert(AddressString(it->ifa_addr));
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+bool IsLoopbackLiteral(absl::string_view host) {
+  return host == "::1" || absl::StartsWith(host, "127.");
+}
+
+}  // namespace
+
+std::string Hostname() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+bool IsLocalHost(absl::string_view host) {
+  const std::string lower = absl::AsciiStrToLower(host);
+  if (lower == "localhost" || IsLoopbackLiteral(lower)) return true;
+  if (lower == absl::AsciiStrToLower(Hostname())) return true;
+  const std::set<std::string> local = LocalAddresses();
+  if (local.contains(lower)) return true;
+  addrinfo hints = {};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* result = nullptr;
+  if (getaddrinfo(lower.c_str(), nullptr, &hints, &result) != 0) return false;
+  bool is_local = false;
+  for (addrinfo* it = result; it != nullptr && !is_local; it = it->ai_next) {
+    const std::string address = AddressString(it->ai_addr);
+    is_local = IsLoopbackLiteral(address) || local.contains(address);
+  }
+  freeaddrinfo(result);
+  return is_local;
+}
+
+absl::StatusOr<int> PickUnusedPort(absl::string_view host) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) {
+    return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
+  }
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_port = 0;
+  if (inet_pton(AF_INET, std::string(host).c_str(), &addr.sin_addr) != 1) {
+    close(fd);
+    return absl::InvalidArgumentError(
+        absl::StrCat("PickUnusedPort: not an IPv4 address: ", host));
+  }
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const absl::Status error = absl::UnavailableError(
+        absl::StrCat("no free port on ", host, ": ", std::strerror(errno)));
+    close(fd);
+    return error;
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+int64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return 0;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+std::string ProcessCommandLine(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/cmdline"), std::ios::binary);
+  std::stringstream contents;
+  contents << in.rdbuf();
+  std::string line = contents.str();
+  std::replace(line.begin(), line.end(), '\0', ' ');
+  return std::string(absl::StripTrailingAsciiWhitespace(line));
+}
+
+}  // namespace cohort

@@ -1,0 +1,30 @@
+#pragma once
+
+// Facts about this host and process, read from the OS.
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace cohort {
+
+std::string Hostname();
+
+// True when `host` (a name or a literal address) names this machine:
+// localhost, a loopback address, our hostname, or an address of one of our
+// interfaces. Names are resolved once through getaddrinfo.
+bool IsLocalHost(absl::string_view host);
+
+// A TCP port on `host` that was free a moment ago (bind to 0, read, close).
+absl::StatusOr<int> PickUnusedPort(absl::string_view host = "127.0.0.1");
+
+// Resident set size of this process, in bytes (0 when unknown).
+int64_t ResidentBytes();
+
+// The command line of a process, arguments joined by spaces ("" if gone).
+std::string ProcessCommandLine(pid_t pid);
+
+}  // namespace cohort

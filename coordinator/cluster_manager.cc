@@ -1,0 +1,232 @@
+#include "coordinator/cluster_manager.h"
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "spdlog/spdlog.h"
+
+namespace cohort::coordinator {
+namespace {
+
+TaskId FromProto(const v1::TaskId& task) { return {task.type(), task.index()}; }
+
+
+}  // namespace
+
+ClusterManager::ClusterManager(ClusterSpec spec, ClusterManagerOptions options,
+                               absl::Time now)
+    : spec_(std::move(spec)),
+      options_(options),
+      session_salt_(absl::Uniform<uint64_t>(absl::BitGen())) {
+  absl::MutexLock lock(&mu_);
+  for (const TaskId& task : spec_.tasks()) {
+    Record record;
+    record.address = *spec_.address(task);
+    record.state_since = now;
+    tasks_.emplace(task, std::move(record));
+  }
+}
+
+absl::StatusOr<ClusterManager::Record*> ClusterManager::Find(
+    const v1::TaskId& task) {
+  const TaskId id = FromProto(task);
+  const auto it = tasks_.find(id);
+  if (it != tasks_.end()) return &it->second;
+  if (spec_.num_tasks(task.type()) == 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "unknown task %s: the cluster spec has no \"%s\" tasks (it has %s)",
+        id.ToString(), task.type(), absl::StrJoin(spec_.task_types(), ", ")));
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "unknown task %s: the cluster spec has %d %s task(s), indices 0..%d",
+      id.ToString(), spec_.num_tasks(task.type()), task.type(),
+      spec_.num_tasks(task.type()) - 1));
+}
+
+void ClusterManager::SetState(Record& record, v1::TaskState state,
+                              absl::Time now) {
+  if (record.state == state) return;
+  record.state = state;
+  record.state_since = now;
+}
+
+std::string ClusterManager::NewSessionId() {
+  return absl::StrFormat("%016x-%d", session_salt_, ++next_session_);
+}
+
+absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
+    const v1::TaskReport& report, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  COHORT_ASSIGN_OR_RETURN(Record * record, Find(report.task()));
+  const std::string id = FromProto(report.task()).ToString();
+  if (report.address() != record->address) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "task %s registered with address %s, but the cluster spec puts %s "
+        "at %s",
+        id, report.address().empty() ? "(none)" : report.address(), id,
+        record->address));
+  }
+  const bool holder_alive =
+      record->state == v1::READY && !record->session_id.empty() &&
+      record->last_heartbeat.has_value() &&
+      now - *record->last_heartbeat < options_.heartbeat_timeout;
+  const bool same_process = record->report.pid() == report.pid() &&
+                            record->report.hostname() == report.hostname();
+  if (holder_alive && !same_process) {
+    return absl::AlreadyExistsError(absl::StrFormat(
+        "task %s is already held by pid %d on %s; a second process (pid %d "
+        "on %s) claims it",
+        id, record->report.pid(), record->report.hostname(), report.pid(),
+        report.hostname()));
+  }
+  record->session_id = NewSessionId();
+  record->report = report;
+  record->pid = report.pid();
+  record->last_heartbeat = now;
+  SetState(*record, v1::READY, now);
+  spdlog::info("{} registered: pid {} at {} ({} devices)", id, report.pid(),
+               report.address(), report.devices_size());
+
+  v1::RegisterResponse response;
+  response.set_session_id(record->session_id);
+  response.set_heartbeat_interval_ms(
+      absl::ToInt64Milliseconds(options_.heartbeat_interval));
+  response.set_cluster_spec_json(spec_.ToJson());
+  return response;
+}
+
+absl::Status ClusterManager::Heartbeat(const v1::HeartbeatRequest& request,
+                                       absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  COHORT_ASSIGN_OR_RETURN(Record * record, Find(request.task()));
+  if (record->session_id.empty() ||
+      record->session_id != request.session_id()) {
+    return absl::NotFoundError(absl::StrCat(
+        "no live session ", request.session_id(), " for task ",
+        FromProto(request.task()).ToString(), "; register again"));
+  }
+  record->last_heartbeat = now;
+  if (request.has_report()) record->report = request.report();
+  return absl::OkStatus();
+}
+
+absl::Status ClusterManager::Deregister(const v1::DeregisterRequest& request,
+                                        absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  COHORT_ASSIGN_OR_RETURN(Record * record, Find(request.task()));
+  if (record->session_id != request.session_id()) return absl::OkStatus();
+  record->session_id.clear();
+  record->last_error = absl::StrCat("deregistered: ", request.reason());
+  SetState(*record, v1::DEAD, now);
+  spdlog::info("{} deregistered ({})", FromProto(request.task()).ToString(),
+               request.reason());
+  return absl::OkStatus();
+}
+
+void ClusterManager::MarkLaunched(const TaskId& task, int64_t pid,
+                                  bool is_restart, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  const auto it = tasks_.find(task);
+  if (it == tasks_.end()) return;
+  Record& record = it->second;
+  record.launched = true;
+  record.pid = pid;
+  record.session_id.clear();
+  record.last_heartbeat.reset();
+  if (is_restart) ++record.restart_count;
+  SetState(record, is_restart ? v1::RESTARTING : v1::STARTING, now);
+}
+
+void ClusterManager::MarkExited(const TaskId& task, const std::string& reason,
+                                absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  const auto it = tasks_.find(task);
+  if (it == tasks_.end()) return;
+  Record& record = it->second;
+  record.session_id.clear();
+  record.last_error = reason;
+  SetState(record, v1::DEAD, now);
+}
+
+std::vector<TaskId> ClusterManager::ExpireSilent(absl::Time now) {
+  std::vector<TaskId> died;
+  absl::MutexLock lock(&mu_);
+  for (auto& [task, record] : tasks_) {
+    std::string reason;
+    if (record.state == v1::READY && record.last_heartbeat.has_value() &&
+        now - *record.last_heartbeat >= options_.heartbeat_timeout) {
+      reason = absl::StrCat("no heartbeat for ",
+                            absl::FormatDuration(now - *record.last_heartbeat));
+    } else if ((record.state == v1::STARTING ||
+                record.state == v1::RESTARTING) &&
+               record.launched &&
+               now - record.state_since >= options_.startup_timeout) {
+      reason = absl::StrCat("did not register within ",
+                            absl::FormatDuration(options_.startup_timeout),
+                            " of its launch");
+    }
+    if (reason.empty()) continue;
+    spdlog::warn("{} is DEAD: {}", task.ToString(), reason);
+    record.session_id.clear();
+    record.last_error = reason;
+    SetState(record, v1::DEAD, now);
+    died.push_back(task);
+  }
+  return died;
+}
+
+void ClusterManager::RestoreRestartCount(const TaskId& task,
+                                         int restart_count) {
+  absl::MutexLock lock(&mu_);
+  const auto it = tasks_.find(task);
+  if (it != tasks_.end()) it->second.restart_count = restart_count;
+}
+
+std::vector<v1::TaskStatus> ClusterManager::Snapshot(absl::Time now) const {
+  std::vector<v1::TaskStatus> out;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [task, record] : tasks_) {
+    v1::TaskStatus status;
+    status.mutable_task()->set_type(task.type);
+    status.mutable_task()->set_index(task.index);
+    status.set_address(record.address);
+    status.set_pid(record.pid);
+    status.set_state(record.state);
+    status.set_restart_count(record.restart_count);
+    status.set_last_heartbeat_age_ms(
+        record.last_heartbeat.has_value()
+            ? absl::ToInt64Milliseconds(now - *record.last_heartbeat)
+            : -1);
+    *status.mutable_devices() = record.report.devices();
+    status.set_launched(record.launched);
+    status.set_last_error(record.last_error);
+    if (record.report.has_ps()) *status.mutable_ps() = record.report.ps();
+    status.set_hostname(record.report.hostname());
+    status.set_version(record.report.version());
+    *status.mutable_features() = record.report.features();
+    out.push_back(std::move(status));
+  }
+  return out;
+}
+
+v1::TaskState ClusterManager::state(const TaskId& task) const {
+  absl::MutexLock lock(&mu_);
+  const auto it = tasks_.find(task);
+  return it == tasks_.end() ? v1::TASK_STATE_UNSPECIFIED : it->second.state;
+}
+
+int ClusterManager::restart_count(const TaskId& task) const {
+  absl::MutexLock lock(&mu_);
+  const auto it = tasks_.find(task);
+  return it == tasks_.end() ? 0 : it->second.restart_count;
+}
+
+int64_t ClusterManager::pid(const TaskId& task) const {
+  absl::MutexLock lock(&mu_);
+  const auto it = tasks_.find(task);
+  return it == tasks_.end() ? 0 : it->second.pid;
+}
+
+}  // namespace cohort::coordinator

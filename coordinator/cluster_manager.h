@@ -1,0 +1,101 @@
+#pragma once
+
+// The coordinator's view of the cluster: one record per task of the spec,
+// its state (STARTING / READY / DEAD / RESTARTING), session, pid, restart
+// count and last report. Pure logic: no threads, no RPCs, no processes; the
+// caller passes the time, so tests drive it with a fake clock.
+//
+// State changes:
+//   STARTING   --Register-->           READY
+//   READY      --silent > timeout-->   DEAD   (session forgotten)
+//   STARTING   --no Register within the startup timeout--> DEAD
+//   any        --process exited / Deregister--> DEAD
+//   DEAD       --relaunched-->         RESTARTING --Register--> READY
+//   DEAD       --Register (by hand)--> READY
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cohort/v1/coordinator.pb.h"
+#include "common/cluster_spec.h"
+
+namespace cohort::coordinator {
+
+struct ClusterManagerOptions {
+  absl::Duration heartbeat_timeout = absl::Seconds(5);
+  absl::Duration startup_timeout = absl::Seconds(30);
+  absl::Duration heartbeat_interval = absl::Seconds(1);  // told to tasks
+};
+
+// Thread-safe: every method takes the internal mutex for microseconds and
+// never calls out while holding it.
+class ClusterManager {
+ public:
+  ClusterManager(ClusterSpec spec, ClusterManagerOptions options,
+                 absl::Time now);
+
+  const ClusterSpec& spec() const { return spec_; }
+
+  // --- Called by the Coordinator service. ---
+  // INVALID_ARGUMENT when the identity or address is not in the spec;
+  // ALREADY_EXISTS when another live process holds the identity.
+  absl::StatusOr<v1::RegisterResponse> Register(const v1::TaskReport& report,
+                                                absl::Time now);
+  // NOT_FOUND when the session is unknown: the task must register again.
+  absl::Status Heartbeat(const v1::HeartbeatRequest& request, absl::Time now);
+  absl::Status Deregister(const v1::DeregisterRequest& request, absl::Time now);
+
+  // --- Called by the supervisor. ---
+  void MarkLaunched(const TaskId& task, int64_t pid, bool is_restart,
+                    absl::Time now);
+  void MarkExited(const TaskId& task, const std::string& reason,
+                  absl::Time now);
+  // Declares DEAD every task past its heartbeat or startup timeout, and
+  // returns those that just died.
+  std::vector<TaskId> ExpireSilent(absl::Time now);
+  // Restores counts saved by an earlier coordinator of this state dir.
+  void RestoreRestartCount(const TaskId& task, int restart_count);
+
+  // --- Admin API. ---
+  std::vector<v1::TaskStatus> Snapshot(absl::Time now) const;
+  v1::TaskState state(const TaskId& task) const;
+  int restart_count(const TaskId& task) const;
+  int64_t pid(const TaskId& task) const;
+
+ private:
+  struct Record {
+    std::string address;  // from the spec
+    v1::TaskState state = v1::STARTING;
+    absl::Time state_since;
+    bool launched = false;
+    int64_t pid = 0;
+    int restart_count = 0;
+    std::string session_id;
+    std::optional<absl::Time> last_heartbeat;
+    v1::TaskReport report;
+    std::string last_error;
+  };
+
+  // The record of a known task, or INVALID_ARGUMENT naming the stranger.
+  absl::StatusOr<Record*> Find(const v1::TaskId& task)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SetState(Record& record, v1::TaskState state, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string NewSessionId() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const ClusterSpec spec_;
+  const ClusterManagerOptions options_;
+
+  mutable absl::Mutex mu_;
+  std::map<TaskId, Record> tasks_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_session_ ABSL_GUARDED_BY(mu_) = 0;
+  const uint64_t session_salt_;
+};
+
+}  // namespace cohort::coordinator

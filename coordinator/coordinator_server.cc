@@ -1,0 +1,192 @@
+#include "coordinator/coordinator_server.h"
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "common/host_info.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+
+namespace cohort::coordinator {
+namespace {
+
+// The spec as TF_CONFIG with this task's identity, as TensorFlow would hand
+// it to the task.
+std::string TfConfigFor(const ClusterSpec& spec, const TaskId& task) {
+  nlohmann::json json = nlohmann::json::parse(spec.ToJson(), nullptr, false);
+  json["task"] = {{"type", task.type}, {"index", task.index}};
+  return json.dump();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
+    CoordinatorConfig config) {
+  std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
+  std::optional<PersistedState> saved;
+  if (!config.state_dir.empty()) {
+    COHORT_RETURN_IF_ERROR(MakeDirectories(config.state_dir));
+    server->store_.emplace(config.state_dir);
+    COHORT_ASSIGN_OR_RETURN(saved, server->store_->Load());
+  }
+  if (!config.spec.has_value()) {
+    if (!saved.has_value()) {
+      return absl::InvalidArgumentError(
+          "no cluster spec: pass --cluster_spec=FILE or set TF_CONFIG "
+          "(or --state_dir of an earlier coordinator)");
+    }
+    absl::StatusOr<ClusterSpec> spec =
+        ClusterSpec::FromJson(saved->cluster_spec_json);
+    if (!spec.ok()) {
+      return absl::DataLossError(absl::StrCat(server->store_->path(),
+                                              ": the saved cluster spec is "
+                                              "invalid: ",
+                                              spec.status().message()));
+    }
+    config.spec = *std::move(spec);
+    spdlog::info("using the cluster spec saved in {}", server->store_->path());
+  }
+  if (saved.has_value()) {
+    server->state_ = *saved;
+    if (!config.listen_given && !saved->coordinator_address.empty()) {
+      // Tasks left running know the old address; serve there again.
+      config.server.listen = saved->coordinator_address;
+    }
+  }
+  ++server->state_.incarnation;
+  server->state_.cluster_spec_json = config.spec->ToJson();
+
+  const absl::Time now = absl::Now();
+  server->manager_ =
+      std::make_unique<ClusterManager>(*config.spec, config.cluster, now);
+  for (const PersistedTask& task : server->state_.tasks) {
+    server->manager_->RestoreRestartCount(task.task, task.restart_count);
+  }
+  server->auth_ = std::make_unique<rpc::Authenticator>(config.server.security.token);
+  server->coordinator_service_ = std::make_unique<CoordinatorService>(
+      server->manager_.get(), server->auth_.get());
+  server->admin_service_ = std::make_unique<AdminService>(
+      server->manager_.get(), server->auth_.get(),
+      CoordinatorIdentity{
+          .launch_mode = config.launch == LaunchMode::kLocal ? "local" : "none",
+          .incarnation = server->state_.incarnation,
+          .started = now});
+  if (config.agent_binary.empty()) {
+    config.agent_binary = ExecutableDirectory() + "/cohort-agent";
+  }
+  if (config.ps_binary.empty()) {
+    config.ps_binary = ExecutableDirectory() + "/cohort-ps";
+  }
+  if (config.task_log_dir.empty() && !config.state_dir.empty()) {
+    config.task_log_dir = config.state_dir + "/logs";
+  }
+  server->config_ = std::move(config);
+  return server;
+}
+
+CoordinatorServer::~CoordinatorServer() { Shutdown(); }
+
+std::vector<LaunchPlan> CoordinatorServer::PlanLaunches() const {
+  std::vector<LaunchPlan> plans;
+  const ClusterSpec& spec = *config_.spec;
+  const std::vector<std::string> security =
+      rpc::Security::ToFlags(config_.security_files);
+  for (const TaskId& task : spec.tasks()) {
+    const bool is_ps = task.type == kPs;
+    if (!is_ps && task.type != kWorker && task.type != kChief) continue;
+    const std::string address = *spec.address(task);
+    const absl::StatusOr<HostPort> host_port = ParseHostPort(address);
+    if (!host_port.ok() || !IsLocalHost(host_port->host)) {
+      spdlog::info("{} at {} is not on this host; waiting for it to register",
+                   task.ToString(), address);
+      continue;
+    }
+    LaunchPlan plan;
+    plan.task = task;
+    std::vector<std::string>& argv = plan.spawn.argv;
+    argv = {is_ps ? config_.ps_binary : config_.agent_binary,
+            absl::StrCat("--task=", task.ToString()),
+            absl::StrCat("--coordinator=", server_->DialAddress()),
+            absl::StrCat("--listen=", address),
+            absl::StrCat("--log_level=", config_.log_level)};
+    if (!is_ps) argv.push_back(absl::StrCat("--cpu_devices=", config_.cpu_devices));
+    argv.insert(argv.end(), security.begin(), security.end());
+    plan.spawn.env["TF_CONFIG"] = TfConfigFor(spec, task);
+    // The coordinator stops its children itself, in order; a terminal's ^C
+    // must not reach them first.
+    plan.spawn.new_process_group = true;
+    if (!config_.task_log_dir.empty()) {
+      plan.spawn.output_file = absl::StrCat(config_.task_log_dir, "/", task.type,
+                                            "-", task.index, ".log");
+    }
+    plans.push_back(std::move(plan));
+  }
+  return plans;
+}
+
+absl::Status CoordinatorServer::Start() {
+  server_ = std::make_unique<rpc::RpcServer>(config_.server);
+  server_->AddService(coordinator_service_.get());
+  server_->AddService(admin_service_.get());
+  absl::Status started = server_->Start();
+  if (!started.ok() && !config_.listen_given &&
+      config_.server.listen == state_.coordinator_address) {
+    spdlog::warn("cannot serve on the saved address {} ({}); picking a new "
+                 "port, so tasks left running must be restarted",
+                 state_.coordinator_address, std::string(started.message()));
+    rpc::ServerOptions fallback = config_.server;
+    fallback.listen = "127.0.0.1:0";
+    server_ = std::make_unique<rpc::RpcServer>(fallback);
+    server_->AddService(coordinator_service_.get());
+    server_->AddService(admin_service_.get());
+    started = server_->Start();
+  }
+  COHORT_RETURN_IF_ERROR(started);
+  started_ = true;
+  admin_service_->set_address(server_->DialAddress());
+  state_.coordinator_address = server_->address();
+  spdlog::info("coordinator serving on {} (incarnation {}, {} tasks, launch={})",
+               server_->address(), state_.incarnation,
+               config_.spec->tasks().size(),
+               config_.launch == LaunchMode::kLocal ? "local" : "none");
+
+  supervisor_ = std::make_unique<Supervisor>(manager_.get(), config_.supervisor);
+  if (config_.launch == LaunchMode::kLocal) {
+    if (!config_.task_log_dir.empty()) {
+      COHORT_RETURN_IF_ERROR(MakeDirectories(config_.task_log_dir));
+    }
+    for (LaunchPlan& plan : PlanLaunches()) {
+      int64_t adopt_pid = 0;
+      for (const PersistedTask& saved : state_.tasks) {
+        if (saved.task == plan.task && saved.launched) adopt_pid = saved.pid;
+      }
+      supervisor_->Add(std::move(plan), adopt_pid);
+    }
+  }
+  supervisor_->set_on_change([this] { PersistState(); });
+  supervisor_->Start();
+  return absl::OkStatus();
+}
+
+void CoordinatorServer::PersistState() {
+  if (!store_.has_value()) return;
+  PersistedState state = state_;
+  state.tasks = supervisor_ != nullptr ? supervisor_->Tasks()
+                                       : std::vector<PersistedTask>{};
+  absl::Status saved = store_->Save(state);
+  if (!saved.ok()) spdlog::error("cannot save state: {}", saved.ToString());
+}
+
+void CoordinatorServer::Shutdown() {
+  if (!started_) return;
+  started_ = false;
+  spdlog::info("stopping: terminating launched tasks");
+  supervisor_->Shutdown();
+  PersistState();
+  server_->Shutdown(absl::Milliseconds(500));
+  spdlog::info("stopped");
+}
+
+}  // namespace cohort::coordinator

@@ -1,0 +1,73 @@
+#pragma once
+
+// Wiring of cohort-coordinator: state dir, ClusterManager, Supervisor, the
+// gRPC server with the Coordinator and Admin services.
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/cluster_spec.h"
+#include "coordinator/cluster_manager.h"
+#include "coordinator/coordinator_service.h"
+#include "coordinator/state_store.h"
+#include "coordinator/supervisor.h"
+#include "rpc/auth.h"
+#include "rpc/server.h"
+
+namespace cohort::coordinator {
+
+enum class LaunchMode { kLocal, kNone };
+
+struct CoordinatorConfig {
+  // The spec to run; when unset, the one kept in state_dir.
+  std::optional<ClusterSpec> spec;
+  rpc::ServerOptions server;
+  bool listen_given = false;  // else the address kept in state_dir is reused
+  rpc::SecurityFiles security_files;  // passed on to launched tasks
+  std::string state_dir;              // empty: keep no state
+  LaunchMode launch = LaunchMode::kLocal;
+  ClusterManagerOptions cluster;
+  SupervisorOptions supervisor;
+  std::string agent_binary;  // default: cohort-agent beside this binary
+  std::string ps_binary;     // default: cohort-ps beside this binary
+  int cpu_devices = 1;       // --cpu_devices for launched agents
+  std::string log_level = "info";
+  std::string task_log_dir;  // empty: state_dir/logs, or inherit stderr
+};
+
+// Owns everything the coordinator runs. Start() once, Shutdown() once (also
+// run by the destructor). Not thread-safe itself; its parts are.
+class CoordinatorServer {
+ public:
+  // Loads the state dir and validates the config; starts nothing.
+  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Create(
+      CoordinatorConfig config);
+  ~CoordinatorServer();
+
+  absl::Status Start();
+  // Stops the children (SIGTERM, then SIGKILL) and the server.
+  void Shutdown();
+
+  std::string address() const { return server_->DialAddress(); }
+  ClusterManager& manager() { return *manager_; }
+
+ private:
+  CoordinatorConfig config_;
+  std::optional<StateStore> store_;
+  PersistedState state_;
+  std::unique_ptr<ClusterManager> manager_;
+  std::unique_ptr<Supervisor> supervisor_;
+  std::unique_ptr<rpc::Authenticator> auth_;
+  std::unique_ptr<CoordinatorService> coordinator_service_;
+  std::unique_ptr<AdminService> admin_service_;
+  std::unique_ptr<rpc::RpcServer> server_;
+  bool started_ = false;
+
+  CoordinatorServer() = default;
+  std::vector<LaunchPlan> PlanLaunches() const;
+  void PersistState();
+};
+
+}  // namespace cohort::coordinator

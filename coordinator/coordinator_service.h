@@ -1,0 +1,69 @@
+#pragma once
+
+// gRPC adapters of the coordinator: the task control plane
+// (cohort.v1.Coordinator) and the Admin API (cohort.v1.Admin). Each handler
+// authenticates, then does microseconds of work in the ClusterManager.
+
+#include <functional>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cohort/v1/coordinator.grpc.pb.h"
+#include "coordinator/cluster_manager.h"
+#include "rpc/auth.h"
+
+namespace cohort::coordinator {
+
+// `manager` and `auth` are not owned and must outlive the service.
+// Thread-safe.
+class CoordinatorService final : public v1::Coordinator::CallbackService {
+ public:
+  CoordinatorService(ClusterManager* manager, const rpc::Authenticator* auth);
+
+  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* context,
+                                     const v1::RegisterRequest* request,
+                                     v1::RegisterResponse* response) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
+                                      const v1::HeartbeatRequest* request,
+                                      v1::HeartbeatResponse* response) override;
+  grpc::ServerUnaryReactor* Deregister(
+      grpc::CallbackServerContext* context,
+      const v1::DeregisterRequest* request,
+      v1::DeregisterResponse* response) override;
+
+ private:
+  ClusterManager* const manager_;
+  const rpc::Authenticator* const auth_;
+};
+
+// Facts about the coordinator itself that the Admin API reports.
+struct CoordinatorIdentity {
+  std::string launch_mode;
+  int64_t incarnation = 0;
+  absl::Time started;
+};
+
+// `manager` and `auth` are not owned. Thread-safe.
+class AdminService final : public v1::Admin::CallbackService {
+ public:
+  AdminService(ClusterManager* manager, const rpc::Authenticator* auth,
+               CoordinatorIdentity identity);
+
+  grpc::ServerUnaryReactor* GetClusterState(
+      grpc::CallbackServerContext* context,
+      const v1::GetClusterStateRequest* request,
+      v1::ClusterState* response) override;
+
+  // The address is known only once the server is bound, after the service
+  // was registered.
+  void set_address(std::string address);
+
+ private:
+  ClusterManager* const manager_;
+  const rpc::Authenticator* const auth_;
+  const CoordinatorIdentity identity_;
+  absl::Mutex mu_;
+  std::string address_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace cohort::coordinator

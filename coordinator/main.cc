@@ -1,0 +1,145 @@
+// cohort-coordinator: reads the cluster spec, launches and supervises the
+// local tasks, tracks heartbeats and serves the Admin API.
+
+#include <cstdio>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "common/cluster_spec.h"
+#include "common/flags.h"
+#include "common/logging.h"
+#include "common/signals.h"
+#include "common/status_macros.h"
+#include "common/systemd_notify.h"
+#include "coordinator/coordinator_server.h"
+#include "rpc/server_flags.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, cluster_spec, "",
+          "TF_CONFIG-style JSON file. Default: the TF_CONFIG variable, else the "
+          "spec saved in --state_dir.");
+ABSL_FLAG(std::string, state_dir, "",
+          "Directory for the coordinator's state, so that a restarted "
+          "coordinator knows the cluster again. Empty: keep no state.");
+ABSL_FLAG(std::string, launch, "local",
+          "local: launch an agent per chief/worker and a PS per ps task whose "
+          "host is this machine. none: launch nothing; tasks register.");
+ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(5),
+          "A task silent this long is marked DEAD.");
+ABSL_FLAG(absl::Duration, startup_timeout, absl::Seconds(30),
+          "A launched task that has not registered after this is DEAD.");
+ABSL_FLAG(bool, restart, true, "Restart launched tasks that die.");
+ABSL_FLAG(absl::Duration, restart_backoff, absl::Seconds(1),
+          "Delay before the first restart; doubles per consecutive failure.");
+ABSL_FLAG(absl::Duration, restart_backoff_max, absl::Seconds(30),
+          "Upper bound of the restart delay.");
+ABSL_FLAG(std::string, agent_binary, "",
+          "cohort-agent to launch. Default: the one beside this binary.");
+ABSL_FLAG(std::string, ps_binary, "",
+          "cohort-ps to launch. Default: the one beside this binary.");
+ABSL_FLAG(int, cpu_devices, 1, "--cpu_devices for launched agents.");
+ABSL_FLAG(std::string, task_log_dir, "",
+          "Where launched tasks write their logs. Default: <state_dir>/logs, "
+          "or this process's stderr without a state dir.");
+
+namespace cohort::coordinator {
+namespace {
+
+constexpr char kUsage[] =
+    "runs a Cohort cluster from a TF_CONFIG-style spec.\n"
+    "\n"
+    "  cohort-coordinator --cluster_spec=cluster.json --listen=0.0.0.0:7070\n"
+    "  TF_CONFIG='{\"cluster\":{...}}' cohort-coordinator --launch=none\n"
+    "\n"
+    "Exit codes: 0 stopped by a signal, 1 runtime failure, 2 bad "
+    "configuration.";
+
+// Exit code 2 for configuration errors, with one line on stderr.
+[[noreturn]] void ConfigError(const absl::Status& status) {
+  std::fprintf(stderr, "cohort-coordinator: %s\n",
+               std::string(status.message()).c_str());
+  std::exit(2);
+}
+
+absl::StatusOr<CoordinatorConfig> ConfigFromFlags() {
+  CoordinatorConfig config;
+  COHORT_ASSIGN_OR_RETURN(rpc::DaemonFlags flags,
+                          rpc::DaemonFlagsFromFlags("127.0.0.1:7070"));
+  config.server = std::move(flags.server);
+  config.listen_given = rpc::ListenFlagGiven();
+  config.security_files = flags.security_files;
+  config.log_level = flags.log_level;
+
+  const std::string spec_file = absl::GetFlag(FLAGS_cluster_spec);
+  if (!spec_file.empty()) {
+    COHORT_ASSIGN_OR_RETURN(config.spec, ClusterSpec::FromFile(spec_file));
+  } else {
+    absl::StatusOr<ClusterSpec> spec = ClusterSpec::FromEnvironment();
+    if (spec.ok()) {
+      config.spec = *std::move(spec);
+    } else if (spec.status().code() != absl::StatusCode::kNotFound) {
+      return spec.status();
+    }
+  }
+  config.state_dir = absl::GetFlag(FLAGS_state_dir);
+  const std::string launch = absl::GetFlag(FLAGS_launch);
+  if (launch == "local") {
+    config.launch = LaunchMode::kLocal;
+  } else if (launch == "none") {
+    config.launch = LaunchMode::kNone;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--launch: unknown mode \"", launch, "\" (expected local or none)"));
+  }
+  config.cluster.heartbeat_timeout = absl::GetFlag(FLAGS_heartbeat_timeout);
+  config.cluster.startup_timeout = absl::GetFlag(FLAGS_startup_timeout);
+  if (config.cluster.heartbeat_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--heartbeat_timeout must be positive");
+  }
+  config.supervisor.restart = absl::GetFlag(FLAGS_restart);
+  config.supervisor.backoff_initial = absl::GetFlag(FLAGS_restart_backoff);
+  config.supervisor.backoff_max = absl::GetFlag(FLAGS_restart_backoff_max);
+  config.agent_binary = absl::GetFlag(FLAGS_agent_binary);
+  config.ps_binary = absl::GetFlag(FLAGS_ps_binary);
+  config.cpu_devices = absl::GetFlag(FLAGS_cpu_devices);
+  if (config.cpu_devices < 1) {
+    return absl::InvalidArgumentError("--cpu_devices must be at least 1");
+  }
+  config.task_log_dir = absl::GetFlag(FLAGS_task_log_dir);
+  return config;
+}
+
+int Main(int argc, char** argv) {
+  BlockTerminationSignals();
+  const std::vector<std::string> args = ParseCommandLine(argc, argv, kUsage);
+  if (!args.empty()) {
+    ConfigError(absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument \"", args[0], "\" (see --help)")));
+  }
+  absl::StatusOr<CoordinatorConfig> config = ConfigFromFlags();
+  if (!config.ok()) ConfigError(config.status());
+  if (absl::Status logging = InitLogging("coordinator", "", config->log_level);
+      !logging.ok()) {
+    ConfigError(logging);
+  }
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
+      CoordinatorServer::Create(*std::move(config));
+  if (!server.ok()) ConfigError(server.status());
+  if (absl::Status started = (*server)->Start(); !started.ok()) {
+    spdlog::error("cannot start: {}", started.ToString());
+    return 1;
+  }
+  NotifyReady(absl::StrCat("serving on ", (*server)->address()));
+
+  TerminationWaiter waiter;
+  const int signal = waiter.Wait();
+  spdlog::info("received signal {}; shutting down", signal);
+  NotifyStopping();
+  (*server)->Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace cohort::coordinator
+
+int main(int argc, char** argv) { return cohort::coordinator::Main(argc, argv); }

@@ -1,0 +1,198 @@
+#include "coordinator/supervisor.h"
+
+#include <signal.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "common/host_info.h"
+#include "spdlog/spdlog.h"
+
+namespace cohort::coordinator {
+namespace {
+
+// An adopted pid must still be the task we launched, not a recycled pid.
+bool RunsTask(int64_t pid, const TaskId& task) {
+  if (!ProcessAlive(pid)) return false;
+  const std::string cmdline = ProcessCommandLine(pid);
+  return absl::StrContains(cmdline, absl::StrCat("--task=", task.ToString()));
+}
+
+}  // namespace
+
+Supervisor::Supervisor(ClusterManager* manager, SupervisorOptions options)
+    : manager_(manager), options_(options) {}
+
+Supervisor::~Supervisor() { Shutdown(); }
+
+void Supervisor::Add(LaunchPlan plan, int64_t adopt_pid) {
+  absl::MutexLock lock(&mu_);
+  Child child;
+  const TaskId task = plan.task;
+  child.plan = std::move(plan);
+  if (adopt_pid > 0 && RunsTask(adopt_pid, task)) child.adopted_pid = adopt_pid;
+  children_.emplace(task, std::move(child));
+}
+
+void Supervisor::set_on_change(std::function<void()> on_change) {
+  on_change_ = std::move(on_change);
+}
+
+void Supervisor::Start() {
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = absl::Now();
+    for (auto& [task, child] : children_) {
+      if (child.adopted_pid > 0) {
+        spdlog::info("{}: adopting pid {} left running by the previous "
+                     "coordinator", task.ToString(), child.adopted_pid);
+        child.launched_at = now;
+        manager_->MarkLaunched(task, child.adopted_pid, false, now);
+      } else {
+        Launch(child, /*is_restart=*/false, now);
+      }
+    }
+  }
+  if (on_change_) on_change_();
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Supervisor::Launch(Child& child, bool is_restart, absl::Time now) {
+  const TaskId& task = child.plan.task;
+  child.restart_at.reset();
+  child.adopted_pid = 0;
+  absl::StatusOr<Subprocess> process = Subprocess::Spawn(child.plan.spawn);
+  if (!process.ok()) {
+    // Most likely a missing binary; keep retrying with backoff like a crash.
+    spdlog::error("{}: launch failed: {}", task.ToString(),
+                  process.status().ToString());
+    manager_->MarkExited(task, std::string(process.status().message()), now);
+    ++child.consecutive_failures;
+    child.restart_at = now + options_.backoff_initial;
+    return;
+  }
+  child.process = std::move(*process);
+  child.launched_at = now;
+  manager_->MarkLaunched(task, child.process->pid(), is_restart, now);
+  spdlog::info("{}: {} pid {}: {}", task.ToString(),
+               is_restart ? "restarted as" : "launched as",
+               child.process->pid(), absl::StrJoin(child.plan.spawn.argv, " "));
+}
+
+int64_t Supervisor::Pid(const Child& child) {
+  if (child.process.has_value() && child.process->running()) {
+    return child.process->pid();
+  }
+  return child.adopted_pid;
+}
+
+bool Supervisor::Tick(absl::Time now) {
+  bool changed = false;
+  // Heartbeat sweep first: a launched task that went silent is killed here
+  // and its exit handled below like any other.
+  const std::vector<TaskId> silent = manager_->ExpireSilent(now);
+  absl::MutexLock lock(&mu_);
+  for (const TaskId& task : silent) {
+    const auto it = children_.find(task);
+    if (it == children_.end()) continue;
+    const int64_t pid = Pid(it->second);
+    if (pid > 0) {
+      spdlog::warn("{}: killing unresponsive pid {}", task.ToString(), pid);
+      kill(static_cast<pid_t>(pid), SIGKILL);
+    }
+  }
+  for (auto& [task, child] : children_) {
+    std::optional<std::string> exit_reason;
+    if (child.process.has_value() && child.process->running()) {
+      if (auto status = child.process->Poll()) exit_reason = status->ToString();
+    } else if (child.adopted_pid > 0 && !ProcessAlive(child.adopted_pid)) {
+      exit_reason = "exited (adopted process)";
+      child.adopted_pid = 0;
+    }
+    if (exit_reason.has_value()) {
+      changed = true;
+      const std::string reason = absl::StrCat("process ", *exit_reason);
+      manager_->MarkExited(task, reason, now);
+      if (now - child.launched_at >= options_.healthy_run) {
+        child.consecutive_failures = 0;
+      }
+      const absl::Duration backoff =
+          std::min(options_.backoff_max,
+                   options_.backoff_initial *
+                       (1 << std::min(child.consecutive_failures, 16)));
+      ++child.consecutive_failures;
+      if (options_.restart) {
+        child.restart_at = now + backoff;
+        spdlog::warn("{}: {}; restarting in {}", task.ToString(), reason,
+                     absl::FormatDuration(backoff));
+      } else {
+        spdlog::warn("{}: {}; restarts are disabled", task.ToString(), reason);
+      }
+    }
+    if (child.restart_at.has_value() && now >= *child.restart_at) {
+      Launch(child, /*is_restart=*/true, now);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+void Supervisor::Run() {
+  auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_;
+  };
+  while (true) {
+    if (Tick(absl::Now()) && on_change_) on_change_();
+    absl::MutexLock lock(&mu_);
+    if (mu_.AwaitWithTimeout(absl::Condition(&stopping),
+                             options_.poll_interval)) {
+      return;
+    }
+  }
+}
+
+void Supervisor::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;
+    stopped_ = stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+  absl::MutexLock lock(&mu_);
+  // Signal everyone first, then wait, so that children stop in parallel.
+  for (auto& [task, child] : children_) {
+    const int64_t pid = Pid(child);
+    if (pid > 0) kill(static_cast<pid_t>(pid), SIGTERM);
+  }
+  const absl::Time deadline = absl::Now() + options_.stop_grace;
+  for (auto& [task, child] : children_) {
+    if (child.process.has_value()) {
+      const absl::Duration left = std::max(absl::ZeroDuration(), deadline - absl::Now());
+      child.process->Stop(left);
+    } else if (child.adopted_pid > 0) {
+      while (ProcessAlive(child.adopted_pid) && absl::Now() < deadline) {
+        absl::SleepFor(absl::Milliseconds(20));
+      }
+      if (ProcessAlive(child.adopted_pid)) {
+        kill(static_cast<pid_t>(child.adopted_pid), SIGKILL);
+      }
+    }
+    spdlog::info("{}: stopped", task.ToString());
+  }
+}
+
+std::vector<PersistedTask> Supervisor::Tasks() const {
+  std::vector<PersistedTask> out;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [task, child] : children_) {
+    out.push_back(PersistedTask{.task = task,
+                                .launched = true,
+                                .pid = Pid(child),
+                                .restart_count = manager_->restart_count(task)});
+  }
+  return out;
+}
+
+}  // namespace cohort::coordinator

@@ -1,0 +1,47 @@
+// cohort-ps: one per ps task. Registers with the coordinator, heartbeats,
+// and serves its variable shard.
+
+#include <cstdio>
+
+#include "common/flags.h"
+#include "common/logging.h"
+#include "common/signals.h"
+#include "ps_server/ps_service.h"
+#include "rpc/task_runtime.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "a Cohort parameter server (one per ps task).\n"
+    "\n"
+    "  cohort-ps --task=ps:0 --listen=10.0.0.3:2222 "
+    "--coordinator=10.0.0.1:7070\n"
+    "\n"
+    "Exit codes: 0 stopped by a signal, 1 runtime failure, 2 bad "
+    "configuration or refused by the coordinator.";
+
+[[noreturn]] void ConfigError(const absl::Status& status) {
+  std::fprintf(stderr, "cohort-ps: %s\n", std::string(status.message()).c_str());
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace cohort;
+  BlockTerminationSignals();
+  if (!ParseCommandLine(argc, argv, kUsage).empty()) {
+    ConfigError(absl::InvalidArgumentError("unexpected argument (see --help)"));
+  }
+  absl::StatusOr<rpc::TaskConfig> config =
+      rpc::TaskConfigFromFlags({std::string(kPs)});
+  if (!config.ok()) ConfigError(config.status());
+  if (absl::Status logging = InitLogging("ps", config->task.ToString(),
+                                         config->daemon.log_level);
+      !logging.ok()) {
+    ConfigError(logging);
+  }
+  rpc::TaskRuntime runtime("ps", *std::move(config));
+  ps::PsService service(&runtime);
+  return runtime.Run({&service}, [&service] { return service.Report(); });
+}

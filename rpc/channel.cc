@@ -1,0 +1,46 @@
+#include "rpc/channel.h"
+
+#include <grpcpp/create_channel.h>
+
+#include "absl/strings/str_cat.h"
+#include "rpc/auth.h"
+#include "rpc/limits.h"
+#include "rpc/status_conversion.h"
+
+namespace cohort::rpc {
+
+Connection::Connection(std::string address, Security security)
+    : address_(std::move(address)), security_(std::move(security)) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  // Reconnect quickly after a peer restarts instead of backing off for
+  // up to two minutes.
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  channel_ = grpc::CreateCustomChannel(address_,
+                                       security_.ChannelCredentials(), args);
+}
+
+std::unique_ptr<grpc::ClientContext> Connection::NewContext(
+    absl::Duration timeout) const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  if (security_.token.has_value()) {
+    context->AddMetadata(std::string(kAuthorizationHeader),
+                         absl::StrCat("Bearer ", *security_.token));
+  }
+  return context;
+}
+
+absl::Status Connection::Annotate(absl::string_view method,
+                                  const grpc::Status& status) const {
+  absl::Status converted = FromGrpcStatus(status);
+  if (converted.ok()) return converted;
+  return absl::Status(converted.code(),
+                      absl::StrCat(method, " to ", address_, ": ",
+                                   converted.message()));
+}
+
+}  // namespace cohort::rpc

@@ -1,0 +1,42 @@
+#pragma once
+
+// Client side: channels with our security, and per-call contexts that carry
+// the deadline and the bearer token.
+
+#include <memory>
+#include <string>
+
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "rpc/security.h"
+
+namespace cohort::rpc {
+
+// A connection to one server. Immutable after construction; thread-safe (the
+// grpc::Channel is).
+class Connection {
+ public:
+  Connection(std::string address, Security security);
+
+  const std::string& address() const { return address_; }
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+
+  // A context for one call: deadline now + timeout, and the token if any.
+  std::unique_ptr<grpc::ClientContext> NewContext(absl::Duration timeout) const;
+
+  // Prefixes a failed call's status with what was called and where, so that
+  // "connection refused" says which server refused:
+  // "Admin.GetClusterState to 127.0.0.1:4000: UNAVAILABLE: ...".
+  absl::Status Annotate(absl::string_view method,
+                        const grpc::Status& status) const;
+
+ private:
+  std::string address_;
+  Security security_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+}  // namespace cohort::rpc

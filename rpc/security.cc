@@ -1,0 +1,91 @@
+#include "rpc/security.h"
+
+#include <grpcpp/security/server_credentials.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "common/status_macros.h"
+
+namespace cohort::rpc {
+namespace {
+
+absl::StatusOr<std::string> ReadFlagFile(absl::string_view flag,
+                                         const std::string& path) {
+  absl::StatusOr<std::string> contents = ReadFile(path);
+  if (!contents.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": ", contents.status().message()));
+  }
+  return contents;
+}
+
+}  // namespace
+
+absl::StatusOr<Security> Security::Load(const SecurityFiles& files) {
+  Security security;
+  if (!files.auth_token_file.empty()) {
+    COHORT_ASSIGN_OR_RETURN(std::string token,
+                            ReadFlagFile("auth_token_file", files.auth_token_file));
+    token = std::string(absl::StripAsciiWhitespace(token));
+    if (token.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--auth_token_file: ", files.auth_token_file, " is empty"));
+    }
+    if (token.find_first_of(" \t\r\n") != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--auth_token_file: ", files.auth_token_file,
+          " holds more than one word; a token is a single line without spaces"));
+    }
+    security.token = std::move(token);
+  }
+  if (files.tls_cert_file.empty() != files.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_cert_file and --tls_key_file must be given together");
+  }
+  if (!files.tls_cert_file.empty()) {
+    COHORT_ASSIGN_OR_RETURN(security.cert_pem,
+                            ReadFlagFile("tls_cert_file", files.tls_cert_file));
+    COHORT_ASSIGN_OR_RETURN(security.key_pem,
+                            ReadFlagFile("tls_key_file", files.tls_key_file));
+  }
+  if (!files.tls_ca_file.empty()) {
+    COHORT_ASSIGN_OR_RETURN(security.ca_pem,
+                            ReadFlagFile("tls_ca_file", files.tls_ca_file));
+  }
+  return security;
+}
+
+std::shared_ptr<grpc::ServerCredentials> Security::ServerCredentials() const {
+  if (cert_pem.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions options(
+      ca_pem.empty()
+          ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+          : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  options.pem_root_certs = ca_pem;
+  options.pem_key_cert_pairs.push_back({key_pem, cert_pem});
+  return grpc::SslServerCredentials(options);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> Security::ChannelCredentials() const {
+  if (!tls()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = ca_pem;
+  options.pem_private_key = key_pem;
+  options.pem_cert_chain = cert_pem;
+  return grpc::SslCredentials(options);
+}
+
+std::vector<std::string> Security::ToFlags(const SecurityFiles& files) {
+  std::vector<std::string> flags;
+  auto add = [&](absl::string_view name, const std::string& value) {
+    if (!value.empty()) flags.push_back(absl::StrCat("--", name, "=", value));
+  };
+  add("auth_token_file", files.auth_token_file);
+  add("tls_cert_file", files.tls_cert_file);
+  add("tls_key_file", files.tls_key_file);
+  add("tls_ca_file", files.tls_ca_file);
+  return flags;
+}
+
+}  // namespace cohort::rpc

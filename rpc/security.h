@@ -1,0 +1,50 @@
+#pragma once
+
+// Transport security shared by servers and clients: optional TLS and an
+// optional bearer token.
+//
+// TLS: a server with a certificate and key serves TLS; given a CA as well it
+// requires and verifies client certificates. A client with a CA verifies the
+// server against it, and presents its own certificate when it has one.
+//
+// Token: every RPC a client makes carries "authorization: Bearer <token>";
+// every server started with a token rejects calls without it.
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/security/server_credentials.h>
+
+#include "absl/status/statusor.h"
+
+namespace cohort::rpc {
+
+// File paths, as the --auth_token_file / --tls_* flags give them.
+struct SecurityFiles {
+  std::string auth_token_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_ca_file;
+};
+
+// Loaded credentials material. Immutable value type; thread-compatible.
+struct Security {
+  std::optional<std::string> token;
+  std::string cert_pem, key_pem, ca_pem;  // empty when not given
+
+  bool tls() const { return !cert_pem.empty() || !ca_pem.empty(); }
+
+  // Reads and checks the files; errors name the flag and the file.
+  static absl::StatusOr<Security> Load(const SecurityFiles& files);
+
+  std::shared_ptr<grpc::ServerCredentials> ServerCredentials() const;
+  std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials() const;
+
+  // The arguments a daemon passes to the tasks it launches, so that they
+  // speak the same way: "--auth_token_file=...", "--tls_cert_file=...".
+  static std::vector<std::string> ToFlags(const SecurityFiles& files);
+};
+
+}  // namespace cohort::rpc

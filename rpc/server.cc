@@ -1,0 +1,71 @@
+#include "rpc/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/server_builder.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/cluster_spec.h"
+#include "common/file_util.h"
+#include "common/status_macros.h"
+#include "rpc/limits.h"
+
+namespace cohort::rpc {
+
+RpcServer::RpcServer(ServerOptions options) : options_(std::move(options)) {}
+
+RpcServer::~RpcServer() { Shutdown(absl::ZeroDuration()); }
+
+void RpcServer::AddService(grpc::Service* service) {
+  services_.push_back(service);
+}
+
+absl::Status RpcServer::Start() {
+  COHORT_ASSIGN_OR_RETURN(HostPort listen,
+                          ParseHostPort(options_.listen, /*allow_port_zero=*/true));
+  // Process-wide switches; they must be set before any server is built.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+
+  grpc::ServerBuilder builder;
+  int bound_port = 0;
+  builder.AddListeningPort(listen.ToString(),
+                           options_.security.ServerCredentials(), &bound_port);
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  // Without SO_REUSEPORT two daemons could silently share one port.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  for (grpc::Service* service : services_) builder.RegisterService(service);
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || bound_port == 0) {
+    server_.reset();
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", listen.ToString(),
+        ": the address is in use or not an address of this host"));
+  }
+  port_ = bound_port;
+  address_ = HostPort{listen.host, port_}.ToString();
+  server_->GetHealthCheckService()->SetServingStatus(true);
+  if (!options_.port_file.empty()) {
+    COHORT_RETURN_IF_ERROR(
+        WriteFileAtomically(options_.port_file, absl::StrCat(port_, "\n")));
+  }
+  return absl::OkStatus();
+}
+
+std::string RpcServer::DialAddress() const {
+  absl::StatusOr<HostPort> parsed = ParseHostPort(address_, true);
+  if (!parsed.ok()) return address_;
+  if (parsed->host == "0.0.0.0") parsed->host = "127.0.0.1";
+  if (parsed->host == "::") parsed->host = "::1";
+  return parsed->ToString();
+}
+
+void RpcServer::Shutdown(absl::Duration grace) {
+  if (server_ == nullptr || shut_down_.exchange(true)) return;
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  server_->Wait();
+}
+
+}  // namespace cohort::rpc

@@ -1,0 +1,63 @@
+#pragma once
+
+// The lifecycle of a daemon's gRPC server: bind (port 0 picks a free port,
+// which is written to a port file), serve the registered services plus the
+// standard grpc.health.v1.Health service and server reflection, and shut down
+// with a deadline.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/server.h>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "rpc/security.h"
+
+namespace cohort::rpc {
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:0";  // HOST:PORT
+  std::string port_file;               // written once bound, when not empty
+  Security security;
+};
+
+// Owns the grpc::Server. Services are not owned and must outlive Shutdown().
+// AddService and Start are called from one thread before serving; Shutdown is
+// idempotent and thread-safe.
+class RpcServer {
+ public:
+  explicit RpcServer(ServerOptions options);
+  ~RpcServer();
+
+  RpcServer(const RpcServer&) = delete;
+  RpcServer& operator=(const RpcServer&) = delete;
+
+  void AddService(grpc::Service* service);  // not owned
+
+  // Binds and starts serving. Errors name the address (in use, malformed).
+  absl::Status Start();
+
+  // "host:port" as bound (the port is real even when 0 was asked for).
+  const std::string& address() const { return address_; }
+  int port() const { return port_; }
+  // An address a local client can dial: 0.0.0.0 and [::] become loopback.
+  std::string DialAddress() const;
+
+  // Marks health NOT_SERVING, then stops, cancelling calls still running
+  // after `grace`.
+  void Shutdown(absl::Duration grace = absl::Seconds(1));
+
+  grpc::Server* grpc_server() { return server_.get(); }
+
+ private:
+  ServerOptions options_;
+  std::vector<grpc::Service*> services_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  int port_ = 0;
+  std::atomic<bool> shut_down_{false};
+};
+
+}  // namespace cohort::rpc

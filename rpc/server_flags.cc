@@ -1,0 +1,38 @@
+#include "rpc/server_flags.h"
+
+#include "absl/flags/flag.h"
+#include "common/cluster_spec.h"
+#include "common/status_macros.h"
+#include "rpc/security_flags.h"
+
+ABSL_FLAG(std::string, listen, "",
+          "HOST:PORT to serve on. Port 0 binds a free port (see --port_file).");
+ABSL_FLAG(std::string, port_file, "",
+          "Write the bound port here once serving (useful with port 0).");
+ABSL_FLAG(std::string, log_level, "info",
+          "trace, debug, info, warn, error or off.");
+
+namespace cohort::rpc {
+
+bool ListenFlagGiven() { return !absl::GetFlag(FLAGS_listen).empty(); }
+
+absl::StatusOr<DaemonFlags> DaemonFlagsFromFlags(
+    const std::string& default_listen) {
+  DaemonFlags flags;
+  flags.server.listen = absl::GetFlag(FLAGS_listen);
+  if (flags.server.listen.empty()) flags.server.listen = default_listen;
+  absl::StatusOr<HostPort> listen =
+      ParseHostPort(flags.server.listen, /*allow_port_zero=*/true);
+  if (!listen.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--listen: ", listen.status().message()));
+  }
+  flags.server.port_file = absl::GetFlag(FLAGS_port_file);
+  flags.security_files = SecurityFilesFromFlags();
+  COHORT_ASSIGN_OR_RETURN(flags.server.security,
+                          Security::Load(flags.security_files));
+  flags.log_level = absl::GetFlag(FLAGS_log_level);
+  return flags;
+}
+
+}  // namespace cohort::rpc

@@ -1,0 +1,23 @@
+#include "rpc/status_conversion.h"
+
+namespace cohort::rpc {
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  const int code = static_cast<int>(status.error_code());
+  // Codes outside the canonical range cannot come from a conforming peer;
+  // treat them as UNKNOWN rather than trusting them.
+  const absl::StatusCode mapped =
+      (code > 0 && code <= static_cast<int>(absl::StatusCode::kUnauthenticated))
+          ? static_cast<absl::StatusCode>(code)
+          : absl::StatusCode::kUnknown;
+  return absl::Status(mapped, status.error_message());
+}
+
+}  // namespace cohort::rpc

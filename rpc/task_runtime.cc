@@ -1,0 +1,81 @@
+#include "rpc/task_runtime.h"
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/host_info.h"
+#include "common/logging.h"
+#include "common/signals.h"
+#include "common/systemd_notify.h"
+#include "common/version.h"
+#include "rpc/server.h"
+#include "rpc/task_session.h"
+#include "spdlog/spdlog.h"
+
+namespace cohort::rpc {
+
+TaskRuntime::TaskRuntime(std::string daemon_name, TaskConfig config)
+    : daemon_name_(std::move(daemon_name)),
+      config_(std::move(config)),
+      auth_(config_.daemon.server.security.token),
+      started_(absl::Now()) {}
+
+v1::TaskReport TaskRuntime::BaseReport() const {
+  v1::TaskReport report;
+  report.mutable_task()->set_type(config_.task.type);
+  report.mutable_task()->set_index(config_.task.index);
+  report.set_address(address_);
+  report.set_pid(getpid());
+  report.set_hostname(Hostname());
+  report.set_version(kVersion);
+  report.set_start_time_unix_ms(absl::ToUnixMillis(started_));
+  return report;
+}
+
+int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
+                     std::function<v1::TaskReport()> report) {
+  RpcServer server(config_.daemon.server);
+  for (grpc::Service* service : services) server.AddService(service);
+  if (absl::Status started = server.Start(); !started.ok()) {
+    spdlog::error("cannot serve: {}", started.ToString());
+    return 1;
+  }
+  address_ = config_.advertise_address.empty() ? server.address()
+                                               : config_.advertise_address;
+  spdlog::info("{} serving on {}; coordinator {}", daemon_name_,
+               server.address(), config_.coordinator);
+
+  TerminationWaiter waiter;
+  TaskSession session(TaskSessionOptions{
+      .coordinator_address = config_.coordinator,
+      .security = config_.daemon.server.security,
+      .heartbeat_interval = config_.heartbeat_interval,
+      .report = std::move(report),
+      .on_registered =
+          [this] {
+            if (!registered_.exchange(true)) {
+              NotifyReady(absl::StrCat(config_.task.ToString(), " registered"));
+            }
+          },
+      .on_fatal =
+          [&waiter](const absl::Status& status) {
+            waiter.RequestStop(std::string(status.message()));
+          },
+  });
+  session.Start();
+  const int signal = waiter.Wait();
+  NotifyStopping();
+  int exit_code = 0;
+  if (signal != 0) {
+    spdlog::info("received signal {}; shutting down", signal);
+  } else {
+    spdlog::error("stopping: {}", waiter.stop_reason());
+    exit_code = 2;
+  }
+  session.Shutdown(signal != 0 ? absl::StrCat("signal ", signal)
+                               : waiter.stop_reason());
+  server.Shutdown(absl::Milliseconds(500));
+  return exit_code;
+}
+
+}  // namespace cohort::rpc

@@ -1,0 +1,67 @@
+#pragma once
+
+// What the task daemons (cohort-agent, cohort-ps) share: their identity, the
+// gRPC server, the session with the coordinator, readiness reporting and
+// signal handling.
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <grpcpp/impl/codegen/service_type.h>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cohort/v1/cluster.pb.h"
+#include "common/cluster_spec.h"
+#include "rpc/auth.h"
+#include "rpc/server_flags.h"
+
+namespace cohort::rpc {
+
+struct TaskConfig {
+  TaskId task;
+  std::string coordinator;        // HOST:PORT
+  std::string advertise_address;  // empty: the --listen address as bound
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  DaemonFlags daemon;
+};
+
+// Reads --task, --coordinator, --advertise_address, --heartbeat_interval and
+// the daemon flags. Identity and listen address fall back to TF_CONFIG's
+// `task` and its address, as TensorFlow does. `allowed_types` is what this
+// daemon may be (e.g. {"worker", "chief"}). Errors name the flag.
+absl::StatusOr<TaskConfig> TaskConfigFromFlags(
+    const std::vector<std::string>& allowed_types);
+
+// Owns the task's server and session while Run() runs. The accessors are
+// thread-safe.
+class TaskRuntime {
+ public:
+  TaskRuntime(std::string daemon_name, TaskConfig config);
+
+  const TaskConfig& config() const { return config_; }
+  const Authenticator* auth() const { return &auth_; }
+  bool registered() const { return registered_.load(); }
+
+  // The common part of the task's report (identity, address, pid, host,
+  // version, start time); daemons add their own fields.
+  v1::TaskReport BaseReport() const;
+
+  // Serves `services` (not owned), registers, and heartbeats with
+  // `report()` until SIGTERM/SIGINT (exit code 0) or until the coordinator
+  // refuses this task (exit code 2). Exit code 1 when it cannot serve.
+  int Run(const std::vector<grpc::Service*>& services,
+          std::function<v1::TaskReport()> report);
+
+ private:
+  const std::string daemon_name_;
+  const TaskConfig config_;
+  const Authenticator auth_;
+  const absl::Time started_;
+  std::atomic<bool> registered_{false};
+  std::string address_;  // set once, before the session starts
+};
+
+}  // namespace cohort::rpc

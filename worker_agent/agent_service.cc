@@ -1,0 +1,31 @@
+#include "worker_agent/agent_service.h"
+
+#include "rpc/unary.h"
+#include "worker_agent/device_discovery.h"
+
+namespace cohort::agent {
+
+AgentService::AgentService(const rpc::TaskRuntime* runtime,
+                           std::vector<v1::Device> devices)
+    : runtime_(runtime),
+      devices_(std::move(devices)),
+      features_(BuildFeatures()) {}
+
+v1::TaskReport AgentService::Report() const {
+  v1::TaskReport report = runtime_->BaseReport();
+  for (const v1::Device& device : devices_) *report.add_devices() = device;
+  for (const std::string& feature : features_) report.add_features(feature);
+  return report;
+}
+
+grpc::ServerUnaryReactor* AgentService::GetAgentStatus(
+    grpc::CallbackServerContext* context,
+    const v1::GetAgentStatusRequest* request, v1::AgentStatus* response) {
+  return rpc::HandleUnary(context, runtime_->auth(), [&] {
+    *response->mutable_report() = Report();
+    response->set_registered(runtime_->registered());
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace cohort::agent

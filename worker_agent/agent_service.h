@@ -1,0 +1,32 @@
+#pragma once
+
+// The agent's gRPC service (cohort.v1.Agent).
+
+#include <vector>
+
+#include "cohort/v1/agent.grpc.pb.h"
+#include "rpc/task_runtime.h"
+
+namespace cohort::agent {
+
+// `runtime` is not owned and must outlive the service. Thread-safe.
+class AgentService final : public v1::Agent::CallbackService {
+ public:
+  AgentService(const rpc::TaskRuntime* runtime,
+               std::vector<v1::Device> devices);
+
+  // The report this agent registers and heartbeats with.
+  v1::TaskReport Report() const;
+
+  grpc::ServerUnaryReactor* GetAgentStatus(
+      grpc::CallbackServerContext* context,
+      const v1::GetAgentStatusRequest* request,
+      v1::AgentStatus* response) override;
+
+ private:
+  const rpc::TaskRuntime* const runtime_;
+  const std::vector<v1::Device> devices_;
+  const std::vector<std::string> features_;
+};
+
+}  // namespace cohort::agent
