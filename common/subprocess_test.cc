@@ -1,0 +1,71 @@
+#include "common/subprocess.h"
+
+#include <signal.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace cohort {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(SubprocessTest, ReportsExitCode) {
+  absl::StatusOr<Subprocess> child =
+      Subprocess::Spawn({.argv = {"/bin/sh", "-c", "exit 3"}});
+  ASSERT_TRUE(child.ok()) << child.status();
+  std::optional<ExitStatus> status = child->Wait(absl::Seconds(10));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(status->exited());
+  EXPECT_EQ(status->exit_code(), 3);
+  EXPECT_EQ(status->ToString(), "exited with code 3");
+}
+
+TEST(SubprocessTest, StopKillsAChildThatIgnoresSigterm) {
+  const std::string armed = absl::StrCat(testing::TempDir(), "/trap_armed");
+  std::remove(armed.c_str());
+  absl::StatusOr<Subprocess> child = Subprocess::Spawn(
+      {.argv = {"/bin/sh", "-c",
+                absl::StrCat("trap '' TERM; touch ", armed,
+                             "; while :; do sleep 0.05; done")}});
+  ASSERT_TRUE(child.ok()) << child.status();
+  // SIGTERM must arrive after the trap is set, or the shell dies of it.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!ReadFile(armed).ok() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_TRUE(ReadFile(armed).ok());
+  EXPECT_TRUE(ProcessAlive(child->pid()));
+  const ExitStatus status = child->Stop(absl::Milliseconds(300));
+  EXPECT_TRUE(status.signaled());
+  EXPECT_EQ(status.term_signal(), SIGKILL);
+  EXPECT_THAT(status.ToString(), HasSubstr("killed by signal 9"));
+  EXPECT_FALSE(ProcessAlive(child->pid()));
+}
+
+TEST(SubprocessTest, EnvironmentAndOutputFile) {
+  const std::string out = absl::StrCat(testing::TempDir(), "/subprocess_out.txt");
+  std::remove(out.c_str());
+  absl::StatusOr<Subprocess> child = Subprocess::Spawn(
+      {.argv = {"/bin/sh", "-c", "echo \"value=$COHORT_TEST_VAR\""},
+       .env = {{"COHORT_TEST_VAR", "42"}},
+       .output_file = out});
+  ASSERT_TRUE(child.ok()) << child.status();
+  ASSERT_TRUE(child->Wait(absl::Seconds(10)).has_value());
+  absl::StatusOr<std::string> text = ReadFile(out);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, "value=42\n");
+}
+
+TEST(SubprocessTest, MissingProgramIsAClearError) {
+  absl::StatusOr<Subprocess> child =
+      Subprocess::Spawn({.argv = {"/nonexistent/cohort-agent"}});
+  ASSERT_FALSE(child.ok());
+  EXPECT_THAT(std::string(child.status().message()),
+              HasSubstr("/nonexistent/cohort-agent: not an executable file"));
+}
+
+}  // namespace
+}  // namespace cohort

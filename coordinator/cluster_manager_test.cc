@@ -1,0 +1,166 @@
+#include "coordinator/cluster_manager.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace cohort::coordinator {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kSpec[] = R"({"cluster": {
+  "chief": ["127.0.0.1:2000"], "worker": ["127.0.0.1:2001", "127.0.0.1:2002"],
+  "ps": ["127.0.0.1:2003"]}})";
+
+const TaskId kWorker1{"worker", 1};
+
+class ClusterManagerTest : public ::testing::Test {
+ protected:
+  ClusterManagerTest()
+      : start_(absl::FromUnixSeconds(1000000)),
+        manager_(*ClusterSpec::FromJson(kSpec),
+                 ClusterManagerOptions{.heartbeat_timeout = absl::Seconds(5),
+                                       .startup_timeout = absl::Seconds(30)},
+                 start_) {}
+
+  static v1::TaskReport Report(const TaskId& task, std::string address,
+                               int64_t pid = 100) {
+    v1::TaskReport report;
+    report.mutable_task()->set_type(task.type);
+    report.mutable_task()->set_index(task.index);
+    report.set_address(std::move(address));
+    report.set_pid(pid);
+    report.set_hostname("host");
+    return report;
+  }
+
+  static v1::HeartbeatRequest Beat(const TaskId& task, std::string session) {
+    v1::HeartbeatRequest request;
+    request.mutable_task()->set_type(task.type);
+    request.mutable_task()->set_index(task.index);
+    request.set_session_id(std::move(session));
+    return request;
+  }
+
+  absl::Time At(int seconds) const { return start_ + absl::Seconds(seconds); }
+
+  const absl::Time start_;
+  ClusterManager manager_;
+};
+
+TEST_F(ClusterManagerTest, EveryTaskStartsInStarting) {
+  const std::vector<v1::TaskStatus> tasks = manager_.Snapshot(start_);
+  ASSERT_EQ(tasks.size(), 4);
+  for (const auto& task : tasks) {
+    EXPECT_EQ(task.state(), v1::STARTING);
+    EXPECT_EQ(task.last_heartbeat_age_ms(), -1);
+  }
+}
+
+TEST_F(ClusterManagerTest, RegisterMakesReadyAndReturnsTheSpec) {
+  absl::StatusOr<v1::RegisterResponse> response =
+      manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(1));
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_FALSE(response->session_id().empty());
+  EXPECT_THAT(response->cluster_spec_json(), HasSubstr("127.0.0.1:2003"));
+  EXPECT_EQ(manager_.state(kWorker1), v1::READY);
+  EXPECT_EQ(manager_.pid(kWorker1), 100);
+}
+
+TEST_F(ClusterManagerTest, UnknownIdentityIsRefusedByName) {
+  absl::StatusOr<v1::RegisterResponse> response =
+      manager_.Register(Report({"worker", 7}, "127.0.0.1:2002"), At(1));
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(response.status().message()),
+              HasSubstr("unknown task worker:7"));
+  EXPECT_THAT(std::string(response.status().message()),
+              HasSubstr("indices 0..1"));
+
+  response = manager_.Register(Report({"trainer", 0}, "127.0.0.1:2002"), At(1));
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(response.status().message()),
+              HasSubstr("no \"trainer\" tasks"));
+}
+
+TEST_F(ClusterManagerTest, AddressOutsideTheSpecIsRefused) {
+  absl::StatusOr<v1::RegisterResponse> response =
+      manager_.Register(Report(kWorker1, "127.0.0.1:9999"), At(1));
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(response.status().message()),
+              HasSubstr("puts worker:1 at 127.0.0.1:2002"));
+}
+
+TEST_F(ClusterManagerTest, SecondLiveProcessForOneIdentityIsRefused) {
+  ASSERT_TRUE(manager_.Register(Report(kWorker1, "127.0.0.1:2002", 100), At(1)).ok());
+  absl::StatusOr<v1::RegisterResponse> second =
+      manager_.Register(Report(kWorker1, "127.0.0.1:2002", 200), At(2));
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kAlreadyExists);
+  // Once the first holder is silent past the timeout, the newcomer wins.
+  manager_.ExpireSilent(At(7));
+  EXPECT_TRUE(manager_.Register(Report(kWorker1, "127.0.0.1:2002", 200), At(7)).ok());
+  EXPECT_EQ(manager_.pid(kWorker1), 200);
+}
+
+TEST_F(ClusterManagerTest, SilentTaskDiesAndMustRegisterAgain) {
+  auto response = manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(0));
+  ASSERT_TRUE(response.ok());
+  ASSERT_TRUE(manager_.Heartbeat(Beat(kWorker1, response->session_id()), At(4)).ok());
+  EXPECT_TRUE(manager_.ExpireSilent(At(8)).empty());  // 4 s since the beat
+  EXPECT_EQ(manager_.ExpireSilent(At(9)), std::vector<TaskId>{kWorker1});
+  EXPECT_EQ(manager_.state(kWorker1), v1::DEAD);
+  const absl::Status late =
+      manager_.Heartbeat(Beat(kWorker1, response->session_id()), At(10));
+  EXPECT_EQ(late.code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(10)).ok());
+  EXPECT_EQ(manager_.state(kWorker1), v1::READY);
+}
+
+TEST_F(ClusterManagerTest, StaleSessionIsNotFound) {
+  auto first = manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(0));
+  auto second = manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(1));
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(manager_.Heartbeat(Beat(kWorker1, first->session_id()), At(2)).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(manager_.Heartbeat(Beat(kWorker1, second->session_id()), At(2)).ok());
+}
+
+TEST_F(ClusterManagerTest, LaunchExitRestartCycleCountsRestarts) {
+  manager_.MarkLaunched(kWorker1, 100, /*is_restart=*/false, At(0));
+  EXPECT_EQ(manager_.state(kWorker1), v1::STARTING);
+  ASSERT_TRUE(manager_.Register(Report(kWorker1, "127.0.0.1:2002", 100), At(1)).ok());
+  manager_.MarkExited(kWorker1, "process killed by signal 9 (Killed)", At(2));
+  EXPECT_EQ(manager_.state(kWorker1), v1::DEAD);
+  manager_.MarkLaunched(kWorker1, 101, /*is_restart=*/true, At(3));
+  EXPECT_EQ(manager_.state(kWorker1), v1::RESTARTING);
+  EXPECT_EQ(manager_.restart_count(kWorker1), 1);
+  ASSERT_TRUE(manager_.Register(Report(kWorker1, "127.0.0.1:2002", 101), At(4)).ok());
+  EXPECT_EQ(manager_.state(kWorker1), v1::READY);
+  const auto tasks = manager_.Snapshot(At(4));
+  const auto it = std::find_if(tasks.begin(), tasks.end(), [](const auto& t) {
+    return t.task().type() == "worker" && t.task().index() == 1;
+  });
+  ASSERT_NE(it, tasks.end());
+  EXPECT_EQ(it->restart_count(), 1);
+  EXPECT_EQ(it->pid(), 101);
+  EXPECT_EQ(it->last_error(), "process killed by signal 9 (Killed)");
+}
+
+TEST_F(ClusterManagerTest, LaunchedTaskThatNeverRegistersDies) {
+  manager_.MarkLaunched(kWorker1, 100, false, At(0));
+  EXPECT_TRUE(manager_.ExpireSilent(At(29)).empty());
+  EXPECT_EQ(manager_.ExpireSilent(At(30)), std::vector<TaskId>{kWorker1});
+}
+
+TEST_F(ClusterManagerTest, DeregisterMarksDead) {
+  auto response = manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(0));
+  ASSERT_TRUE(response.ok());
+  v1::DeregisterRequest request;
+  *request.mutable_task() = Beat(kWorker1, "").task();
+  request.set_session_id(response->session_id());
+  request.set_reason("signal 15");
+  ASSERT_TRUE(manager_.Deregister(request, At(1)).ok());
+  EXPECT_EQ(manager_.state(kWorker1), v1::DEAD);
+}
+
+}  // namespace
+}  // namespace cohort::coordinator
