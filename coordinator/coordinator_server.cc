@@ -114,6 +114,9 @@ std::vector<LaunchPlan> CoordinatorServer::PlanLaunches() const {
     if (!is_ps) argv.push_back(absl::StrCat("--cpu_devices=", config_.cpu_devices));
     argv.insert(argv.end(), security.begin(), security.end());
     plan.spawn.env["TF_CONFIG"] = TfConfigFor(spec, task);
+    // Under systemd only the coordinator reports readiness; children talking
+    // to its notify socket would only earn warnings.
+    plan.spawn.unset_env.push_back("NOTIFY_SOCKET");
     // The coordinator stops its children itself, in order; a terminal's ^C
     // must not reach them first.
     plan.spawn.new_process_group = true;

@@ -1,0 +1,292 @@
+// End-to-end tests of the cluster: the real cohort-coordinator, cohort-agent,
+// cohort-ps and cohortctl binaries as child processes on loopback.
+
+#include <signal.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/cluster_spec.h"
+#include "common/file_util.h"
+#include "common/host_info.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/test_cluster.h"
+
+namespace cohort::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Every state wait in this file is bounded by one of these.
+constexpr absl::Duration kReadyTimeout = absl::Seconds(10);
+
+TEST(ClusterE2eTest, LaunchesEveryLocalTaskAndReportsItReady) {
+  ScratchDir dir;
+  const std::string spec = dir.Write("cluster.json", LocalSpec(2, 1));
+  auto coordinator = CoordinatorProcess::Start(
+      dir, {absl::StrCat("--cluster_spec=", spec), "--cpu_devices=2"});
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  absl::StatusOr<v1::ClusterState> state =
+      (*coordinator)->WaitAllReady(kReadyTimeout);
+  ASSERT_TRUE(state.ok()) << state.status() << (*coordinator)->Log();
+  ASSERT_EQ(state->tasks_size(), 4);
+  for (const v1::TaskStatus& task : state->tasks()) {
+    EXPECT_GT(task.pid(), 0);
+    EXPECT_TRUE(task.launched());
+    EXPECT_EQ(task.restart_count(), 0);
+    EXPECT_GE(task.last_heartbeat_age_ms(), 0);
+    if (task.task().type() == "ps") {
+      EXPECT_EQ(task.ps().shard_id(), task.task().index());
+      EXPECT_GT(task.ps().rss_bytes(), 0);
+    } else {
+      ASSERT_EQ(task.devices_size(), 2) << task.ShortDebugString();
+      EXPECT_EQ(task.devices(1).name(), "cpu:1");
+    }
+  }
+  EXPECT_EQ(state->launch_mode(), "local");
+  EXPECT_GT(state->uptime_ms(), 0);
+  EXPECT_FALSE(state->version().empty());
+}
+
+TEST(ClusterE2eTest, KilledAgentIsMarkedDeadThenRestarted) {
+  ScratchDir dir;
+  const std::string spec = dir.Write("cluster.json", LocalSpec(1, 1));
+  auto coordinator =
+      CoordinatorProcess::Start(dir, {absl::StrCat("--cluster_spec=", spec)});
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  auto& c = **coordinator;
+  absl::StatusOr<v1::ClusterState> state = c.WaitAllReady(kReadyTimeout);
+  ASSERT_TRUE(state.ok()) << state.status();
+  const int64_t old_pid = FindTask(*state, "worker", 0)->pid();
+
+  ASSERT_EQ(kill(static_cast<pid_t>(old_pid), SIGKILL), 0);
+  const absl::Time killed = absl::Now();
+  state = c.WaitForState(
+      [](const v1::ClusterState& s) {
+        return FindTask(s, "worker", 0)->state() == v1::DEAD;
+      },
+      absl::Seconds(5));
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_LE(absl::Now() - killed, absl::Seconds(5));
+  EXPECT_THAT(FindTask(*state, "worker", 0)->last_error(),
+              HasSubstr("killed by signal 9"));
+
+  state = c.WaitForState(
+      [](const v1::ClusterState& s) {
+        const v1::TaskStatus* worker = FindTask(s, "worker", 0);
+        return worker->state() == v1::READY && worker->restart_count() == 1;
+      },
+      absl::Seconds(15));
+  ASSERT_TRUE(state.ok()) << state.status() << c.Log();
+  const v1::TaskStatus* worker = FindTask(*state, "worker", 0);
+  EXPECT_NE(worker->pid(), old_pid);
+  EXPECT_EQ(FindTask(*state, "chief", 0)->restart_count(), 0);
+}
+
+TEST(ClusterE2eTest, SigtermStopsEveryLaunchedProcessWithinFiveSeconds) {
+  ScratchDir dir;
+  const std::string spec = dir.Write("cluster.json", LocalSpec(2, 2));
+  auto coordinator =
+      CoordinatorProcess::Start(dir, {absl::StrCat("--cluster_spec=", spec)});
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  auto& c = **coordinator;
+  absl::StatusOr<v1::ClusterState> state = c.WaitAllReady(kReadyTimeout);
+  ASSERT_TRUE(state.ok()) << state.status();
+  std::vector<pid_t> pids;
+  for (const auto& task : state->tasks()) pids.push_back(task.pid());
+  ASSERT_EQ(pids.size(), 5);
+
+  const absl::Time sent = absl::Now();
+  c.process().Signal(SIGTERM);
+  std::optional<ExitStatus> exit = c.process().Wait(absl::Seconds(5));
+  ASSERT_TRUE(exit.has_value()) << "coordinator still running after 5 s";
+  EXPECT_TRUE(exit->exited() && exit->exit_code() == 0) << exit->ToString();
+  const bool all_gone = WaitUntil(
+      [&] {
+        return std::none_of(pids.begin(), pids.end(),
+                            [](pid_t pid) { return ProcessAlive(pid); });
+      },
+      absl::Seconds(5) - (absl::Now() - sent));
+  EXPECT_TRUE(all_gone) << "launched processes outlived the coordinator";
+}
+
+TEST(ClusterE2eTest, MalformedSpecsExitTwoWithOneLineNamingThePath) {
+  ScratchDir dir;
+  struct Case {
+    std::string json;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"{not json", "$: not valid JSON"},
+      {R"({"cluster": {"worker": "127.0.0.1:2222"}})", "$.cluster.worker: "},
+      {R"({"cluster": {"chief": ["a:1", "b:2"]}})", "$.cluster.chief: "},
+      {R"({"cluster": {"worker": ["a:99999"]}})", "$.cluster.worker[0]: "},
+      {R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 4}})",
+       "$.task.index: "},
+  };
+  for (const Case& c : cases) {
+    const std::string spec = dir.Write("bad.json", c.json);
+    CommandResult result = RunCommand(
+        {Binary("cohort-coordinator"), absl::StrCat("--cluster_spec=", spec),
+         "--listen=127.0.0.1:0"},
+        absl::Seconds(10));
+    EXPECT_EQ(result.exit_code, 2) << c.json << "\n" << result.output;
+    EXPECT_THAT(result.output, HasSubstr(c.expected)) << c.json;
+    EXPECT_THAT(result.output, HasSubstr(spec));
+    // One line, and no crash report.
+    EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1)
+        << result.output;
+  }
+  // The same through TF_CONFIG.
+  CommandResult result = RunCommand(
+      {Binary("cohort-coordinator"), "--listen=127.0.0.1:0"}, absl::Seconds(10),
+      {{"TF_CONFIG", R"({"cluster": {"worker": ["a:1", "a:1"]}})"}});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("TF_CONFIG: $.cluster.worker[1]: "));
+}
+
+TEST(ClusterE2eTest, HealthServiceServesOnEveryDaemon) {
+  ScratchDir dir;
+  const std::string spec_json = LocalSpec(1, 1);
+  const std::string spec = dir.Write("cluster.json", spec_json);
+  auto coordinator =
+      CoordinatorProcess::Start(dir, {absl::StrCat("--cluster_spec=", spec)});
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  absl::StatusOr<v1::ClusterState> state =
+      (*coordinator)->WaitAllReady(kReadyTimeout);
+  ASSERT_TRUE(state.ok()) << state.status();
+  std::vector<std::string> addresses = {(*coordinator)->address()};
+  for (const auto& task : state->tasks()) addresses.push_back(task.address());
+  ASSERT_EQ(addresses.size(), 4);
+  for (const std::string& address : addresses) {
+    absl::StatusOr<std::string> health = HealthCheck(address);
+    ASSERT_TRUE(health.ok()) << health.status();
+    EXPECT_EQ(*health, "SERVING") << address;
+  }
+}
+
+TEST(ClusterE2eTest, LaunchNoneAdmitsTasksStartedByHandAndRefusesStrangers) {
+  ScratchDir dir;
+  const std::string spec_json = LocalSpec(1, 1);
+  const std::string spec = dir.Write("cluster.json", spec_json);
+  auto coordinator = CoordinatorProcess::Start(
+      dir, {absl::StrCat("--cluster_spec=", spec), "--launch=none"});
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  auto& c = **coordinator;
+  absl::StatusOr<v1::ClusterState> state = c.State();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->launch_mode(), "none");
+  for (const auto& task : state->tasks()) {
+    EXPECT_EQ(task.state(), v1::STARTING);
+    EXPECT_EQ(task.pid(), 0);
+  }
+
+  // Start the three tasks by hand, as systemd would, identity from TF_CONFIG.
+  const ClusterSpec parsed = *ClusterSpec::FromJson(spec_json);
+  std::vector<Subprocess> tasks;
+  for (const TaskId& task : parsed.tasks()) {
+    nlohmann::json tf_config = nlohmann::json::parse(spec_json);
+    tf_config["task"] = {{"type", task.type}, {"index", task.index}};
+    absl::StatusOr<Subprocess> child = Subprocess::Spawn(
+        {.argv = {Binary(task.type == "ps" ? "cohort-ps" : "cohort-agent"),
+                  absl::StrCat("--coordinator=", c.address())},
+         .env = {{"TF_CONFIG", tf_config.dump()}},
+         .output_file = absl::StrCat(dir.path(), "/", task.type, ".log")});
+    ASSERT_TRUE(child.ok()) << child.status();
+    tasks.push_back(*std::move(child));
+  }
+  state = c.WaitAllReady(kReadyTimeout);
+  EXPECT_TRUE(state.ok()) << state.status();
+  if (state.ok()) {
+    for (const auto& task : state->tasks()) {
+      EXPECT_FALSE(task.launched());
+      EXPECT_GT(task.pid(), 0);
+    }
+  }
+
+  // An identity the spec does not have is refused, by name; the task exits 2.
+  const int free_port = *PickUnusedPort();
+  CommandResult stranger = RunCommand(
+      {Binary("cohort-agent"), "--task=worker:5",
+       absl::StrCat("--listen=127.0.0.1:", free_port),
+       absl::StrCat("--coordinator=", c.address())},
+      absl::Seconds(15));
+  EXPECT_EQ(stranger.exit_code, 2) << stranger.output;
+  EXPECT_THAT(stranger.output, HasSubstr("unknown task worker:5"));
+
+  // So is a known identity at an address the spec does not give it.
+  CommandResult moved = RunCommand(
+      {Binary("cohort-ps"), "--task=ps:0",
+       absl::StrCat("--listen=127.0.0.1:", free_port),
+       absl::StrCat("--coordinator=", c.address())},
+      absl::Seconds(15));
+  EXPECT_EQ(moved.exit_code, 2) << moved.output;
+  EXPECT_THAT(moved.output, HasSubstr("but the cluster spec puts ps:0 at"));
+
+  // The refusals changed nothing: the cluster is still whole.
+  state = c.WaitAllReady(kReadyTimeout);
+  EXPECT_TRUE(state.ok()) << state.status();
+  for (Subprocess& task : tasks) {
+    const ExitStatus exit = task.Stop(absl::Seconds(5));
+    EXPECT_TRUE(exit.exited() && exit.exit_code() == 0) << exit.ToString();
+  }
+  // A clean stop deregisters: the coordinator knows at once.
+  state = c.WaitForState(
+      [](const v1::ClusterState& s) {
+        return std::all_of(s.tasks().begin(), s.tasks().end(),
+                           [](const auto& t) { return t.state() == v1::DEAD; });
+      },
+      absl::Seconds(2));
+  EXPECT_TRUE(state.ok()) << state.status();
+}
+
+TEST(ClusterE2eTest, RestartedCoordinatorKnowsTheClusterFromItsStateDir) {
+  ScratchDir dir;
+  const std::string spec = dir.Write("cluster.json", LocalSpec(1, 1));
+  const std::string state_dir = dir.path() + "/state";
+  auto first = CoordinatorProcess::Start(
+      dir, {absl::StrCat("--cluster_spec=", spec),
+            absl::StrCat("--state_dir=", state_dir)});
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<v1::ClusterState> before =
+      (*first)->WaitAllReady(kReadyTimeout);
+  ASSERT_TRUE(before.ok()) << before.status();
+  const std::string address = (*first)->address();
+
+  // The coordinator crashes; its tasks keep running.
+  (*first)->process().Signal(SIGKILL);
+  ASSERT_TRUE((*first)->process().Wait(absl::Seconds(5)).has_value());
+  (*first)->ForgetProcess();
+
+  // Restarted with only the state dir (no spec): same address, same tasks,
+  // and they register again with the same pids.
+  auto second = CoordinatorProcess::Start(
+      dir, {absl::StrCat("--state_dir=", state_dir)}, address);
+  ASSERT_TRUE(second.ok()) << second.status();
+  absl::StatusOr<v1::ClusterState> after =
+      (*second)->WaitAllReady(kReadyTimeout);
+  ASSERT_TRUE(after.ok()) << after.status() << (*second)->Log();
+  EXPECT_EQ(after->incarnation(), before->incarnation() + 1);
+  ASSERT_EQ(after->tasks_size(), before->tasks_size());
+  for (int i = 0; i < after->tasks_size(); ++i) {
+    EXPECT_EQ(after->tasks(i).pid(), before->tasks(i).pid());
+    EXPECT_EQ(after->tasks(i).restart_count(), 0);
+  }
+  // The adopted tasks are still stopped with the coordinator.
+  std::vector<pid_t> pids;
+  for (const auto& task : after->tasks()) pids.push_back(task.pid());
+  (*second)->process().Signal(SIGTERM);
+  ASSERT_TRUE((*second)->process().Wait(absl::Seconds(5)).has_value());
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return std::none_of(pids.begin(), pids.end(),
+                            [](pid_t pid) { return ProcessAlive(pid); });
+      },
+      absl::Seconds(5)));
+  (*first)->ForgetProcess();
+}
+
+}  // namespace
+}  // namespace cohort::testing

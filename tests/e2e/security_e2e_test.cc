@@ -1,0 +1,130 @@
+// Authentication and TLS, end to end: a coordinator (and the tasks it
+// launches) with a bearer token or mutual TLS, queried with cohortctl.
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/test_cluster.h"
+
+namespace cohort::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kReadyTimeout = absl::Seconds(10);
+
+TEST(SecurityE2eTest, TokenIsRequiredByTheCoordinatorAndItsTasks) {
+  ScratchDir dir;
+  const std::string spec = dir.Write("cluster.json", LocalSpec(1, 1));
+  const std::string token = dir.Write("token", "s3cret-token\n");
+  const std::string wrong = dir.Write("wrong", "not-the-token\n");
+  auto coordinator = CoordinatorProcess::Start(
+      dir, {absl::StrCat("--cluster_spec=", spec),
+            absl::StrCat("--auth_token_file=", token)});
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  auto& c = **coordinator;
+  // The tasks got the token too, or they could not have registered.
+  absl::StatusOr<v1::ClusterState> state =
+      c.WaitAllReady(kReadyTimeout, {.auth_token_file = token});
+  ASSERT_TRUE(state.ok()) << state.status() << c.Log();
+
+  const std::string coordinator_flag = absl::StrCat("--coordinator=", c.address());
+  CommandResult anonymous =
+      RunCommand({Binary("cohortctl"), coordinator_flag, "status"});
+  EXPECT_EQ(anonymous.exit_code, 1) << anonymous.output;
+  EXPECT_THAT(anonymous.output, HasSubstr("UNAUTHENTICATED"));
+  EXPECT_THAT(anonymous.output, HasSubstr("missing bearer token"));
+
+  CommandResult impostor =
+      RunCommand({Binary("cohortctl"), coordinator_flag,
+                  absl::StrCat("--auth_token_file=", wrong), "status"});
+  EXPECT_EQ(impostor.exit_code, 1) << impostor.output;
+  EXPECT_THAT(impostor.output, HasSubstr("UNAUTHENTICATED"));
+  EXPECT_THAT(impostor.output, HasSubstr("invalid bearer token"));
+
+  CommandResult member =
+      RunCommand({Binary("cohortctl"), coordinator_flag,
+                  absl::StrCat("--auth_token_file=", token), "status"});
+  EXPECT_EQ(member.exit_code, 0) << member.output;
+  EXPECT_THAT(member.output, HasSubstr("3/3 tasks ready"));
+
+  // Health checks stay open for load balancers and probes.
+  absl::StatusOr<std::string> health = HealthCheck(c.address());
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(*health, "SERVING");
+}
+
+// A CA and one certificate for 127.0.0.1, good for server and client.
+struct TestPki {
+  std::string ca, cert, key;
+};
+
+absl::StatusOr<TestPki> MakePki(const ScratchDir& dir) {
+  const std::string d = dir.path();
+  const std::string ext = dir.Write(
+      "ext.cnf",
+      "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+      "extendedKeyUsage=serverAuth,clientAuth\n");
+  const std::vector<std::vector<std::string>> steps = {
+      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+       "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", d + "/ca.key",
+       "-out", d + "/ca.pem", "-days", "1", "-subj", "/CN=cohort-test-ca"},
+      {"openssl", "req", "-newkey", "ec", "-pkeyopt",
+       "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", d + "/node.key",
+       "-out", d + "/node.csr", "-subj", "/CN=localhost"},
+      {"openssl", "x509", "-req", "-in", d + "/node.csr", "-CA", d + "/ca.pem",
+       "-CAkey", d + "/ca.key", "-CAcreateserial", "-out", d + "/node.pem",
+       "-days", "1", "-extfile", ext},
+  };
+  for (std::vector<std::string> step : steps) {
+    step[0] = "/usr/bin/openssl";
+    CommandResult result = RunCommand(step, absl::Seconds(30));
+    if (result.exit_code != 0) {
+      return absl::InternalError(absl::StrCat("openssl: ", result.output));
+    }
+  }
+  return TestPki{d + "/ca.pem", d + "/node.pem", d + "/node.key"};
+}
+
+TEST(SecurityE2eTest, MutualTlsRefusesPlaintextAndUnknownClients) {
+  ScratchDir dir;
+  absl::StatusOr<TestPki> pki = MakePki(dir);
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  const std::string spec = dir.Write("cluster.json", LocalSpec(1, 0));
+  const std::vector<std::string> tls_flags = {
+      absl::StrCat("--tls_cert_file=", pki->cert),
+      absl::StrCat("--tls_key_file=", pki->key),
+      absl::StrCat("--tls_ca_file=", pki->ca)};
+  std::vector<std::string> flags = {absl::StrCat("--cluster_spec=", spec)};
+  flags.insert(flags.end(), tls_flags.begin(), tls_flags.end());
+  auto coordinator = CoordinatorProcess::Start(dir, flags);
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  auto& c = **coordinator;
+  const ClientOptions tls = {.tls_ca_file = pki->ca,
+                             .tls_cert_file = pki->cert,
+                             .tls_key_file = pki->key};
+  absl::StatusOr<v1::ClusterState> state = c.WaitAllReady(kReadyTimeout, tls);
+  ASSERT_TRUE(state.ok()) << state.status() << c.Log();
+
+  const std::string coordinator_flag = absl::StrCat("--coordinator=", c.address());
+  CommandResult plaintext = RunCommand(
+      {Binary("cohortctl"), coordinator_flag, "--timeout=2s", "status"});
+  EXPECT_EQ(plaintext.exit_code, 1) << plaintext.output;
+  EXPECT_THAT(plaintext.output, HasSubstr("UNAVAILABLE"));
+
+  // TLS, but no client certificate: mutual TLS refuses the handshake.
+  CommandResult anonymous_tls =
+      RunCommand({Binary("cohortctl"), coordinator_flag, "--timeout=2s",
+                  absl::StrCat("--tls_ca_file=", pki->ca), "status"});
+  EXPECT_EQ(anonymous_tls.exit_code, 1) << anonymous_tls.output;
+
+  std::vector<std::string> good = {Binary("cohortctl"), coordinator_flag,
+                                   "status", "--json"};
+  good.insert(good.end(), tls_flags.begin(), tls_flags.end());
+  CommandResult member = RunCommand(good);
+  EXPECT_EQ(member.exit_code, 0) << member.output;
+  EXPECT_THAT(member.output, HasSubstr("\"state\": \"READY\""));
+}
+
+}  // namespace
+}  // namespace cohort::testing

@@ -1,0 +1,230 @@
+#include "tests/testing/test_cluster.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <set>
+
+#include <grpcpp/create_channel.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "common/host_info.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "nlohmann/json.hpp"
+
+namespace cohort::testing {
+
+std::string BinDir() {
+  const char* dir = std::getenv("COHORT_BIN_DIR");
+  return dir != nullptr ? dir : "build/bin";
+}
+
+std::string Binary(const std::string& name) { return BinDir() + "/" + name; }
+
+std::string SourceDir() {
+  const char* dir = std::getenv("COHORT_SOURCE_DIR");
+  return dir != nullptr ? dir : ".";
+}
+
+ScratchDir::ScratchDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern = absl::StrCat(base != nullptr ? base : "/tmp",
+                                     "/cohort-test-XXXXXX");
+  path_ = mkdtemp(pattern.data());
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::string ScratchDir::Write(const std::string& name,
+                              const std::string& contents) const {
+  const std::string file = path_ + "/" + name;
+  WriteFileAtomically(file, contents).IgnoreError();
+  return file;
+}
+
+bool WaitUntil(const std::function<bool()>& condition, absl::Duration timeout,
+               absl::Duration poll) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    if (condition()) return true;
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(poll);
+  }
+}
+
+CommandResult RunCommand(const std::vector<std::string>& argv,
+                         absl::Duration timeout,
+                         const std::map<std::string, std::string>& env) {
+  ScratchDir dir;
+  const std::string out = dir.path() + "/output";
+  CommandResult result;
+  absl::StatusOr<Subprocess> child =
+      Subprocess::Spawn({.argv = argv, .env = env, .output_file = out});
+  if (!child.ok()) {
+    result.output = std::string(child.status().message());
+    return result;
+  }
+  std::optional<ExitStatus> status = child->Wait(timeout);
+  if (!status.has_value()) {
+    child->Stop(absl::Seconds(1));
+  } else if (status->exited()) {
+    result.exit_code = status->exit_code();
+  }
+  result.output = ReadFile(out).value_or("");
+  return result;
+}
+
+std::string LocalSpec(int workers, int ps) {
+  std::set<int> ports;
+  while (ports.size() < static_cast<size_t>(1 + workers + ps)) {
+    ports.insert(*PickUnusedPort("127.0.0.1"));
+  }
+  auto next = ports.begin();
+  auto take = [&](int n) {
+    nlohmann::json list = nlohmann::json::array();
+    for (int i = 0; i < n; ++i) list.push_back(absl::StrCat("127.0.0.1:", *next++));
+    return list;
+  };
+  nlohmann::json cluster = {{"chief", take(1)}, {"worker", take(workers)}};
+  if (ps > 0) cluster["ps"] = take(ps);
+  return nlohmann::json({{"cluster", cluster}}).dump();
+}
+
+absl::StatusOr<std::string> HealthCheck(const std::string& address) {
+  auto channel =
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  auto stub = grpc::health::v1::Health::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  grpc::health::v1::HealthCheckRequest request;
+  grpc::health::v1::HealthCheckResponse response;
+  const grpc::Status status = stub->Check(&context, request, &response);
+  if (!status.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat(address, ": ", status.error_message()));
+  }
+  return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
+      response.status());
+}
+
+absl::StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
+    const ScratchDir& dir, std::vector<std::string> flags,
+    const std::string& listen) {
+  const std::string port_file = dir.path() + "/coordinator.port";
+  std::filesystem::remove(port_file);
+  const std::string log = dir.path() + "/coordinator.log";
+  std::vector<std::string> argv = {Binary("cohort-coordinator"),
+                                   absl::StrCat("--listen=", listen),
+                                   absl::StrCat("--port_file=", port_file)};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  absl::StatusOr<Subprocess> child =
+      Subprocess::Spawn({.argv = argv, .output_file = log});
+  if (!child.ok()) return child.status();
+  std::string port;
+  const bool up = WaitUntil(
+      [&] {
+        port = ReadFile(port_file).value_or("");
+        return !port.empty() || child->Poll().has_value();
+      },
+      absl::Seconds(15));
+  if (!up || port.empty()) {
+    child->Stop(absl::Seconds(2));
+    return absl::UnavailableError(absl::StrCat(
+        "cohort-coordinator did not start: ", ReadFile(log).value_or("")));
+  }
+  return std::unique_ptr<CoordinatorProcess>(new CoordinatorProcess(
+      *std::move(child), absl::StrCat("127.0.0.1:", std::atoi(port.c_str())),
+      log));
+}
+
+CoordinatorProcess::CoordinatorProcess(Subprocess process, std::string address,
+                                       std::string log_file)
+    : process_(std::move(process)),
+      address_(std::move(address)),
+      log_file_(std::move(log_file)) {}
+
+CoordinatorProcess::~CoordinatorProcess() {
+  if (owns_process_) process_.Stop(absl::Seconds(6));
+  // Give orphans of a killed coordinator a moment, then make sure.
+  KillIfAlive(seen_pids_);
+}
+
+void CoordinatorProcess::ForgetProcess() { owns_process_ = false; }
+
+std::string CoordinatorProcess::Log() const {
+  return ReadFile(log_file_).value_or("");
+}
+
+absl::StatusOr<v1::ClusterState> CoordinatorProcess::State(
+    const ClientOptions& options) {
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      Client::Connect(address_, options);
+  if (!client.ok()) return client.status();
+  absl::StatusOr<v1::ClusterState> state = (*client)->GetClusterState();
+  if (state.ok()) {
+    for (const v1::TaskStatus& task : state->tasks()) {
+      if (task.pid() > 0 &&
+          std::find(seen_pids_.begin(), seen_pids_.end(), task.pid()) ==
+              seen_pids_.end()) {
+        seen_pids_.push_back(task.pid());
+      }
+    }
+  }
+  return state;
+}
+
+absl::StatusOr<v1::ClusterState> CoordinatorProcess::WaitForState(
+    const std::function<bool(const v1::ClusterState&)>& predicate,
+    absl::Duration timeout, const ClientOptions& options) {
+  absl::StatusOr<v1::ClusterState> last =
+      absl::DeadlineExceededError("never polled");
+  const bool met = WaitUntil(
+      [&] {
+        last = State(options);
+        return last.ok() && predicate(*last);
+      },
+      timeout);
+  if (met) return last;
+  if (!last.ok()) return last.status();
+  return absl::DeadlineExceededError(absl::StrCat(
+      "condition not met within ", absl::FormatDuration(timeout),
+      "; last state: ", last->ShortDebugString()));
+}
+
+absl::StatusOr<v1::ClusterState> CoordinatorProcess::WaitAllReady(
+    absl::Duration timeout, const ClientOptions& options) {
+  return WaitForState(AllReady, timeout, options);
+}
+
+const v1::TaskStatus* FindTask(const v1::ClusterState& state,
+                               const std::string& type, int index) {
+  for (const v1::TaskStatus& task : state.tasks()) {
+    if (task.task().type() == type && task.task().index() == index) return &task;
+  }
+  return nullptr;
+}
+
+bool AllReady(const v1::ClusterState& state) {
+  for (const v1::TaskStatus& task : state.tasks()) {
+    if (task.state() != v1::READY) return false;
+  }
+  return state.tasks_size() > 0;
+}
+
+void KillIfAlive(const std::vector<int64_t>& pids) {
+  for (int64_t pid : pids) {
+    const pid_t p = static_cast<pid_t>(pid);
+    // Only our own daemons, never a process that reused the pid.
+    if (ProcessAlive(p) && absl::StrContains(ProcessCommandLine(p), "/cohort-")) {
+      kill(p, SIGKILL);
+    }
+  }
+}
+
+}  // namespace cohort::testing

@@ -1,0 +1,110 @@
+#pragma once
+
+// Harness for integration and e2e tests: scratch directories, commands run
+// as child processes with a deadline, and a real cohort-coordinator with the
+// tasks it launches, cleaned up by pid.
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cohort/client.h"
+#include "cohort/v1/coordinator.pb.h"
+#include "common/subprocess.h"
+
+namespace cohort::testing {
+
+// Where the built binaries are ($COHORT_BIN_DIR, set by CTest).
+std::string BinDir();
+std::string Binary(const std::string& name);  // BinDir()/name
+std::string SourceDir();
+
+// A fresh directory, removed with its contents on destruction.
+class ScratchDir {
+ public:
+  ScratchDir();
+  ~ScratchDir();
+  const std::string& path() const { return path_; }
+  // Writes `contents` to path()/name and returns that path.
+  std::string Write(const std::string& name, const std::string& contents) const;
+
+ private:
+  std::string path_;
+};
+
+// Polls `condition` every `poll` until it holds or `timeout` passes; returns
+// its last value. Every wait in the tests goes through here.
+bool WaitUntil(const std::function<bool()>& condition, absl::Duration timeout,
+               absl::Duration poll = absl::Milliseconds(50));
+
+struct CommandResult {
+  int exit_code = -1;  // -1: killed at the deadline
+  std::string output;  // stdout and stderr
+};
+
+// Runs a command to completion (killed after `timeout`).
+CommandResult RunCommand(const std::vector<std::string>& argv,
+                         absl::Duration timeout = absl::Seconds(30),
+                         const std::map<std::string, std::string>& env = {});
+
+// A TF_CONFIG with one chief, `workers` workers and `ps` ps tasks on free
+// loopback ports.
+std::string LocalSpec(int workers, int ps);
+
+// The standard grpc.health.v1 check, through the generated stub: the
+// serving status name ("SERVING"), or the error.
+absl::StatusOr<std::string> HealthCheck(const std::string& address);
+
+// A cohort-coordinator child process and everything it launched. The
+// destructor stops it with SIGTERM and then kills, by pid, any task process
+// it saw that is still alive (after a SIGKILL of the coordinator, say).
+class CoordinatorProcess {
+ public:
+  // Starts cohort-coordinator with `flags` (plus --listen and --port_file)
+  // and waits until it serves.
+  static absl::StatusOr<std::unique_ptr<CoordinatorProcess>> Start(
+      const ScratchDir& dir, std::vector<std::string> flags,
+      const std::string& listen = "127.0.0.1:0");
+  ~CoordinatorProcess();
+
+  const std::string& address() const { return address_; }
+  Subprocess& process() { return process_; }
+  const std::string& log_file() const { return log_file_; }
+  std::string Log() const;
+
+  // The cluster state through the client library; remembers task pids.
+  absl::StatusOr<v1::ClusterState> State(const ClientOptions& options = {});
+  // Polls State() until `predicate` holds for it.
+  absl::StatusOr<v1::ClusterState> WaitForState(
+      const std::function<bool(const v1::ClusterState&)>& predicate,
+      absl::Duration timeout, const ClientOptions& options = {});
+  absl::StatusOr<v1::ClusterState> WaitAllReady(
+      absl::Duration timeout, const ClientOptions& options = {});
+
+  // Task pids seen so far in any State().
+  const std::vector<int64_t>& seen_pids() const { return seen_pids_; }
+  void ForgetProcess();  // the test reaped or killed it itself
+
+ private:
+  CoordinatorProcess(Subprocess process, std::string address,
+                     std::string log_file);
+
+  Subprocess process_;
+  bool owns_process_ = true;
+  std::string address_;
+  std::string log_file_;
+  std::vector<int64_t> seen_pids_;
+};
+
+// Finds a task in a state; nullptr if absent.
+const v1::TaskStatus* FindTask(const v1::ClusterState& state,
+                               const std::string& type, int index);
+bool AllReady(const v1::ClusterState& state);
+
+// SIGKILLs the pids that still run (test cleanup of processes it caused).
+void KillIfAlive(const std::vector<int64_t>& pids);
+
+}  // namespace cohort::testing
