@@ -1,0 +1,207 @@
+// The rpc/ layer with real gRPC servers on 127.0.0.1:0, in one process:
+// server lifecycle, port files, auth, health, and the task session against
+// the real coordinator services.
+
+#include "absl/strings/str_cat.h"
+#include "cohort/client.h"
+#include "common/file_util.h"
+#include "common/host_info.h"
+#include "coordinator/cluster_manager.h"
+#include "coordinator/coordinator_service.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rpc/server.h"
+#include "rpc/task_session.h"
+#include "tests/testing/test_cluster.h"
+
+namespace cohort::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A coordinator's services in-process, on a free port.
+class InProcessCoordinator {
+ public:
+  InProcessCoordinator(const std::string& spec_json,
+                       std::optional<std::string> token,
+                       const std::string& port_file = "")
+      : manager_(*ClusterSpec::FromJson(spec_json),
+                 coordinator::ClusterManagerOptions{}, absl::Now()),
+        auth_(token),
+        coordinator_(&manager_, &auth_),
+        admin_(&manager_, &auth_, {.launch_mode = "none", .started = absl::Now()}) {
+    rpc::ServerOptions options;
+    options.port_file = port_file;
+    options.security.token = token;
+    server_ = std::make_unique<rpc::RpcServer>(options);
+    server_->AddService(&coordinator_);
+    server_->AddService(&admin_);
+  }
+
+  absl::Status Start() { return server_->Start(); }
+  rpc::RpcServer& server() { return *server_; }
+  coordinator::ClusterManager& manager() { return manager_; }
+
+ private:
+  coordinator::ClusterManager manager_;
+  rpc::Authenticator auth_;
+  coordinator::CoordinatorService coordinator_;
+  coordinator::AdminService admin_;
+  std::unique_ptr<rpc::RpcServer> server_;
+};
+
+constexpr char kSpec[] = R"({"cluster": {"worker": ["127.0.0.1:2001"]}})";
+
+TEST(RpcServerTest, PortZeroBindsAFreePortAndWritesThePortFile) {
+  ScratchDir dir;
+  const std::string port_file = dir.path() + "/port";
+  InProcessCoordinator coordinator(kSpec, std::nullopt, port_file);
+  ASSERT_TRUE(coordinator.Start().ok());
+  const int port = coordinator.server().port();
+  EXPECT_GT(port, 0);
+  EXPECT_EQ(ReadFile(port_file).value_or(""), absl::StrCat(port, "\n"));
+  EXPECT_EQ(*HealthCheck(coordinator.server().address()), "SERVING");
+
+  // A second server on the same port fails, naming the address.
+  rpc::RpcServer clash({.listen = coordinator.server().address()});
+  const absl::Status status = clash.Start();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr(coordinator.server().address()));
+
+  coordinator.server().Shutdown();
+  EXPECT_FALSE(HealthCheck(coordinator.server().address()).ok());
+}
+
+TEST(RpcServerTest, MalformedListenAddressIsRejected) {
+  rpc::RpcServer server({.listen = "127.0.0.1:http"});
+  const absl::Status status = server.Start();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("127.0.0.1:http"));
+}
+
+TEST(RpcServerTest, TokenGuardsTheServicesButNotHealth) {
+  ScratchDir dir;
+  const std::string token = dir.Write("token", "tok\n");
+  InProcessCoordinator coordinator(kSpec, std::string("tok"));
+  ASSERT_TRUE(coordinator.Start().ok());
+  const std::string address = coordinator.server().address();
+
+  auto anonymous = Client::Connect(address);
+  ASSERT_TRUE(anonymous.ok());
+  absl::StatusOr<v1::ClusterState> state = (*anonymous)->GetClusterState();
+  EXPECT_EQ(state.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(std::string(state.status().message()),
+              HasSubstr("Admin.GetClusterState to " + address));
+
+  auto member = Client::Connect(address, {.auth_token_file = token});
+  ASSERT_TRUE(member.ok());
+  state = (*member)->GetClusterState();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->tasks_size(), 1);
+  EXPECT_EQ(*HealthCheck(address), "SERVING");
+}
+
+TEST(RpcServerTest, MissingTokenFileIsAClearClientError) {
+  auto client = Client::Connect("127.0.0.1:1", {.auth_token_file = "/nonexistent/token"});
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(client.status().message()),
+              HasSubstr("--auth_token_file: /nonexistent/token"));
+}
+
+v1::TaskReport WorkerReport() {
+  v1::TaskReport report;
+  report.mutable_task()->set_type("worker");
+  report.mutable_task()->set_index(0);
+  report.set_address("127.0.0.1:2001");
+  report.set_pid(4242);
+  return report;
+}
+
+TEST(TaskSessionTest, RegistersAgainWhenTheCoordinatorForgetsIt) {
+  InProcessCoordinator coordinator(kSpec, std::nullopt);
+  ASSERT_TRUE(coordinator.Start().ok());
+  std::atomic<int> registrations{0};
+  rpc::TaskSession session({
+      .coordinator_address = coordinator.server().address(),
+      .heartbeat_interval = absl::Milliseconds(50),
+      .report = WorkerReport,
+      .on_registered = [&] { ++registrations; },
+  });
+  session.Start();
+  const TaskId worker{"worker", 0};
+  ASSERT_TRUE(WaitUntil(
+      [&] { return coordinator.manager().state(worker) == v1::READY; },
+      absl::Seconds(5)));
+  EXPECT_EQ(registrations.load(), 1);
+
+  // The coordinator drops the session (as a restarted one would not know
+  // it); the next heartbeat gets NOT_FOUND and the task registers again.
+  coordinator.manager().MarkExited(worker, "forgotten", absl::Now());
+  ASSERT_TRUE(WaitUntil([&] { return registrations.load() == 2; },
+                        absl::Seconds(5)));
+  EXPECT_EQ(coordinator.manager().state(worker), v1::READY);
+  session.Shutdown("test over");
+  EXPECT_EQ(coordinator.manager().state(worker), v1::DEAD);
+}
+
+TEST(TaskSessionTest, RefusalIsFatalAndNamesTheReason) {
+  InProcessCoordinator coordinator(kSpec, std::nullopt);
+  ASSERT_TRUE(coordinator.Start().ok());
+  absl::Mutex mu;
+  std::optional<absl::Status> fatal;
+  rpc::TaskSession session({
+      .coordinator_address = coordinator.server().address(),
+      .report =
+          [] {
+            v1::TaskReport report = WorkerReport();
+            report.mutable_task()->set_index(3);
+            return report;
+          },
+      .on_fatal =
+          [&](const absl::Status& status) {
+            absl::MutexLock lock(&mu);
+            fatal = status;
+          },
+  });
+  session.Start();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        absl::MutexLock lock(&mu);
+        return fatal.has_value();
+      },
+      absl::Seconds(5)));
+  EXPECT_EQ(fatal->code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(fatal->message()), HasSubstr("unknown task worker:3"));
+  session.Shutdown();
+}
+
+TEST(TaskSessionTest, KeepsRetryingWhileTheCoordinatorIsAway) {
+  // Nothing listens on this port yet.
+  const int port = *PickUnusedPort();
+  std::atomic<int> registrations{0};
+  rpc::TaskSession session({
+      .coordinator_address = absl::StrCat("127.0.0.1:", port),
+      .report = WorkerReport,
+      .on_registered = [&] { ++registrations; },
+  });
+  session.Start();
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(registrations.load(), 0);
+  // Now a coordinator comes up on the port the session is dialling.
+  rpc::ServerOptions options;
+  options.listen = absl::StrCat("127.0.0.1:", port);
+  coordinator::ClusterManager manager(*ClusterSpec::FromJson(kSpec), {}, absl::Now());
+  rpc::Authenticator auth(std::nullopt);
+  coordinator::CoordinatorService service(&manager, &auth);
+  rpc::RpcServer server(options);
+  server.AddService(&service);
+  ASSERT_TRUE(server.Start().ok());
+  EXPECT_TRUE(WaitUntil([&] { return registrations.load() == 1; },
+                        absl::Seconds(10)));
+  session.Shutdown();
+}
+
+}  // namespace
+}  // namespace cohort::testing
