@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Configures and builds Cohort into build/ (CUDA and NCCL support: AUTO, found
+# under /usr/local/cuda). Extra arguments go to cmake's configure step, e.g.
+# tools/build.sh -DCOHORT_WITH_CUDA=OFF.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir="${COHORT_BUILD_DIR:-build}"
+cmake -S . -B "$build_dir" -G Ninja "$@"
+cmake --build "$build_dir"
