@@ -13,11 +13,17 @@
 namespace cohort::coordinator {
 namespace {
 
-// An adopted pid must still be the task we launched, not a recycled pid.
-bool RunsTask(int64_t pid, const TaskId& task) {
-  if (!ProcessAlive(pid)) return false;
-  const std::string cmdline = ProcessCommandLine(pid);
-  return absl::StrContains(cmdline, absl::StrCat("--task=", task.ToString()));
+// An adopted pid must still run the task as this plan would launch it (same
+// identity and address), not be a recycled pid or a task of another spec.
+bool RunsPlan(int64_t pid, const LaunchPlan& plan) {
+  if (!ProcessAlive(static_cast<pid_t>(pid))) return false;
+  const std::string cmdline = ProcessCommandLine(static_cast<pid_t>(pid));
+  for (const std::string& arg : plan.spawn.argv) {
+    const bool identifying = absl::StartsWith(arg, "--task=") ||
+                             absl::StartsWith(arg, "--listen=");
+    if (identifying && !absl::StrContains(cmdline, arg)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -31,8 +37,8 @@ void Supervisor::Add(LaunchPlan plan, int64_t adopt_pid) {
   absl::MutexLock lock(&mu_);
   Child child;
   const TaskId task = plan.task;
+  if (adopt_pid > 0 && RunsPlan(adopt_pid, plan)) child.adopted_pid = adopt_pid;
   child.plan = std::move(plan);
-  if (adopt_pid > 0 && RunsTask(adopt_pid, task)) child.adopted_pid = adopt_pid;
   children_.emplace(task, std::move(child));
 }
 
