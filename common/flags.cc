@@ -63,8 +63,26 @@ std::vector<std::string> ParseCommandLine(int argc, char** argv,
   }
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   std::vector<std::string> args;
-  for (size_t i = 1; i < positional.size(); ++i) args.emplace_back(positional[i]);
+  for (size_t i = 1; i < positional.size(); ++i)
+    args.emplace_back(positional[i]);
   return args;
+}
+
+void ParseDaemonCommandLine(int argc, char** argv, absl::string_view usage) {
+  const std::vector<std::string> args = ParseCommandLine(argc, argv, usage);
+  if (!args.empty()) {
+    ExitWithConfigError(absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument \"", args[0],
+                     "\" (this daemon takes flags only; "
+                     "see --help)")));
+  }
+}
+
+void ExitWithConfigError(const absl::Status& status) {
+  std::fprintf(stderr, "%s: %s\n",
+               absl::flags_internal::ShortProgramInvocationName().c_str(),
+               std::string(status.message()).c_str());
+  std::exit(2);
 }
 
 }  // namespace cohort

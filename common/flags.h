@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
 namespace cohort {
@@ -15,5 +16,13 @@ namespace cohort {
 // positional arguments, argv[0] excluded.
 std::vector<std::string> ParseCommandLine(int argc, char** argv,
                                           absl::string_view usage);
+
+// For daemons, which take flags only: ParseCommandLine, then a configuration
+// error if anything positional is left.
+void ParseDaemonCommandLine(int argc, char** argv, absl::string_view usage);
+
+// Prints "<program>: <message>" as one line on stderr and exits with code 2,
+// the exit code of every configuration error.
+[[noreturn]] void ExitWithConfigError(const absl::Status& status);
 
 }  // namespace cohort

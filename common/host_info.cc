@@ -28,9 +28,8 @@ std::string AddressString(const sockaddr* addr) {
     inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr,
               buf, sizeof(buf));
   } else if (addr->sa_family == AF_INET6) {
-    inet_ntop(AF_INET6,
-              &reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr, buf,
-              sizeof(buf));
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr,
+              buf, sizeof(buf));
   }
   return buf;
 }

@@ -20,7 +20,8 @@ std::string& DaemonName() {
 void ApplyPattern(absl::string_view identity) {
   std::string prefix = DaemonName();
   if (!identity.empty()) absl::StrAppend(&prefix, " ", identity);
-  spdlog::set_pattern(absl::StrCat("%Y-%m-%dT%H:%M:%S.%e %L [", prefix, "] %v"));
+  spdlog::set_pattern(
+      absl::StrCat("%Y-%m-%dT%H:%M:%S.%e %L [", prefix, "] %v"));
 }
 
 }  // namespace
@@ -30,9 +31,9 @@ absl::Status InitLogging(absl::string_view daemon, absl::string_view identity,
   const spdlog::level::level_enum parsed =
       spdlog::level::from_str(std::string(level));
   if (parsed == spdlog::level::off && level != "off") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--log_level: unknown level \"", level,
-        "\" (expected trace, debug, info, warn, error or off)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log_level: unknown level \"", level,
+                     "\" (expected trace, debug, info, warn, error or off)"));
   }
   std::lock_guard<std::mutex> lock(DaemonMutex());
   DaemonName() = std::string(daemon);

@@ -16,9 +16,9 @@
 namespace cohort {
 
 struct SpawnOptions {
-  std::vector<std::string> argv;               // argv[0] is the program path
-  std::map<std::string, std::string> env;      // set on top of our environment
-  std::vector<std::string> unset_env;          // removed from the environment
+  std::vector<std::string> argv;           // argv[0] is the program path
+  std::map<std::string, std::string> env;  // set on top of our environment
+  std::vector<std::string> unset_env;      // removed from the environment
   std::string output_file;  // stdout and stderr appended here; empty inherits
   bool new_process_group = false;  // so that a terminal's ^C does not reach it
 };
@@ -28,7 +28,7 @@ struct ExitStatus {
   int raw = 0;  // as waitpid reports it
 
   bool exited() const;
-  int exit_code() const;    // when exited()
+  int exit_code() const;  // when exited()
   bool signaled() const;
   int term_signal() const;  // when signaled()
   // "exited with code 3", "killed by signal 9 (Killed)".

@@ -46,7 +46,8 @@ TEST(SubprocessTest, StopKillsAChildThatIgnoresSigterm) {
 }
 
 TEST(SubprocessTest, EnvironmentAndOutputFile) {
-  const std::string out = absl::StrCat(testing::TempDir(), "/subprocess_out.txt");
+  const std::string out =
+      absl::StrCat(testing::TempDir(), "/subprocess_out.txt");
   std::remove(out.c_str());
   absl::StatusOr<Subprocess> child = Subprocess::Spawn(
       {.argv = {"/bin/sh", "-c", "echo \"value=$COHORT_TEST_VAR\""},

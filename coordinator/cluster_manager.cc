@@ -12,7 +12,6 @@ namespace {
 
 TaskId FromProto(const v1::TaskId& task) { return {task.type(), task.index()}; }
 
-
 }  // namespace
 
 ClusterManager::ClusterManager(ClusterSpec spec, ClusterManagerOptions options,
@@ -103,9 +102,9 @@ absl::Status ClusterManager::Heartbeat(const v1::HeartbeatRequest& request,
   COHORT_ASSIGN_OR_RETURN(Record * record, Find(request.task()));
   if (record->session_id.empty() ||
       record->session_id != request.session_id()) {
-    return absl::NotFoundError(absl::StrCat(
-        "no live session ", request.session_id(), " for task ",
-        FromProto(request.task()).ToString(), "; register again"));
+    return absl::NotFoundError(
+        absl::StrCat("no live session ", request.session_id(), " for task ",
+                     FromProto(request.task()).ToString(), "; register again"));
   }
   record->last_heartbeat = now;
   if (request.has_report()) record->report = request.report();

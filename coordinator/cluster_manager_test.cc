@@ -91,27 +91,31 @@ TEST_F(ClusterManagerTest, AddressOutsideTheSpecIsRefused) {
 }
 
 TEST_F(ClusterManagerTest, SecondLiveProcessForOneIdentityIsRefused) {
-  ASSERT_TRUE(manager_.Register(Report(kWorker1, "127.0.0.1:2002", 100), At(1)).ok());
+  ASSERT_TRUE(
+      manager_.Register(Report(kWorker1, "127.0.0.1:2002", 100), At(1)).ok());
   absl::StatusOr<v1::RegisterResponse> second =
       manager_.Register(Report(kWorker1, "127.0.0.1:2002", 200), At(2));
   EXPECT_EQ(second.status().code(), absl::StatusCode::kAlreadyExists);
   // Once the first holder is silent past the timeout, the newcomer wins.
   manager_.ExpireSilent(At(7));
-  EXPECT_TRUE(manager_.Register(Report(kWorker1, "127.0.0.1:2002", 200), At(7)).ok());
+  EXPECT_TRUE(
+      manager_.Register(Report(kWorker1, "127.0.0.1:2002", 200), At(7)).ok());
   EXPECT_EQ(manager_.pid(kWorker1), 200);
 }
 
 TEST_F(ClusterManagerTest, SilentTaskDiesAndMustRegisterAgain) {
   auto response = manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(0));
   ASSERT_TRUE(response.ok());
-  ASSERT_TRUE(manager_.Heartbeat(Beat(kWorker1, response->session_id()), At(4)).ok());
+  ASSERT_TRUE(
+      manager_.Heartbeat(Beat(kWorker1, response->session_id()), At(4)).ok());
   EXPECT_TRUE(manager_.ExpireSilent(At(8)).empty());  // 4 s since the beat
   EXPECT_EQ(manager_.ExpireSilent(At(9)), std::vector<TaskId>{kWorker1});
   EXPECT_EQ(manager_.state(kWorker1), v1::DEAD);
   const absl::Status late =
       manager_.Heartbeat(Beat(kWorker1, response->session_id()), At(10));
   EXPECT_EQ(late.code(), absl::StatusCode::kNotFound);
-  EXPECT_TRUE(manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(10)).ok());
+  EXPECT_TRUE(
+      manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(10)).ok());
   EXPECT_EQ(manager_.state(kWorker1), v1::READY);
 }
 
@@ -119,21 +123,25 @@ TEST_F(ClusterManagerTest, StaleSessionIsNotFound) {
   auto first = manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(0));
   auto second = manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(1));
   ASSERT_TRUE(first.ok() && second.ok());
-  EXPECT_EQ(manager_.Heartbeat(Beat(kWorker1, first->session_id()), At(2)).code(),
-            absl::StatusCode::kNotFound);
-  EXPECT_TRUE(manager_.Heartbeat(Beat(kWorker1, second->session_id()), At(2)).ok());
+  EXPECT_EQ(
+      manager_.Heartbeat(Beat(kWorker1, first->session_id()), At(2)).code(),
+      absl::StatusCode::kNotFound);
+  EXPECT_TRUE(
+      manager_.Heartbeat(Beat(kWorker1, second->session_id()), At(2)).ok());
 }
 
 TEST_F(ClusterManagerTest, LaunchExitRestartCycleCountsRestarts) {
   manager_.MarkLaunched(kWorker1, 100, /*is_restart=*/false, At(0));
   EXPECT_EQ(manager_.state(kWorker1), v1::STARTING);
-  ASSERT_TRUE(manager_.Register(Report(kWorker1, "127.0.0.1:2002", 100), At(1)).ok());
+  ASSERT_TRUE(
+      manager_.Register(Report(kWorker1, "127.0.0.1:2002", 100), At(1)).ok());
   manager_.MarkExited(kWorker1, "process killed by signal 9 (Killed)", At(2));
   EXPECT_EQ(manager_.state(kWorker1), v1::DEAD);
   manager_.MarkLaunched(kWorker1, 101, /*is_restart=*/true, At(3));
   EXPECT_EQ(manager_.state(kWorker1), v1::RESTARTING);
   EXPECT_EQ(manager_.restart_count(kWorker1), 1);
-  ASSERT_TRUE(manager_.Register(Report(kWorker1, "127.0.0.1:2002", 101), At(4)).ok());
+  ASSERT_TRUE(
+      manager_.Register(Report(kWorker1, "127.0.0.1:2002", 101), At(4)).ok());
   EXPECT_EQ(manager_.state(kWorker1), v1::READY);
   const auto tasks = manager_.Snapshot(At(4));
   const auto it = std::find_if(tasks.begin(), tasks.end(), [](const auto& t) {

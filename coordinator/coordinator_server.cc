@@ -64,7 +64,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   for (const PersistedTask& task : server->state_.tasks) {
     server->manager_->RestoreRestartCount(task.task, task.restart_count);
   }
-  server->auth_ = std::make_unique<rpc::Authenticator>(config.server.security.token);
+  server->auth_ =
+      std::make_unique<rpc::Authenticator>(config.server.security.token);
   server->coordinator_service_ = std::make_unique<CoordinatorService>(
       server->manager_.get(), server->auth_.get());
   server->admin_service_ = std::make_unique<AdminService>(
@@ -111,7 +112,8 @@ std::vector<LaunchPlan> CoordinatorServer::PlanLaunches() const {
             absl::StrCat("--coordinator=", server_->DialAddress()),
             absl::StrCat("--listen=", address),
             absl::StrCat("--log_level=", config_.log_level)};
-    if (!is_ps) argv.push_back(absl::StrCat("--cpu_devices=", config_.cpu_devices));
+    if (!is_ps)
+      argv.push_back(absl::StrCat("--cpu_devices=", config_.cpu_devices));
     argv.insert(argv.end(), security.begin(), security.end());
     plan.spawn.env["TF_CONFIG"] = TfConfigFor(spec, task);
     // Under systemd only the coordinator reports readiness; children talking
@@ -121,8 +123,8 @@ std::vector<LaunchPlan> CoordinatorServer::PlanLaunches() const {
     // must not reach them first.
     plan.spawn.new_process_group = true;
     if (!config_.task_log_dir.empty()) {
-      plan.spawn.output_file = absl::StrCat(config_.task_log_dir, "/", task.type,
-                                            "-", task.index, ".log");
+      plan.spawn.output_file = absl::StrCat(config_.task_log_dir, "/",
+                                            task.type, "-", task.index, ".log");
     }
     plans.push_back(std::move(plan));
   }
@@ -136,9 +138,10 @@ absl::Status CoordinatorServer::Start() {
   absl::Status started = server_->Start();
   if (!started.ok() && !config_.listen_given &&
       config_.server.listen == state_.coordinator_address) {
-    spdlog::warn("cannot serve on the saved address {} ({}); picking a new "
-                 "port, so tasks left running must be restarted",
-                 state_.coordinator_address, std::string(started.message()));
+    spdlog::warn(
+        "cannot serve on the saved address {} ({}); picking a new "
+        "port, so tasks left running must be restarted",
+        state_.coordinator_address, std::string(started.message()));
     rpc::ServerOptions fallback = config_.server;
     fallback.listen = "127.0.0.1:0";
     server_ = std::make_unique<rpc::RpcServer>(fallback);
@@ -150,12 +153,13 @@ absl::Status CoordinatorServer::Start() {
   started_ = true;
   admin_service_->set_address(server_->DialAddress());
   state_.coordinator_address = server_->address();
-  spdlog::info("coordinator serving on {} (incarnation {}, {} tasks, launch={})",
-               server_->address(), state_.incarnation,
-               config_.spec->tasks().size(),
-               config_.launch == LaunchMode::kLocal ? "local" : "none");
+  spdlog::info(
+      "coordinator serving on {} (incarnation {}, {} tasks, launch={})",
+      server_->address(), state_.incarnation, config_.spec->tasks().size(),
+      config_.launch == LaunchMode::kLocal ? "local" : "none");
 
-  supervisor_ = std::make_unique<Supervisor>(manager_.get(), config_.supervisor);
+  supervisor_ =
+      std::make_unique<Supervisor>(manager_.get(), config_.supervisor);
   if (config_.launch == LaunchMode::kLocal) {
     if (!config_.task_log_dir.empty()) {
       COHORT_RETURN_IF_ERROR(MakeDirectories(config_.task_log_dir));

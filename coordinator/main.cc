@@ -1,8 +1,6 @@
 // cohort-coordinator: reads the cluster spec, launches and supervises the
 // local tasks, tracks heartbeats and serves the Admin API.
 
-#include <cstdio>
-
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
@@ -15,9 +13,10 @@
 #include "rpc/server_flags.h"
 #include "spdlog/spdlog.h"
 
-ABSL_FLAG(std::string, cluster_spec, "",
-          "TF_CONFIG-style JSON file. Default: the TF_CONFIG variable, else the "
-          "spec saved in --state_dir.");
+ABSL_FLAG(
+    std::string, cluster_spec, "",
+    "TF_CONFIG-style JSON file. Default: the TF_CONFIG variable, else the "
+    "spec saved in --state_dir.");
 ABSL_FLAG(std::string, state_dir, "",
           "Directory for the coordinator's state, so that a restarted "
           "coordinator knows the cluster again. Empty: keep no state.");
@@ -53,13 +52,6 @@ constexpr char kUsage[] =
     "\n"
     "Exit codes: 0 stopped by a signal, 1 runtime failure, 2 bad "
     "configuration.";
-
-// Exit code 2 for configuration errors, with one line on stderr.
-[[noreturn]] void ConfigError(const absl::Status& status) {
-  std::fprintf(stderr, "cohort-coordinator: %s\n",
-               std::string(status.message()).c_str());
-  std::exit(2);
-}
 
 absl::StatusOr<CoordinatorConfig> ConfigFromFlags() {
   CoordinatorConfig config;
@@ -111,20 +103,16 @@ absl::StatusOr<CoordinatorConfig> ConfigFromFlags() {
 
 int Main(int argc, char** argv) {
   BlockTerminationSignals();
-  const std::vector<std::string> args = ParseCommandLine(argc, argv, kUsage);
-  if (!args.empty()) {
-    ConfigError(absl::InvalidArgumentError(
-        absl::StrCat("unexpected argument \"", args[0], "\" (see --help)")));
-  }
+  ParseDaemonCommandLine(argc, argv, kUsage);
   absl::StatusOr<CoordinatorConfig> config = ConfigFromFlags();
-  if (!config.ok()) ConfigError(config.status());
+  if (!config.ok()) ExitWithConfigError(config.status());
   if (absl::Status logging = InitLogging("coordinator", "", config->log_level);
       !logging.ok()) {
-    ConfigError(logging);
+    ExitWithConfigError(logging);
   }
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
       CoordinatorServer::Create(*std::move(config));
-  if (!server.ok()) ConfigError(server.status());
+  if (!server.ok()) ExitWithConfigError(server.status());
   if (absl::Status started = (*server)->Start(); !started.ok()) {
     spdlog::error("cannot start: {}", started.ToString());
     return 1;
@@ -142,4 +130,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace cohort::coordinator
 
-int main(int argc, char** argv) { return cohort::coordinator::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return cohort::coordinator::Main(argc, argv);
+}

@@ -13,9 +13,9 @@ namespace {
 constexpr int kFormatVersion = 1;
 
 absl::Status Corrupt(const std::string& path, absl::string_view what) {
-  return absl::DataLossError(absl::StrCat(
-      path, ": corrupt coordinator state (", what,
-      "); move the file away to start with a fresh state"));
+  return absl::DataLossError(
+      absl::StrCat(path, ": corrupt coordinator state (", what,
+                   "); move the file away to start with a fresh state"));
 }
 
 // The member `key` of `object`, or null when absent (operator[] on a const
@@ -82,7 +82,8 @@ absl::Status StateStore::Save(const PersistedState& state) const {
                      {"pid", task.pid},
                      {"restart_count", task.restart_count}});
   }
-  nlohmann::json spec = nlohmann::json::parse(state.cluster_spec_json, nullptr, false);
+  nlohmann::json spec =
+      nlohmann::json::parse(state.cluster_spec_json, nullptr, false);
   const nlohmann::json json = {
       {"format", kFormatVersion},
       {"incarnation", state.incarnation},

@@ -13,7 +13,8 @@ namespace {
 using ::testing::HasSubstr;
 
 std::string FreshDir(const std::string& name) {
-  const std::string dir = absl::StrCat(testing::TempDir(), "/state_store_", name);
+  const std::string dir =
+      absl::StrCat(testing::TempDir(), "/state_store_", name);
   std::filesystem::remove_all(dir);
   return dir;
 }
@@ -31,7 +32,9 @@ TEST(StateStoreTest, SaveThenLoadRoundTrips) {
   state.incarnation = 3;
   state.coordinator_address = "127.0.0.1:7070";
   state.cluster_spec_json = R"({"cluster":{"worker":["127.0.0.1:2001"]}})";
-  state.tasks.push_back({.task = {"worker", 0}, .launched = true, .pid = 1234,
+  state.tasks.push_back({.task = {"worker", 0},
+                         .launched = true,
+                         .pid = 1234,
                          .restart_count = 2});
   ASSERT_TRUE(store.Save(state).ok());
   absl::StatusOr<std::optional<PersistedState>> loaded = store.Load();
@@ -59,7 +62,8 @@ TEST(StateStoreTest, CorruptFileIsAnErrorNamingIt) {
     ASSERT_TRUE(WriteFileAtomically(store.path(), text).ok());
     absl::StatusOr<std::optional<PersistedState>> loaded = store.Load();
     EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss) << text;
-    EXPECT_THAT(std::string(loaded.status().message()), HasSubstr(store.path()));
+    EXPECT_THAT(std::string(loaded.status().message()),
+                HasSubstr(store.path()));
   }
 }
 

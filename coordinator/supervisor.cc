@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/host_info.h"
 #include "spdlog/spdlog.h"
@@ -19,8 +19,8 @@ bool RunsPlan(int64_t pid, const LaunchPlan& plan) {
   if (!ProcessAlive(static_cast<pid_t>(pid))) return false;
   const std::string cmdline = ProcessCommandLine(static_cast<pid_t>(pid));
   for (const std::string& arg : plan.spawn.argv) {
-    const bool identifying = absl::StartsWith(arg, "--task=") ||
-                             absl::StartsWith(arg, "--listen=");
+    const bool identifying =
+        absl::StartsWith(arg, "--task=") || absl::StartsWith(arg, "--listen=");
     if (identifying && !absl::StrContains(cmdline, arg)) return false;
   }
   return true;
@@ -52,8 +52,10 @@ void Supervisor::Start() {
     const absl::Time now = absl::Now();
     for (auto& [task, child] : children_) {
       if (child.adopted_pid > 0) {
-        spdlog::info("{}: adopting pid {} left running by the previous "
-                     "coordinator", task.ToString(), child.adopted_pid);
+        spdlog::info(
+            "{}: adopting pid {} left running by the previous "
+            "coordinator",
+            task.ToString(), child.adopted_pid);
         child.launched_at = now;
         manager_->MarkLaunched(task, child.adopted_pid, false, now);
       } else {
@@ -146,9 +148,8 @@ bool Supervisor::Tick(absl::Time now) {
 }
 
 void Supervisor::Run() {
-  auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stopping_;
-  };
+  auto stopping = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
   while (true) {
     if (Tick(absl::Now()) && on_change_) on_change_();
     absl::MutexLock lock(&mu_);
@@ -175,7 +176,8 @@ void Supervisor::Shutdown() {
   const absl::Time deadline = absl::Now() + options_.stop_grace;
   for (auto& [task, child] : children_) {
     if (child.process.has_value()) {
-      const absl::Duration left = std::max(absl::ZeroDuration(), deadline - absl::Now());
+      const absl::Duration left =
+          std::max(absl::ZeroDuration(), deadline - absl::Now());
       child.process->Stop(left);
     } else if (child.adopted_pid > 0) {
       while (ProcessAlive(child.adopted_pid) && absl::Now() < deadline) {
@@ -193,10 +195,11 @@ std::vector<PersistedTask> Supervisor::Tasks() const {
   std::vector<PersistedTask> out;
   absl::MutexLock lock(&mu_);
   for (const auto& [task, child] : children_) {
-    out.push_back(PersistedTask{.task = task,
-                                .launched = true,
-                                .pid = Pid(child),
-                                .restart_count = manager_->restart_count(task)});
+    out.push_back(
+        PersistedTask{.task = task,
+                      .launched = true,
+                      .pid = Pid(child),
+                      .restart_count = manager_->restart_count(task)});
   }
   return out;
 }

@@ -1,8 +1,6 @@
 // cohort-ps: one per ps task. Registers with the coordinator, heartbeats,
 // and serves its variable shard.
 
-#include <cstdio>
-
 #include "common/flags.h"
 #include "common/logging.h"
 #include "common/signals.h"
@@ -20,26 +18,19 @@ constexpr char kUsage[] =
     "Exit codes: 0 stopped by a signal, 1 runtime failure, 2 bad "
     "configuration or refused by the coordinator.";
 
-[[noreturn]] void ConfigError(const absl::Status& status) {
-  std::fprintf(stderr, "cohort-ps: %s\n", std::string(status.message()).c_str());
-  std::exit(2);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace cohort;
   BlockTerminationSignals();
-  if (!ParseCommandLine(argc, argv, kUsage).empty()) {
-    ConfigError(absl::InvalidArgumentError("unexpected argument (see --help)"));
-  }
+  ParseDaemonCommandLine(argc, argv, kUsage);
   absl::StatusOr<rpc::TaskConfig> config =
       rpc::TaskConfigFromFlags({std::string(kPs)});
-  if (!config.ok()) ConfigError(config.status());
-  if (absl::Status logging = InitLogging("ps", config->task.ToString(),
-                                         config->daemon.log_level);
+  if (!config.ok()) ExitWithConfigError(config.status());
+  if (absl::Status logging =
+          InitLogging("ps", config->task.ToString(), config->daemon.log_level);
       !logging.ok()) {
-    ConfigError(logging);
+    ExitWithConfigError(logging);
   }
   rpc::TaskRuntime runtime("ps", *std::move(config));
   ps::PsService service(&runtime);

@@ -42,7 +42,8 @@ absl::Status CheckBearerToken(std::optional<absl::string_view> header,
   return absl::OkStatus();
 }
 
-absl::Status Authenticator::Check(const grpc::ServerContextBase& context) const {
+absl::Status Authenticator::Check(
+    const grpc::ServerContextBase& context) const {
   if (!token_.has_value()) return absl::OkStatus();
   const auto& metadata = context.client_metadata();
   const auto it = metadata.find(std::string(kAuthorizationHeader));

@@ -2,10 +2,10 @@
 
 // Bearer-token authentication of incoming RPCs.
 
+#include <grpcpp/server_context.h>
+
 #include <optional>
 #include <string>
-
-#include <grpcpp/server_context.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"

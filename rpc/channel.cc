@@ -19,8 +19,8 @@ Connection::Connection(std::string address, Security security)
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  channel_ = grpc::CreateCustomChannel(address_,
-                                       security_.ChannelCredentials(), args);
+  channel_ =
+      grpc::CreateCustomChannel(address_, security_.ChannelCredentials(), args);
 }
 
 std::unique_ptr<grpc::ClientContext> Connection::NewContext(
@@ -38,9 +38,9 @@ absl::Status Connection::Annotate(absl::string_view method,
                                   const grpc::Status& status) const {
   absl::Status converted = FromGrpcStatus(status);
   if (converted.ok()) return converted;
-  return absl::Status(converted.code(),
-                      absl::StrCat(method, " to ", address_, ": ",
-                                   converted.message()));
+  return absl::Status(
+      converted.code(),
+      absl::StrCat(method, " to ", address_, ": ", converted.message()));
 }
 
 }  // namespace cohort::rpc

@@ -3,11 +3,11 @@
 // Client side: channels with our security, and per-call contexts that carry
 // the deadline and the bearer token.
 
-#include <memory>
-#include <string>
-
 #include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
+
+#include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"

@@ -25,17 +25,19 @@ absl::StatusOr<std::string> ReadFlagFile(absl::string_view flag,
 absl::StatusOr<Security> Security::Load(const SecurityFiles& files) {
   Security security;
   if (!files.auth_token_file.empty()) {
-    COHORT_ASSIGN_OR_RETURN(std::string token,
-                            ReadFlagFile("auth_token_file", files.auth_token_file));
+    COHORT_ASSIGN_OR_RETURN(
+        std::string token,
+        ReadFlagFile("auth_token_file", files.auth_token_file));
     token = std::string(absl::StripAsciiWhitespace(token));
     if (token.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--auth_token_file: ", files.auth_token_file, " is empty"));
     }
     if (token.find_first_of(" \t\r\n") != std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--auth_token_file: ", files.auth_token_file,
-          " holds more than one word; a token is a single line without spaces"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--auth_token_file: ", files.auth_token_file,
+                       " holds more than one word; a token is a single line "
+                       "without spaces"));
     }
     security.token = std::move(token);
   }

@@ -10,12 +10,12 @@
 // Token: every RPC a client makes carries "authorization: Bearer <token>";
 // every server started with a token rejects calls without it.
 
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/security/server_credentials.h>
+
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/security/server_credentials.h>
 
 #include "absl/status/statusor.h"
 

@@ -21,8 +21,9 @@ void RpcServer::AddService(grpc::Service* service) {
 }
 
 absl::Status RpcServer::Start() {
-  COHORT_ASSIGN_OR_RETURN(HostPort listen,
-                          ParseHostPort(options_.listen, /*allow_port_zero=*/true));
+  COHORT_ASSIGN_OR_RETURN(
+      HostPort listen,
+      ParseHostPort(options_.listen, /*allow_port_zero=*/true));
   // Process-wide switches; they must be set before any server is built.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -39,9 +40,9 @@ absl::Status RpcServer::Start() {
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || bound_port == 0) {
     server_.reset();
-    return absl::UnavailableError(absl::StrCat(
-        "cannot listen on ", listen.ToString(),
-        ": the address is in use or not an address of this host"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", listen.ToString(),
+                     ": the address is in use or not an address of this host"));
   }
   port_ = bound_port;
   address_ = HostPort{listen.host, port_}.ToString();

@@ -5,11 +5,11 @@
 // standard grpc.health.v1.Health service and server reflection, and shut down
 // with a deadline.
 
+#include <grpcpp/server.h>
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/server.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"

@@ -11,7 +11,7 @@
 namespace cohort::rpc {
 
 struct DaemonFlags {
-  ServerOptions server;     // listen, port_file and the loaded security
+  ServerOptions server;  // listen, port_file and the loaded security
   SecurityFiles security_files;
   std::string log_level;
 };

@@ -4,12 +4,12 @@
 // gRPC server, the session with the coordinator, readiness reporting and
 // signal handling.
 
+#include <grpcpp/impl/codegen/service_type.h>
+
 #include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <grpcpp/impl/codegen/service_type.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"

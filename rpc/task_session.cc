@@ -24,7 +24,9 @@ TaskSession::TaskSession(TaskSessionOptions options)
 
 TaskSession::~TaskSession() { Shutdown(); }
 
-void TaskSession::Start() { thread_ = std::thread([this] { Run(); }); }
+void TaskSession::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 bool TaskSession::registered() const {
   absl::MutexLock lock(&mu_);
@@ -56,8 +58,9 @@ absl::Status TaskSession::Register() {
   *request.mutable_report() = options_.report();
   cohort::v1::RegisterResponse response;
   auto context = connection_.NewContext(options_.rpc_timeout);
-  absl::Status status = connection_.Annotate(
-      "Coordinator.Register", stub_->Register(context.get(), request, &response));
+  absl::Status status =
+      connection_.Annotate("Coordinator.Register",
+                           stub_->Register(context.get(), request, &response));
   if (!status.ok()) return status;
   absl::MutexLock lock(&mu_);
   session_id_ = response.session_id();
@@ -97,8 +100,10 @@ void TaskSession::Run() {
       last_problem.clear();
       retry_delay = absl::Milliseconds(100);
     } else if (have_session && status.code() == absl::StatusCode::kNotFound) {
-      spdlog::warn("the coordinator no longer knows this task ({}); "
-                   "registering again", std::string(status.message()));
+      spdlog::warn(
+          "the coordinator no longer knows this task ({}); "
+          "registering again",
+          std::string(status.message()));
       absl::MutexLock lock(&mu_);
       session_id_.clear();
       wait = absl::ZeroDuration();

@@ -5,7 +5,8 @@
 //
 //   grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx,
 //                                 const Req* req, Resp* resp) override {
-//     return HandleUnary(ctx, auth_, [&] { return manager_->Get(*req, resp); });
+//     return HandleUnary(ctx, auth_, [&] { return manager_->Get(*req, resp);
+//     });
 //   }
 
 #include <grpcpp/server_context.h>

@@ -21,8 +21,8 @@ CudaProbe Probe() {
   int nccl = 0;
   if (ncclGetVersion(&nccl) == ncclSuccess) {
     // NCCL >= 2.9 encodes MAJOR*10000 + MINOR*100 + PATCH.
-    probe.nccl_version = absl::StrCat(nccl / 10000, ".", (nccl % 10000) / 100,
-                                      ".", nccl % 100);
+    probe.nccl_version =
+        absl::StrCat(nccl / 10000, ".", (nccl % 10000) / 100, ".", nccl % 100);
   }
 #endif
   int count = 0;

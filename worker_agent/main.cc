@@ -1,8 +1,6 @@
 // cohort-agent: one per worker or chief task. Discovers its devices,
 // registers with the coordinator and heartbeats; runs the job replicas.
 
-#include <cstdio>
-
 #include "absl/flags/flag.h"
 #include "common/flags.h"
 #include "common/logging.h"
@@ -26,31 +24,24 @@ constexpr char kUsage[] =
     "Exit codes: 0 stopped by a signal, 1 runtime failure, 2 bad "
     "configuration or refused by the coordinator.";
 
-[[noreturn]] void ConfigError(const absl::Status& status) {
-  std::fprintf(stderr, "cohort-agent: %s\n",
-               std::string(status.message()).c_str());
-  std::exit(2);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace cohort;
   BlockTerminationSignals();
-  if (!ParseCommandLine(argc, argv, kUsage).empty()) {
-    ConfigError(absl::InvalidArgumentError("unexpected argument (see --help)"));
-  }
+  ParseDaemonCommandLine(argc, argv, kUsage);
   absl::StatusOr<rpc::TaskConfig> config =
       rpc::TaskConfigFromFlags({std::string(kWorker), std::string(kChief)});
-  if (!config.ok()) ConfigError(config.status());
+  if (!config.ok()) ExitWithConfigError(config.status());
   const int cpu_devices = absl::GetFlag(FLAGS_cpu_devices);
   if (cpu_devices < 1) {
-    ConfigError(absl::InvalidArgumentError("--cpu_devices must be at least 1"));
+    ExitWithConfigError(
+        absl::InvalidArgumentError("--cpu_devices must be at least 1"));
   }
   if (absl::Status logging = InitLogging("agent", config->task.ToString(),
                                          config->daemon.log_level);
       !logging.ok()) {
-    ConfigError(logging);
+    ExitWithConfigError(logging);
   }
   agent::DiscoveredDevices devices = agent::DiscoverDevices(cpu_devices);
   spdlog::info("devices: {}", devices.note);

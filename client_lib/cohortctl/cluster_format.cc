@@ -28,8 +28,10 @@ std::string Uptime(int64_t ms) {
 }
 
 std::string Bytes(int64_t bytes) {
-  if (bytes >= (1LL << 30)) return absl::StrFormat("%.1fGiB", bytes / double(1LL << 30));
-  if (bytes >= (1LL << 20)) return absl::StrFormat("%.1fMiB", bytes / double(1LL << 20));
+  if (bytes >= (1LL << 30))
+    return absl::StrFormat("%.1fGiB", bytes / double(1LL << 30));
+  if (bytes >= (1LL << 20))
+    return absl::StrFormat("%.1fMiB", bytes / double(1LL << 20));
   return absl::StrFormat("%dKiB", bytes / 1024);
 }
 
@@ -37,7 +39,8 @@ std::string TaskDetail(const v1::TaskStatus& task) {
   std::vector<std::string> parts;
   if (task.devices_size() > 0) {
     std::vector<std::string> names;
-    for (const auto& device : task.devices()) names.push_back(DeviceName(device));
+    for (const auto& device : task.devices())
+      names.push_back(DeviceName(device));
     parts.push_back(absl::StrJoin(names, ","));
   }
   if (task.has_ps()) {
@@ -94,8 +97,8 @@ nlohmann::json ClusterStateToJson(const v1::ClusterState& state) {
       {"uptime_ms", state.uptime_ms()},
       {"launch_mode", state.launch_mode()},
       {"incarnation", state.incarnation()},
-      {"cluster_spec", nlohmann::json::parse(state.cluster_spec_json(), nullptr,
-                                             false)},
+      {"cluster_spec",
+       nlohmann::json::parse(state.cluster_spec_json(), nullptr, false)},
       {"tasks", tasks},
   };
 }
@@ -105,12 +108,10 @@ std::string ClusterStateToTable(const v1::ClusterState& state) {
   for (const auto& task : state.tasks()) ready += task.state() == v1::READY;
   std::string out = absl::StrFormat(
       "coordinator %s  version %s  up %s  launch=%s  %d/%d tasks ready\n\n",
-      state.coordinator_address(), state.version(),
-      Uptime(state.uptime_ms()),
+      state.coordinator_address(), state.version(), Uptime(state.uptime_ms()),
       state.launch_mode(), ready, state.tasks_size());
-  const std::vector<std::string> header = {"TASK",     "STATE", "ADDRESS",
-                                           "PID",      "RESTARTS",
-                                           "HEARTBEAT", "DETAIL"};
+  const std::vector<std::string> header = {
+      "TASK", "STATE", "ADDRESS", "PID", "RESTARTS", "HEARTBEAT", "DETAIL"};
   std::vector<std::vector<std::string>> rows = {header};
   for (const v1::TaskStatus& task : state.tasks()) {
     rows.push_back({absl::StrCat(task.task().type(), ":", task.task().index()),
@@ -122,7 +123,8 @@ std::string ClusterStateToTable(const v1::ClusterState& state) {
   }
   std::vector<size_t> widths(header.size(), 0);
   for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+    for (size_t i = 0; i < row.size(); ++i)
+      widths[i] = std::max(widths[i], row[i].size());
   }
   for (const auto& row : rows) {
     std::string line;

@@ -25,8 +25,9 @@
 ABSL_FLAG(std::string, cluster_spec, "",
           "up: the TF_CONFIG-style spec to run. Default: one chief, one worker "
           "and one ps on free loopback ports.");
-ABSL_FLAG(std::string, state_dir, "",
-          "up: the coordinator's state dir. Default: ~/.local/state/cohort/local.");
+ABSL_FLAG(
+    std::string, state_dir, "",
+    "up: the coordinator's state dir. Default: ~/.local/state/cohort/local.");
 ABSL_FLAG(std::string, listen, "127.0.0.1:0",
           "up: where the coordinator serves (port 0: a free port).");
 ABSL_FLAG(int, cpu_devices, 1, "up: CPU devices per launched agent.");
@@ -48,11 +49,10 @@ absl::StatusOr<std::string> DefaultClusterSpec() {
   }
   auto it = ports.begin();
   auto address = [](int port) { return absl::StrCat("127.0.0.1:", port); };
-  const nlohmann::json spec = {
-      {"cluster",
-       {{"chief", {address(*it++)}},
-        {"worker", {address(*it++)}},
-        {"ps", {address(*it++)}}}}};
+  const nlohmann::json spec = {{"cluster",
+                                {{"chief", {address(*it++)}},
+                                 {"worker", {address(*it++)}},
+                                 {"ps", {address(*it++)}}}}};
   return spec.dump(2) + "\n";
 }
 
@@ -69,9 +69,9 @@ absl::StatusOr<int> WaitForPortFile(const std::string& path,
     if (text.ok() && !text->empty()) return std::atoi(text->c_str());
     absl::SleepFor(absl::Milliseconds(50));
   }
-  return absl::DeadlineExceededError(absl::StrCat(
-      "the coordinator did not report its port in ", path, " within ",
-      absl::FormatDuration(timeout)));
+  return absl::DeadlineExceededError(
+      absl::StrCat("the coordinator did not report its port in ", path,
+                   " within ", absl::FormatDuration(timeout)));
 }
 
 }  // namespace
@@ -112,12 +112,13 @@ int UpCommand(const CommonOptions& options) {
   std::filesystem::remove(port_file);
 
   SpawnOptions spawn;
-  spawn.argv = {ExecutableDirectory() + "/cohort-coordinator",
-                absl::StrCat("--cluster_spec=", spec_file),
-                absl::StrCat("--state_dir=", state_dir),
-                absl::StrCat("--listen=", absl::GetFlag(FLAGS_listen)),
-                absl::StrCat("--port_file=", port_file),
-                absl::StrCat("--cpu_devices=", absl::GetFlag(FLAGS_cpu_devices))};
+  spawn.argv = {
+      ExecutableDirectory() + "/cohort-coordinator",
+      absl::StrCat("--cluster_spec=", spec_file),
+      absl::StrCat("--state_dir=", state_dir),
+      absl::StrCat("--listen=", absl::GetFlag(FLAGS_listen)),
+      absl::StrCat("--port_file=", port_file),
+      absl::StrCat("--cpu_devices=", absl::GetFlag(FLAGS_cpu_devices))};
   for (const std::string& flag :
        rpc::Security::ToFlags(rpc::SecurityFilesFromFlags())) {
     spawn.argv.push_back(flag);
@@ -135,8 +136,8 @@ int UpCommand(const CommonOptions& options) {
     return 1;
   }
   const std::string address = absl::StrCat("127.0.0.1:", *port);
-  std::cout << "cohortctl up: coordinator listening on " << address
-            << " (pid " << coordinator->pid() << ")" << std::endl;
+  std::cout << "cohortctl up: coordinator listening on " << address << " (pid "
+            << coordinator->pid() << ")" << std::endl;
 
   absl::StatusOr<std::unique_ptr<Client>> client =
       Client::Connect(address, options.client);
@@ -144,7 +145,8 @@ int UpCommand(const CommonOptions& options) {
     absl::StatusOr<v1::ClusterState> state =
         (*client)->WaitForReady(absl::GetFlag(FLAGS_ready_timeout));
     if (state.ok()) {
-      std::cout << "\n" << ClusterStateToTable(*state) << "\nall tasks READY. "
+      std::cout << "\n"
+                << ClusterStateToTable(*state) << "\nall tasks READY. "
                 << "Try: cohortctl --coordinator=" << address
                 << " status   (Ctrl-C stops the cluster)" << std::endl;
     } else {
@@ -156,7 +158,8 @@ int UpCommand(const CommonOptions& options) {
   TerminationWaiter waiter;
   while (true) {
     if (std::optional<ExitStatus> exit = coordinator->Poll()) {
-      std::cout << "cohortctl up: coordinator " << exit->ToString() << std::endl;
+      std::cout << "cohortctl up: coordinator " << exit->ToString()
+                << std::endl;
       return exit->exited() && exit->exit_code() == 0 ? 0 : 1;
     }
     if (waiter.WaitFor(absl::Milliseconds(200)).has_value()) {

@@ -24,14 +24,13 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   if (address.empty()) {
     return absl::InvalidArgumentError("no coordinator address given");
   }
-  COHORT_ASSIGN_OR_RETURN(
-      rpc::Security security,
-      rpc::Security::Load(rpc::SecurityFiles{
-          .auth_token_file = options.auth_token_file,
-          .tls_cert_file = options.tls_cert_file,
-          .tls_key_file = options.tls_key_file,
-          .tls_ca_file = options.tls_ca_file,
-      }));
+  COHORT_ASSIGN_OR_RETURN(rpc::Security security,
+                          rpc::Security::Load(rpc::SecurityFiles{
+                              .auth_token_file = options.auth_token_file,
+                              .tls_cert_file = options.tls_cert_file,
+                              .tls_key_file = options.tls_key_file,
+                              .tls_ca_file = options.tls_ca_file,
+                          }));
   return std::unique_ptr<Client>(new Client(std::make_unique<Impl>(
       address, std::move(security), options.rpc_timeout)));
 }
@@ -63,15 +62,15 @@ absl::StatusOr<v1::ClusterState> Client::WaitForReady(
     if (state.ok()) {
       for (const v1::TaskStatus& task : state->tasks()) {
         if (task.state() != v1::READY) {
-          waiting.push_back(absl::StrCat(task.task().type(), ":",
-                                         task.task().index(), " (",
-                                         v1::TaskState_Name(task.state()), ")"));
+          waiting.push_back(
+              absl::StrCat(task.task().type(), ":", task.task().index(), " (",
+                           v1::TaskState_Name(task.state()), ")"));
         }
       }
       if (waiting.empty()) return state;
-      last = absl::DeadlineExceededError(absl::StrCat(
-          "not ready after ", absl::FormatDuration(timeout), ": ",
-          absl::StrJoin(waiting, ", ")));
+      last = absl::DeadlineExceededError(
+          absl::StrCat("not ready after ", absl::FormatDuration(timeout), ": ",
+                       absl::StrJoin(waiting, ", ")));
     } else {
       last = state.status();
     }

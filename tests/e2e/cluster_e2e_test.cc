@@ -24,13 +24,10 @@ constexpr absl::Duration kReadyTimeout = absl::Seconds(10);
 
 TEST(ClusterE2eTest, LaunchesEveryLocalTaskAndReportsItReady) {
   ScratchDir dir;
-  const std::string spec = dir.Write("cluster.json", LocalSpec(2, 1));
-  auto coordinator = CoordinatorProcess::Start(
-      dir, {absl::StrCat("--cluster_spec=", spec), "--cpu_devices=2"});
-  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
-  absl::StatusOr<v1::ClusterState> state =
-      (*coordinator)->WaitAllReady(kReadyTimeout);
-  ASSERT_TRUE(state.ok()) << state.status() << (*coordinator)->Log();
+  absl::StatusOr<ReadyCluster> cluster =
+      StartReadyCluster(dir, 2, 1, {"--cpu_devices=2"});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const v1::ClusterState* state = &cluster->state;
   ASSERT_EQ(state->tasks_size(), 4);
   for (const v1::TaskStatus& task : state->tasks()) {
     EXPECT_GT(task.pid(), 0);
@@ -52,18 +49,14 @@ TEST(ClusterE2eTest, LaunchesEveryLocalTaskAndReportsItReady) {
 
 TEST(ClusterE2eTest, KilledAgentIsMarkedDeadThenRestarted) {
   ScratchDir dir;
-  const std::string spec = dir.Write("cluster.json", LocalSpec(1, 1));
-  auto coordinator =
-      CoordinatorProcess::Start(dir, {absl::StrCat("--cluster_spec=", spec)});
-  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
-  auto& c = **coordinator;
-  absl::StatusOr<v1::ClusterState> state = c.WaitAllReady(kReadyTimeout);
-  ASSERT_TRUE(state.ok()) << state.status();
-  const int64_t old_pid = FindTask(*state, "worker", 0)->pid();
+  absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(dir, 1, 1);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  CoordinatorProcess& c = *cluster->coordinator;
+  const int64_t old_pid = FindTask(cluster->state, "worker", 0)->pid();
 
   ASSERT_EQ(kill(static_cast<pid_t>(old_pid), SIGKILL), 0);
   const absl::Time killed = absl::Now();
-  state = c.WaitForState(
+  absl::StatusOr<v1::ClusterState> state = c.WaitForState(
       [](const v1::ClusterState& s) {
         return FindTask(s, "worker", 0)->state() == v1::DEAD;
       },
@@ -87,15 +80,10 @@ TEST(ClusterE2eTest, KilledAgentIsMarkedDeadThenRestarted) {
 
 TEST(ClusterE2eTest, SigtermStopsEveryLaunchedProcessWithinFiveSeconds) {
   ScratchDir dir;
-  const std::string spec = dir.Write("cluster.json", LocalSpec(2, 2));
-  auto coordinator =
-      CoordinatorProcess::Start(dir, {absl::StrCat("--cluster_spec=", spec)});
-  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
-  auto& c = **coordinator;
-  absl::StatusOr<v1::ClusterState> state = c.WaitAllReady(kReadyTimeout);
-  ASSERT_TRUE(state.ok()) << state.status();
-  std::vector<pid_t> pids;
-  for (const auto& task : state->tasks()) pids.push_back(task.pid());
+  absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(dir, 2, 2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  CoordinatorProcess& c = *cluster->coordinator;
+  const std::vector<int64_t> pids = TaskPids(cluster->state);
   ASSERT_EQ(pids.size(), 5);
 
   const absl::Time sent = absl::Now();
@@ -103,13 +91,8 @@ TEST(ClusterE2eTest, SigtermStopsEveryLaunchedProcessWithinFiveSeconds) {
   std::optional<ExitStatus> exit = c.process().Wait(absl::Seconds(5));
   ASSERT_TRUE(exit.has_value()) << "coordinator still running after 5 s";
   EXPECT_TRUE(exit->exited() && exit->exit_code() == 0) << exit->ToString();
-  const bool all_gone = WaitUntil(
-      [&] {
-        return std::none_of(pids.begin(), pids.end(),
-                            [](pid_t pid) { return ProcessAlive(pid); });
-      },
-      absl::Seconds(5) - (absl::Now() - sent));
-  EXPECT_TRUE(all_gone) << "launched processes outlived the coordinator";
+  EXPECT_TRUE(WaitAllGone(pids, absl::Seconds(5) - (absl::Now() - sent)))
+      << "launched processes outlived the coordinator";
 }
 
 TEST(ClusterE2eTest, MalformedSpecsExitTwoWithOneLineNamingThePath) {
@@ -149,16 +132,12 @@ TEST(ClusterE2eTest, MalformedSpecsExitTwoWithOneLineNamingThePath) {
 
 TEST(ClusterE2eTest, HealthServiceServesOnEveryDaemon) {
   ScratchDir dir;
-  const std::string spec_json = LocalSpec(1, 1);
-  const std::string spec = dir.Write("cluster.json", spec_json);
-  auto coordinator =
-      CoordinatorProcess::Start(dir, {absl::StrCat("--cluster_spec=", spec)});
-  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
-  absl::StatusOr<v1::ClusterState> state =
-      (*coordinator)->WaitAllReady(kReadyTimeout);
-  ASSERT_TRUE(state.ok()) << state.status();
-  std::vector<std::string> addresses = {(*coordinator)->address()};
-  for (const auto& task : state->tasks()) addresses.push_back(task.address());
+  absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(dir, 1, 1);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  std::vector<std::string> addresses = {cluster->coordinator->address()};
+  for (const auto& task : cluster->state.tasks()) {
+    addresses.push_back(task.address());
+  }
   ASSERT_EQ(addresses.size(), 4);
   for (const std::string& address : addresses) {
     absl::StatusOr<std::string> health = HealthCheck(address);
@@ -208,20 +187,20 @@ TEST(ClusterE2eTest, LaunchNoneAdmitsTasksStartedByHandAndRefusesStrangers) {
 
   // An identity the spec does not have is refused, by name; the task exits 2.
   const int free_port = *PickUnusedPort();
-  CommandResult stranger = RunCommand(
-      {Binary("cohort-agent"), "--task=worker:5",
-       absl::StrCat("--listen=127.0.0.1:", free_port),
-       absl::StrCat("--coordinator=", c.address())},
-      absl::Seconds(15));
+  CommandResult stranger =
+      RunCommand({Binary("cohort-agent"), "--task=worker:5",
+                  absl::StrCat("--listen=127.0.0.1:", free_port),
+                  absl::StrCat("--coordinator=", c.address())},
+                 absl::Seconds(15));
   EXPECT_EQ(stranger.exit_code, 2) << stranger.output;
   EXPECT_THAT(stranger.output, HasSubstr("unknown task worker:5"));
 
   // So is a known identity at an address the spec does not give it.
-  CommandResult moved = RunCommand(
-      {Binary("cohort-ps"), "--task=ps:0",
-       absl::StrCat("--listen=127.0.0.1:", free_port),
-       absl::StrCat("--coordinator=", c.address())},
-      absl::Seconds(15));
+  CommandResult moved =
+      RunCommand({Binary("cohort-ps"), "--task=ps:0",
+                  absl::StrCat("--listen=127.0.0.1:", free_port),
+                  absl::StrCat("--coordinator=", c.address())},
+                 absl::Seconds(15));
   EXPECT_EQ(moved.exit_code, 2) << moved.output;
   EXPECT_THAT(moved.output, HasSubstr("but the cluster spec puts ps:0 at"));
 
@@ -246,9 +225,9 @@ TEST(ClusterE2eTest, RestartedCoordinatorKnowsTheClusterFromItsStateDir) {
   ScratchDir dir;
   const std::string spec = dir.Write("cluster.json", LocalSpec(1, 1));
   const std::string state_dir = dir.path() + "/state";
-  auto first = CoordinatorProcess::Start(
-      dir, {absl::StrCat("--cluster_spec=", spec),
-            absl::StrCat("--state_dir=", state_dir)});
+  auto first =
+      CoordinatorProcess::Start(dir, {absl::StrCat("--cluster_spec=", spec),
+                                      absl::StrCat("--state_dir=", state_dir)});
   ASSERT_TRUE(first.ok()) << first.status();
   absl::StatusOr<v1::ClusterState> before =
       (*first)->WaitAllReady(kReadyTimeout);
@@ -275,16 +254,9 @@ TEST(ClusterE2eTest, RestartedCoordinatorKnowsTheClusterFromItsStateDir) {
     EXPECT_EQ(after->tasks(i).restart_count(), 0);
   }
   // The adopted tasks are still stopped with the coordinator.
-  std::vector<pid_t> pids;
-  for (const auto& task : after->tasks()) pids.push_back(task.pid());
   (*second)->process().Signal(SIGTERM);
   ASSERT_TRUE((*second)->process().Wait(absl::Seconds(5)).has_value());
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        return std::none_of(pids.begin(), pids.end(),
-                            [](pid_t pid) { return ProcessAlive(pid); });
-      },
-      absl::Seconds(5)));
+  EXPECT_TRUE(WaitAllGone(TaskPids(*after), absl::Seconds(5)));
   (*first)->ForgetProcess();
 }
 

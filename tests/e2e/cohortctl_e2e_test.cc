@@ -21,10 +21,10 @@ TEST(CohortctlE2eTest, UpWithNoArgumentsBringsUpTheDefaultCluster) {
   const std::map<std::string, std::string> env = {
       {"XDG_STATE_HOME", dir.path()}};
   const std::string port_file = dir.path() + "/cohort/local/coordinator.port";
-  absl::StatusOr<Subprocess> up = Subprocess::Spawn(
-      {.argv = {Binary("cohortctl"), "up"},
-       .env = env,
-       .output_file = dir.path() + "/up.log"});
+  absl::StatusOr<Subprocess> up =
+      Subprocess::Spawn({.argv = {Binary("cohortctl"), "up"},
+                         .env = env,
+                         .output_file = dir.path() + "/up.log"});
   ASSERT_TRUE(up.ok()) << up.status();
   const absl::Time started = absl::Now();
 
@@ -32,9 +32,8 @@ TEST(CohortctlE2eTest, UpWithNoArgumentsBringsUpTheDefaultCluster) {
   const bool ready = WaitUntil(
       [&] {
         if (!ReadFile(port_file).ok()) return false;
-        CommandResult result =
-            RunCommand({Binary("cohortctl"), "status", "--json"},
-                       absl::Seconds(5), env);
+        CommandResult result = RunCommand(
+            {Binary("cohortctl"), "status", "--json"}, absl::Seconds(5), env);
         if (result.exit_code != 0) return false;
         status = nlohmann::json::parse(result.output, nullptr, false);
         if (status.is_discarded() || status["tasks"].size() != 3) return false;
@@ -44,7 +43,8 @@ TEST(CohortctlE2eTest, UpWithNoArgumentsBringsUpTheDefaultCluster) {
         return true;
       },
       absl::Seconds(10), absl::Milliseconds(200));
-  ASSERT_TRUE(ready) << status.dump(2) << ReadFile(dir.path() + "/up.log").value_or("");
+  ASSERT_TRUE(ready) << status.dump(2)
+                     << ReadFile(dir.path() + "/up.log").value_or("");
   EXPECT_LE(absl::Now() - started, absl::Seconds(10));
 
   std::vector<int64_t> pids;
@@ -58,11 +58,12 @@ TEST(CohortctlE2eTest, UpWithNoArgumentsBringsUpTheDefaultCluster) {
       EXPECT_EQ(task["devices"][0]["name"], "cpu:0");
     }
   }
-  EXPECT_EQ(types, (std::map<std::string, int>{{"chief", 1}, {"worker", 1}, {"ps", 1}}));
+  EXPECT_EQ(types, (std::map<std::string, int>{
+                       {"chief", 1}, {"worker", 1}, {"ps", 1}}));
 
   // The table is readable and agrees.
-  CommandResult table = RunCommand({Binary("cohortctl"), "status"},
-                                   absl::Seconds(5), env);
+  CommandResult table =
+      RunCommand({Binary("cohortctl"), "status"}, absl::Seconds(5), env);
   EXPECT_EQ(table.exit_code, 0) << table.output;
   EXPECT_THAT(table.output, HasSubstr("3/3 tasks ready"));
   EXPECT_THAT(table.output, HasSubstr("worker:0"));
@@ -72,20 +73,15 @@ TEST(CohortctlE2eTest, UpWithNoArgumentsBringsUpTheDefaultCluster) {
   std::optional<ExitStatus> exit = up->Wait(absl::Seconds(15));
   ASSERT_TRUE(exit.has_value());
   EXPECT_TRUE(exit->exited() && exit->exit_code() == 0) << exit->ToString();
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        return std::none_of(pids.begin(), pids.end(), [](int64_t pid) {
-          return ProcessAlive(static_cast<pid_t>(pid));
-        });
-      },
-      absl::Seconds(5)));
+  EXPECT_TRUE(WaitAllGone(pids, absl::Seconds(5)));
   KillIfAlive(pids);
 }
 
 TEST(CohortctlE2eTest, StatusAgainstNothingIsAClearError) {
   ScratchDir dir;
-  CommandResult result = RunCommand(
-      {Binary("cohortctl"), "--coordinator=127.0.0.1:1", "--timeout=1s", "status"});
+  CommandResult result =
+      RunCommand({Binary("cohortctl"), "--coordinator=127.0.0.1:1",
+                  "--timeout=1s", "status"});
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_THAT(result.output, HasSubstr("UNAVAILABLE"));
   EXPECT_THAT(result.output, HasSubstr("127.0.0.1:1"));

@@ -11,24 +11,19 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr absl::Duration kReadyTimeout = absl::Seconds(10);
-
 TEST(SecurityE2eTest, TokenIsRequiredByTheCoordinatorAndItsTasks) {
   ScratchDir dir;
-  const std::string spec = dir.Write("cluster.json", LocalSpec(1, 1));
   const std::string token = dir.Write("token", "s3cret-token\n");
   const std::string wrong = dir.Write("wrong", "not-the-token\n");
-  auto coordinator = CoordinatorProcess::Start(
-      dir, {absl::StrCat("--cluster_spec=", spec),
-            absl::StrCat("--auth_token_file=", token)});
-  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
-  auto& c = **coordinator;
   // The tasks got the token too, or they could not have registered.
-  absl::StatusOr<v1::ClusterState> state =
-      c.WaitAllReady(kReadyTimeout, {.auth_token_file = token});
-  ASSERT_TRUE(state.ok()) << state.status() << c.Log();
+  absl::StatusOr<ReadyCluster> cluster =
+      StartReadyCluster(dir, 1, 1, {absl::StrCat("--auth_token_file=", token)},
+                        {.auth_token_file = token});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  CoordinatorProcess& c = *cluster->coordinator;
 
-  const std::string coordinator_flag = absl::StrCat("--coordinator=", c.address());
+  const std::string coordinator_flag =
+      absl::StrCat("--coordinator=", c.address());
   CommandResult anonymous =
       RunCommand({Binary("cohortctl"), coordinator_flag, "status"});
   EXPECT_EQ(anonymous.exit_code, 1) << anonymous.output;
@@ -61,10 +56,10 @@ struct TestPki {
 
 absl::StatusOr<TestPki> MakePki(const ScratchDir& dir) {
   const std::string d = dir.path();
-  const std::string ext = dir.Write(
-      "ext.cnf",
-      "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-      "extendedKeyUsage=serverAuth,clientAuth\n");
+  const std::string ext =
+      dir.Write("ext.cnf",
+                "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                "extendedKeyUsage=serverAuth,clientAuth\n");
   const std::vector<std::vector<std::string>> steps = {
       {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
        "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", d + "/ca.key",
@@ -90,23 +85,20 @@ TEST(SecurityE2eTest, MutualTlsRefusesPlaintextAndUnknownClients) {
   ScratchDir dir;
   absl::StatusOr<TestPki> pki = MakePki(dir);
   ASSERT_TRUE(pki.ok()) << pki.status();
-  const std::string spec = dir.Write("cluster.json", LocalSpec(1, 0));
   const std::vector<std::string> tls_flags = {
       absl::StrCat("--tls_cert_file=", pki->cert),
       absl::StrCat("--tls_key_file=", pki->key),
       absl::StrCat("--tls_ca_file=", pki->ca)};
-  std::vector<std::string> flags = {absl::StrCat("--cluster_spec=", spec)};
-  flags.insert(flags.end(), tls_flags.begin(), tls_flags.end());
-  auto coordinator = CoordinatorProcess::Start(dir, flags);
-  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
-  auto& c = **coordinator;
-  const ClientOptions tls = {.tls_ca_file = pki->ca,
-                             .tls_cert_file = pki->cert,
-                             .tls_key_file = pki->key};
-  absl::StatusOr<v1::ClusterState> state = c.WaitAllReady(kReadyTimeout, tls);
-  ASSERT_TRUE(state.ok()) << state.status() << c.Log();
+  absl::StatusOr<ReadyCluster> cluster =
+      StartReadyCluster(dir, 1, 0, tls_flags,
+                        {.tls_ca_file = pki->ca,
+                         .tls_cert_file = pki->cert,
+                         .tls_key_file = pki->key});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  CoordinatorProcess& c = *cluster->coordinator;
 
-  const std::string coordinator_flag = absl::StrCat("--coordinator=", c.address());
+  const std::string coordinator_flag =
+      absl::StrCat("--coordinator=", c.address());
   CommandResult plaintext = RunCommand(
       {Binary("cohortctl"), coordinator_flag, "--timeout=2s", "status"});
   EXPECT_EQ(plaintext.exit_code, 1) << plaintext.output;

@@ -29,7 +29,8 @@ class InProcessCoordinator {
                  coordinator::ClusterManagerOptions{}, absl::Now()),
         auth_(token),
         coordinator_(&manager_, &auth_),
-        admin_(&manager_, &auth_, {.launch_mode = "none", .started = absl::Now()}) {
+        admin_(&manager_, &auth_,
+               {.launch_mode = "none", .started = absl::Now()}) {
     rpc::ServerOptions options;
     options.port_file = port_file;
     options.security.token = token;
@@ -103,7 +104,8 @@ TEST(RpcServerTest, TokenGuardsTheServicesButNotHealth) {
 }
 
 TEST(RpcServerTest, MissingTokenFileIsAClearClientError) {
-  auto client = Client::Connect("127.0.0.1:1", {.auth_token_file = "/nonexistent/token"});
+  auto client =
+      Client::Connect("127.0.0.1:1", {.auth_token_file = "/nonexistent/token"});
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(client.status().message()),
@@ -139,8 +141,8 @@ TEST(TaskSessionTest, RegistersAgainWhenTheCoordinatorForgetsIt) {
   // The coordinator drops the session (as a restarted one would not know
   // it); the next heartbeat gets NOT_FOUND and the task registers again.
   coordinator.manager().MarkExited(worker, "forgotten", absl::Now());
-  ASSERT_TRUE(WaitUntil([&] { return registrations.load() == 2; },
-                        absl::Seconds(5)));
+  ASSERT_TRUE(
+      WaitUntil([&] { return registrations.load() == 2; }, absl::Seconds(5)));
   EXPECT_EQ(coordinator.manager().state(worker), v1::READY);
   session.Shutdown("test over");
   EXPECT_EQ(coordinator.manager().state(worker), v1::DEAD);
@@ -173,7 +175,8 @@ TEST(TaskSessionTest, RefusalIsFatalAndNamesTheReason) {
       },
       absl::Seconds(5)));
   EXPECT_EQ(fatal->code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(fatal->message()), HasSubstr("unknown task worker:3"));
+  EXPECT_THAT(std::string(fatal->message()),
+              HasSubstr("unknown task worker:3"));
   session.Shutdown();
 }
 
@@ -192,14 +195,15 @@ TEST(TaskSessionTest, KeepsRetryingWhileTheCoordinatorIsAway) {
   // Now a coordinator comes up on the port the session is dialling.
   rpc::ServerOptions options;
   options.listen = absl::StrCat("127.0.0.1:", port);
-  coordinator::ClusterManager manager(*ClusterSpec::FromJson(kSpec), {}, absl::Now());
+  coordinator::ClusterManager manager(*ClusterSpec::FromJson(kSpec), {},
+                                      absl::Now());
   rpc::Authenticator auth(std::nullopt);
   coordinator::CoordinatorService service(&manager, &auth);
   rpc::RpcServer server(options);
   server.AddService(&service);
   ASSERT_TRUE(server.Start().ok());
-  EXPECT_TRUE(WaitUntil([&] { return registrations.load() == 1; },
-                        absl::Seconds(10)));
+  EXPECT_TRUE(
+      WaitUntil([&] { return registrations.load() == 1; }, absl::Seconds(10)));
   session.Shutdown();
 }
 

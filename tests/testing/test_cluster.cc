@@ -1,12 +1,11 @@
 #include "tests/testing/test_cluster.h"
 
+#include <grpcpp/create_channel.h>
 #include <signal.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <set>
-
-#include <grpcpp/create_channel.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -31,8 +30,8 @@ std::string SourceDir() {
 
 ScratchDir::ScratchDir() {
   const char* base = std::getenv("TMPDIR");
-  std::string pattern = absl::StrCat(base != nullptr ? base : "/tmp",
-                                     "/cohort-test-XXXXXX");
+  std::string pattern =
+      absl::StrCat(base != nullptr ? base : "/tmp", "/cohort-test-XXXXXX");
   path_ = mkdtemp(pattern.data());
 }
 
@@ -88,7 +87,8 @@ std::string LocalSpec(int workers, int ps) {
   auto next = ports.begin();
   auto take = [&](int n) {
     nlohmann::json list = nlohmann::json::array();
-    for (int i = 0; i < n; ++i) list.push_back(absl::StrCat("127.0.0.1:", *next++));
+    for (int i = 0; i < n; ++i)
+      list.push_back(absl::StrCat("127.0.0.1:", *next++));
     return list;
   };
   nlohmann::json cluster = {{"chief", take(1)}, {"worker", take(workers)}};
@@ -169,9 +169,8 @@ absl::StatusOr<v1::ClusterState> CoordinatorProcess::State(
   absl::StatusOr<v1::ClusterState> state = (*client)->GetClusterState();
   if (state.ok()) {
     for (const v1::TaskStatus& task : state->tasks()) {
-      if (task.pid() > 0 &&
-          std::find(seen_pids_.begin(), seen_pids_.end(), task.pid()) ==
-              seen_pids_.end()) {
+      if (task.pid() > 0 && std::find(seen_pids_.begin(), seen_pids_.end(),
+                                      task.pid()) == seen_pids_.end()) {
         seen_pids_.push_back(task.pid());
       }
     }
@@ -192,9 +191,9 @@ absl::StatusOr<v1::ClusterState> CoordinatorProcess::WaitForState(
       timeout);
   if (met) return last;
   if (!last.ok()) return last.status();
-  return absl::DeadlineExceededError(absl::StrCat(
-      "condition not met within ", absl::FormatDuration(timeout),
-      "; last state: ", last->ShortDebugString()));
+  return absl::DeadlineExceededError(
+      absl::StrCat("condition not met within ", absl::FormatDuration(timeout),
+                   "; last state: ", last->ShortDebugString()));
 }
 
 absl::StatusOr<v1::ClusterState> CoordinatorProcess::WaitAllReady(
@@ -202,10 +201,49 @@ absl::StatusOr<v1::ClusterState> CoordinatorProcess::WaitAllReady(
   return WaitForState(AllReady, timeout, options);
 }
 
+absl::StatusOr<ReadyCluster> StartReadyCluster(const ScratchDir& dir,
+                                               int workers, int ps,
+                                               std::vector<std::string> flags,
+                                               const ClientOptions& client) {
+  const std::string spec = dir.Write("cluster.json", LocalSpec(workers, ps));
+  flags.push_back(absl::StrCat("--cluster_spec=", spec));
+  ReadyCluster cluster;
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator =
+      CoordinatorProcess::Start(dir, flags);
+  if (!coordinator.ok()) return coordinator.status();
+  cluster.coordinator = *std::move(coordinator);
+  absl::StatusOr<v1::ClusterState> state =
+      cluster.coordinator->WaitAllReady(absl::Seconds(10), client);
+  if (!state.ok()) {
+    return absl::Status(state.status().code(),
+                        absl::StrCat(state.status().message(), "\n",
+                                     cluster.coordinator->Log()));
+  }
+  cluster.state = *std::move(state);
+  return cluster;
+}
+
+bool WaitAllGone(const std::vector<int64_t>& pids, absl::Duration timeout) {
+  return WaitUntil(
+      [&] {
+        return std::none_of(pids.begin(), pids.end(), [](int64_t pid) {
+          return ProcessAlive(static_cast<pid_t>(pid));
+        });
+      },
+      timeout);
+}
+
+std::vector<int64_t> TaskPids(const v1::ClusterState& state) {
+  std::vector<int64_t> pids;
+  for (const v1::TaskStatus& task : state.tasks()) pids.push_back(task.pid());
+  return pids;
+}
+
 const v1::TaskStatus* FindTask(const v1::ClusterState& state,
                                const std::string& type, int index) {
   for (const v1::TaskStatus& task : state.tasks()) {
-    if (task.task().type() == type && task.task().index() == index) return &task;
+    if (task.task().type() == type && task.task().index() == index)
+      return &task;
   }
   return nullptr;
 }
@@ -221,7 +259,8 @@ void KillIfAlive(const std::vector<int64_t>& pids) {
   for (int64_t pid : pids) {
     const pid_t p = static_cast<pid_t>(pid);
     // Only our own daemons, never a process that reused the pid.
-    if (ProcessAlive(p) && absl::StrContains(ProcessCommandLine(p), "/cohort-")) {
+    if (ProcessAlive(p) &&
+        absl::StrContains(ProcessCommandLine(p), "/cohort-")) {
       kill(p, SIGKILL);
     }
   }

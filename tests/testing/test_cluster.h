@@ -99,6 +99,21 @@ class CoordinatorProcess {
   std::vector<int64_t> seen_pids_;
 };
 
+// A coordinator started on a fresh LocalSpec(workers, ps) with `flags`,
+// once every task it launched is READY.
+struct ReadyCluster {
+  std::unique_ptr<CoordinatorProcess> coordinator;
+  v1::ClusterState state;
+};
+absl::StatusOr<ReadyCluster> StartReadyCluster(
+    const ScratchDir& dir, int workers, int ps,
+    std::vector<std::string> flags = {}, const ClientOptions& client = {});
+
+// Waits until none of `pids` runs any more.
+bool WaitAllGone(const std::vector<int64_t>& pids, absl::Duration timeout);
+// The pids of every task in `state`.
+std::vector<int64_t> TaskPids(const v1::ClusterState& state);
+
 // Finds a task in a state; nullptr if absent.
 const v1::TaskStatus* FindTask(const v1::ClusterState& state,
                                const std::string& type, int index);
