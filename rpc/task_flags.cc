@@ -3,6 +3,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/cluster_resolver.h"
 #include "common/status_macros.h"
 #include "rpc/task_runtime.h"
 
@@ -22,12 +23,12 @@ namespace cohort::rpc {
 absl::StatusOr<TaskConfig> TaskConfigFromFlags(
     const std::vector<std::string>& allowed_types) {
   TaskConfig config;
-  std::optional<ClusterSpec> tf_config;
-  absl::StatusOr<ClusterSpec> env = ClusterSpec::FromEnvironment();
-  if (env.ok()) {
-    tf_config = *std::move(env);
-  } else if (env.status().code() != absl::StatusCode::kNotFound) {
-    return env.status();
+  std::optional<ClusterResolver> resolver;
+  absl::StatusOr<ClusterResolver> from_env = ClusterResolver::FromTfConfig();
+  if (from_env.ok()) {
+    resolver = *std::move(from_env);
+  } else if (from_env.status().code() != absl::StatusCode::kNotFound) {
+    return from_env.status();
   }
 
   const std::string task_flag = absl::GetFlag(FLAGS_task);
@@ -37,9 +38,17 @@ absl::StatusOr<TaskConfig> TaskConfigFromFlags(
       return absl::InvalidArgumentError(
           absl::StrCat("--task: ", task.status().message()));
     }
+    // A flag that contradicts TF_CONFIG's cluster is caught here, before
+    // the coordinator would refuse it.
+    if (resolver.has_value()) {
+      if (absl::Status set = resolver->SetTask(*task); !set.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--task: ", set.message(), " of TF_CONFIG"));
+      }
+    }
     config.task = *task;
-  } else if (tf_config.has_value() && tf_config->task().has_value()) {
-    config.task = *tf_config->task();
+  } else if (resolver.has_value() && resolver->task().ok()) {
+    config.task = *resolver->task();
   } else {
     return absl::InvalidArgumentError(
         "--task is required (or TF_CONFIG with a \"task\" section)");
@@ -53,9 +62,8 @@ absl::StatusOr<TaskConfig> TaskConfigFromFlags(
 
   // Without --listen, serve where TF_CONFIG puts this task.
   std::string default_listen;
-  if (tf_config.has_value()) {
-    absl::StatusOr<std::string> address = tf_config->address(config.task);
-    if (address.ok()) default_listen = *address;
+  if (resolver.has_value()) {
+    default_listen = resolver->task_address().value_or("");
   }
   if (!ListenFlagGiven() && default_listen.empty()) {
     return absl::InvalidArgumentError(

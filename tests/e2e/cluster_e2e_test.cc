@@ -78,6 +78,36 @@ TEST(ClusterE2eTest, KilledAgentIsMarkedDeadThenRestarted) {
   EXPECT_EQ(FindTask(*state, "chief", 0)->restart_count(), 0);
 }
 
+TEST(ClusterE2eTest, HungAgentIsDeclaredDeadKilledAndRestarted) {
+  ScratchDir dir;
+  absl::StatusOr<ReadyCluster> cluster =
+      StartReadyCluster(dir, 1, 0, {"--heartbeat_timeout=2s"});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  CoordinatorProcess& c = *cluster->coordinator;
+  const int64_t hung_pid = FindTask(cluster->state, "worker", 0)->pid();
+
+  // Alive but silent: only the heartbeat timeout can tell.
+  ASSERT_EQ(kill(static_cast<pid_t>(hung_pid), SIGSTOP), 0);
+  absl::StatusOr<v1::ClusterState> state = c.WaitForState(
+      [](const v1::ClusterState& s) {
+        return FindTask(s, "worker", 0)->state() != v1::READY;
+      },
+      absl::Seconds(4));
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_THAT(FindTask(*state, "worker", 0)->last_error(),
+              HasSubstr("no heartbeat for"));
+
+  state = c.WaitForState(
+      [](const v1::ClusterState& s) {
+        const v1::TaskStatus* worker = FindTask(s, "worker", 0);
+        return worker->state() == v1::READY && worker->restart_count() == 1;
+      },
+      absl::Seconds(10));
+  ASSERT_TRUE(state.ok()) << state.status() << c.Log();
+  EXPECT_NE(FindTask(*state, "worker", 0)->pid(), hung_pid);
+  EXPECT_TRUE(WaitAllGone({hung_pid}, absl::Seconds(2)));
+}
+
 TEST(ClusterE2eTest, SigtermStopsEveryLaunchedProcessWithinFiveSeconds) {
   ScratchDir dir;
   absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(dir, 2, 2);
