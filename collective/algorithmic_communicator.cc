@@ -1,0 +1,136 @@
+#include "collective/algorithmic_communicator.h"
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "collective/algorithms/ring.h"
+#include "collective/reduce.h"
+
+namespace cohort::collective {
+
+AlgorithmicCommunicator::AlgorithmicCommunicator(
+    std::unique_ptr<Transport> transport, CommunicatorOptions options)
+    : transport_(std::move(transport)), options_(options) {}
+
+template <typename Algorithm>
+absl::Status AlgorithmicCommunicator::Run(std::string signature,
+                                          Algorithm&& algorithm) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!failed_.ok()) return failed_;
+  }
+  OpContext ctx{.transport = transport_.get(),
+                .sequence = next_sequence_++,
+                .signature = std::move(signature),
+                .deadline = absl::Now() + options_.timeout,
+                .chunk_bytes = options_.chunk_bytes};
+  absl::Status status = algorithm(ctx);
+  if (!status.ok()) {
+    absl::MutexLock lock(&mu_);
+    if (failed_.ok()) failed_ = status;
+  }
+  if (!status.ok()) transport_->Abort(status);
+  return status;
+}
+
+absl::Status AlgorithmicCommunicator::AllReduce(void* data, size_t count,
+                                                DType dtype, ReduceOp op) {
+  if (absl::Status supported = CheckSupported(dtype, op); !supported.ok()) {
+    return supported;
+  }
+  return Run(absl::StrCat("allreduce ", DTypeName(dtype), " ", ReduceOpName(op),
+                          " ", count),
+             [&](const OpContext& ctx) {
+               char* bytes = static_cast<char*>(data);
+               const Segments segments(count, ctx.size());
+               absl::Status status =
+                   RingReduceScatter(ctx, bytes, segments, dtype, op, 0);
+               if (!status.ok()) return status;
+               if (op == ReduceOp::kMean) {
+                 // Divide the owned segment once, before it is shared, so
+                 // every rank ends with the same bits.
+                 DivideForMean(
+                     bytes + segments.offset(ctx.rank()) * DTypeSize(dtype),
+                     segments.length(ctx.rank()), dtype, ctx.size());
+               }
+               return RingAllGather(ctx, bytes, segments, dtype,
+                                    static_cast<uint32_t>(ctx.size() - 1));
+             });
+}
+
+absl::Status AlgorithmicCommunicator::Broadcast(void* data, size_t count,
+                                                DType dtype, int root) {
+  if (root < 0 || root >= size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("broadcast root ", root,
+                     " is out of range: the group has ", size(), " ranks"));
+  }
+  return Run(
+      absl::StrCat("broadcast ", DTypeName(dtype), " ", count, " root ", root),
+      [&](const OpContext& ctx) {
+        return ChainBroadcast(ctx, static_cast<char*>(data),
+                              count * DTypeSize(dtype), root);
+      });
+}
+
+absl::Status AlgorithmicCommunicator::AllGather(const void* input, void* output,
+                                                size_t count, DType dtype) {
+  return Run(
+      absl::StrCat("allgather ", DTypeName(dtype), " ", count),
+      [&](const OpContext& ctx) {
+        const size_t bytes = count * DTypeSize(dtype);
+        char* out = static_cast<char*>(output);
+        if (bytes > 0) {
+          std::memmove(out + static_cast<size_t>(ctx.rank()) * bytes, input,
+                       bytes);
+        }
+        return RingAllGather(
+            ctx, out,
+            Segments(count * static_cast<size_t>(ctx.size()), ctx.size()),
+            dtype, 0);
+      });
+}
+
+absl::Status AlgorithmicCommunicator::ReduceScatter(const void* input,
+                                                    void* output, size_t count,
+                                                    DType dtype, ReduceOp op) {
+  if (absl::Status supported = CheckSupported(dtype, op); !supported.ok()) {
+    return supported;
+  }
+  return Run(absl::StrCat("reducescatter ", DTypeName(dtype), " ",
+                          ReduceOpName(op), " ", count),
+             [&](const OpContext& ctx) {
+               const size_t element = DTypeSize(dtype);
+               const size_t total = count * static_cast<size_t>(ctx.size());
+               // The ring reduces in place; the caller's input stays intact.
+               std::vector<char> work(
+                   static_cast<const char*>(input),
+                   static_cast<const char*>(input) + total * element);
+               const Segments segments(total, ctx.size());
+               absl::Status status =
+                   RingReduceScatter(ctx, work.data(), segments, dtype, op, 0);
+               if (!status.ok()) return status;
+               char* mine = work.data() + segments.offset(ctx.rank()) * element;
+               if (op == ReduceOp::kMean) {
+                 DivideForMean(mine, count, dtype, ctx.size());
+               }
+               if (count > 0) std::memcpy(output, mine, count * element);
+               return absl::OkStatus();
+             });
+}
+
+absl::Status AlgorithmicCommunicator::Barrier() {
+  return Run("barrier",
+             [](const OpContext& ctx) { return DisseminationBarrier(ctx); });
+}
+
+void AlgorithmicCommunicator::Abort(const absl::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (failed_.ok()) failed_ = status;
+  }
+  transport_->Abort(status);
+}
+
+}  // namespace cohort::collective

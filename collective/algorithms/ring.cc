@@ -1,0 +1,147 @@
+#include "collective/algorithms/ring.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "collective/reduce.h"
+
+namespace cohort::collective {
+
+Segments::Segments(size_t count, int parts)
+    : base_(count / static_cast<size_t>(parts)),
+      extra_(count % static_cast<size_t>(parts)) {}
+
+size_t Segments::offset(int i) const {
+  const size_t index = static_cast<size_t>(i);
+  return index * base_ + std::min(index, extra_);
+}
+
+size_t Segments::length(int i) const {
+  return base_ + (static_cast<size_t>(i) < extra_ ? 1 : 0);
+}
+
+namespace {
+
+int Mod(int value, int n) { return ((value % n) + n) % n; }
+
+// Sends `send_bytes` from `send` to next and receives `recv_bytes` into
+// `recv` from prev, chunk by chunk, calling `on_chunk(offset, length)` after
+// each received chunk so that reduction overlaps the transfer of the next.
+// Chunks hold whole elements of `element` bytes.
+template <typename OnChunk>
+absl::Status ExchangeChunks(const OpContext& ctx, uint32_t step, size_t element,
+                            const char* send, size_t send_bytes, char* recv,
+                            size_t recv_bytes, OnChunk on_chunk) {
+  const size_t chunk = std::max<size_t>(ctx.chunk_bytes / element, 1) * element;
+  const size_t chunks = std::max(send_bytes, recv_bytes) / chunk + 1;
+  for (size_t c = 0; c < chunks; ++c) {
+    const size_t send_at = std::min(c * chunk, send_bytes);
+    const size_t send_len = std::min(chunk, send_bytes - send_at);
+    const size_t recv_at = std::min(c * chunk, recv_bytes);
+    const size_t recv_len = std::min(chunk, recv_bytes - recv_at);
+    if (send_len > 0 || c == 0) {
+      absl::Status sent = ctx.Send(ctx.next(), step, static_cast<uint32_t>(c),
+                                   send + send_at, send_len);
+      if (!sent.ok()) return sent;
+    }
+    if (recv_len > 0 || c == 0) {
+      absl::Status received = ctx.Recv(
+          ctx.prev(), step, static_cast<uint32_t>(c), recv + recv_at, recv_len);
+      if (!received.ok()) return received;
+      on_chunk(recv_at, recv_len);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RingReduceScatter(const OpContext& ctx, char* data,
+                               const Segments& segments, DType dtype,
+                               ReduceOp op, uint32_t first_step) {
+  const int n = ctx.size();
+  const int r = ctx.rank();
+  const size_t element = DTypeSize(dtype);
+  std::vector<char> scratch(segments.length(0) * element);
+  for (int s = 0; s < n - 1; ++s) {
+    // Step s: pass on the segment reduced so far, add our part to the one
+    // arriving. After n-1 steps segment r has passed through every rank.
+    const int send_segment = Mod(r - s - 1, n);
+    const int recv_segment = Mod(r - s - 2, n);
+    char* target = data + segments.offset(recv_segment) * element;
+    absl::Status status = ExchangeChunks(
+        ctx, first_step + static_cast<uint32_t>(s), element,
+        data + segments.offset(send_segment) * element,
+        segments.length(send_segment) * element, scratch.data(),
+        segments.length(recv_segment) * element, [&](size_t at, size_t bytes) {
+          Accumulate(target + at, scratch.data() + at, bytes / element, dtype,
+                     op);
+        });
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RingAllGather(const OpContext& ctx, char* data,
+                           const Segments& segments, DType dtype,
+                           uint32_t first_step) {
+  const int n = ctx.size();
+  const int r = ctx.rank();
+  const size_t element = DTypeSize(dtype);
+  for (int s = 0; s < n - 1; ++s) {
+    const int send_segment = Mod(r - s, n);
+    const int recv_segment = Mod(r - s - 1, n);
+    absl::Status status = ExchangeChunks(
+        ctx, first_step + static_cast<uint32_t>(s), element,
+        data + segments.offset(send_segment) * element,
+        segments.length(send_segment) * element,
+        data + segments.offset(recv_segment) * element,
+        segments.length(recv_segment) * element, [](size_t, size_t) {});
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ChainBroadcast(const OpContext& ctx, char* data, size_t bytes,
+                            int root) {
+  const int n = ctx.size();
+  const int position = Mod(ctx.rank() - root, n);
+  const bool receives = position != 0;
+  const bool forwards = position != n - 1;
+  const size_t chunk = std::max<size_t>(ctx.chunk_bytes, 1);
+  const size_t chunks = bytes / chunk + 1;
+  for (size_t c = 0; c < chunks; ++c) {
+    const size_t at = std::min(c * chunk, bytes);
+    const size_t len = std::min(chunk, bytes - at);
+    if (len == 0 && c > 0) break;
+    if (receives) {
+      absl::Status status =
+          ctx.Recv(ctx.prev(), 0, static_cast<uint32_t>(c), data + at, len);
+      if (!status.ok()) return status;
+    }
+    if (forwards) {
+      absl::Status status =
+          ctx.Send(ctx.next(), 0, static_cast<uint32_t>(c), data + at, len);
+      if (!status.ok()) return status;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DisseminationBarrier(const OpContext& ctx) {
+  const int n = ctx.size();
+  uint32_t round = 0;
+  for (int distance = 1; distance < n; distance *= 2, ++round) {
+    const char token = 0;
+    char received = 0;
+    absl::Status status =
+        ctx.Send(Mod(ctx.rank() + distance, n), round, 0, &token, 1);
+    if (status.ok()) {
+      status = ctx.Recv(Mod(ctx.rank() - distance, n), round, 0, &received, 1);
+    }
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cohort::collective

@@ -1,0 +1,353 @@
+// The collective algorithms with ranks as threads (LocalTransport), checked
+// against a reference reduction for every rank count, size, dtype and op.
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "collective/algorithmic_communicator.h"
+#include "collective/reduce.h"
+#include "collective/transports/local_transport.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace cohort::collective {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Runs `body(rank, communicator)` on one thread per rank of a fresh group.
+std::vector<absl::Status> RunGroup(
+    int n, const std::function<absl::Status(int, Communicator&)>& body,
+    CommunicatorOptions options = {}) {
+  LocalHub hub(n);
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (int r = 0; r < n; ++r) {
+    comms.push_back(
+        std::make_unique<AlgorithmicCommunicator>(hub.Connect(r), options));
+  }
+  std::vector<absl::Status> results(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] { results[r] = body(r, *comms[r]); });
+  }
+  for (auto& thread : threads) thread.join();
+  return results;
+}
+
+// Writes `value` as one element of `dtype`.
+void Store(double value, DType dtype, char* out) {
+  switch (dtype) {
+    case DType::kFloat32: {
+      float v = static_cast<float>(value);
+      std::memcpy(out, &v, 4);
+      return;
+    }
+    case DType::kFloat64:
+      std::memcpy(out, &value, 8);
+      return;
+    case DType::kInt32: {
+      int32_t v = static_cast<int32_t>(value);
+      std::memcpy(out, &v, 4);
+      return;
+    }
+    case DType::kInt64: {
+      int64_t v = static_cast<int64_t>(value);
+      std::memcpy(out, &v, 8);
+      return;
+    }
+    case DType::kFloat16: {
+      uint16_t v = FloatToHalf(static_cast<float>(value));
+      std::memcpy(out, &v, 2);
+      return;
+    }
+    case DType::kBFloat16: {
+      uint16_t v = FloatToBFloat16(static_cast<float>(value));
+      std::memcpy(out, &v, 2);
+      return;
+    }
+  }
+}
+
+bool IsFloat(DType dtype) {
+  return dtype != DType::kInt32 && dtype != DType::kInt64;
+}
+
+// Rank r's input element i: small values whose sums are exact in every
+// dtype (halves up to 84.5 fit bfloat16's 8 bits), so that any summation
+// order gives the reference bits. Signs vary for MIN/MAX.
+double Input(int rank, size_t i, DType dtype) {
+  const double base =
+      static_cast<double>((rank * 7 + static_cast<int>(i % 17) * 3) % 11) - 3;
+  return IsFloat(dtype) ? base + 0.5 * static_cast<double>(i % 2) : base;
+}
+
+std::vector<char> Inputs(int rank, size_t count, DType dtype) {
+  std::vector<char> data(count * DTypeSize(dtype));
+  for (size_t i = 0; i < count; ++i) {
+    Store(Input(rank, i, dtype), dtype, data.data() + i * DTypeSize(dtype));
+  }
+  return data;
+}
+
+std::vector<char> Reference(int n, size_t count, DType dtype, ReduceOp op) {
+  std::vector<char> out(count * DTypeSize(dtype));
+  for (size_t i = 0; i < count; ++i) {
+    double acc = Input(0, i, dtype);
+    for (int r = 1; r < n; ++r) {
+      const double x = Input(r, i, dtype);
+      acc = op == ReduceOp::kMin   ? std::min(acc, x)
+            : op == ReduceOp::kMax ? std::max(acc, x)
+                                   : acc + x;
+    }
+    Store(acc, dtype, out.data() + i * DTypeSize(dtype));
+  }
+  if (op == ReduceOp::kMean) DivideForMean(out.data(), count, dtype, n);
+  return out;
+}
+
+struct Combo {
+  DType dtype;
+  ReduceOp op;
+};
+
+std::vector<Combo> AllCombos() {
+  std::vector<Combo> combos;
+  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kInt32,
+                      DType::kInt64, DType::kFloat16, DType::kBFloat16}) {
+    for (ReduceOp op :
+         {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax}) {
+      if (CheckSupported(dtype, op).ok()) combos.push_back({dtype, op});
+    }
+  }
+  return combos;
+}
+
+class AllReduceTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(AllReduceTest, MatchesReferenceForEverySizeDtypeAndOp) {
+  const int n = GetParam();
+  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1} << 20}) {
+    for (const Combo& combo : AllCombos()) {
+      const std::vector<char> expected =
+          Reference(n, count, combo.dtype, combo.op);
+      std::vector<std::vector<char>> data;
+      for (int r = 0; r < n; ++r) data.push_back(Inputs(r, count, combo.dtype));
+      // Small chunks so that even 7 elements cross chunk boundaries.
+      const auto results = RunGroup(
+          n,
+          [&](int r, Communicator& comm) {
+            return comm.AllReduce(data[r].data(), count, combo.dtype, combo.op);
+          },
+          {.chunk_bytes = count < 100 ? 4 : size_t{1} << 18});
+      for (int r = 0; r < n; ++r) {
+        const std::string what =
+            absl::StrCat(n, " ranks, ", count, " x ", DTypeName(combo.dtype),
+                         " ", ReduceOpName(combo.op), ", rank ", r);
+        ASSERT_TRUE(results[r].ok()) << what << ": " << results[r];
+        ASSERT_TRUE(data[r] == expected) << what;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, AllReduceTest,
+                         ::testing::Values(1, 2, 3, 4, 8));
+
+TEST(AllReduceTest, SixtyFourMebibytesOfFloat32) {
+  const size_t count = (64u << 20) / 4;
+  for (int n : {2, 4}) {
+    const std::vector<char> expected =
+        Reference(n, count, DType::kFloat32, ReduceOp::kSum);
+    std::vector<std::vector<char>> data;
+    for (int r = 0; r < n; ++r)
+      data.push_back(Inputs(r, count, DType::kFloat32));
+    const auto results = RunGroup(n, [&](int r, Communicator& comm) {
+      return comm.AllReduce(data[r].data(), count, DType::kFloat32,
+                            ReduceOp::kSum);
+    });
+    for (int r = 0; r < n; ++r) {
+      ASSERT_TRUE(results[r].ok()) << results[r];
+      ASSERT_TRUE(data[r] == expected) << n << " ranks, rank " << r;
+    }
+  }
+}
+
+TEST(AllReduceTest, BitwiseReproducibleAndIdenticalOnEveryRank) {
+  const int n = 4;
+  const size_t count = 100003;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0, 1e3);
+  std::vector<std::vector<float>> inputs(n, std::vector<float>(count));
+  for (auto& input : inputs)
+    for (float& x : input) x = normal(rng);
+
+  auto run = [&] {
+    std::vector<std::vector<float>> data = inputs;
+    const auto results =
+        RunGroup(n,
+                 [&](int r, Communicator& comm) {
+                   return comm.AllReduce(data[r].data(), count, DType::kFloat32,
+                                         ReduceOp::kSum);
+                 },
+                 {.chunk_bytes = 4096});
+    for (const auto& status : results) EXPECT_TRUE(status.ok()) << status;
+    return data;
+  };
+  const auto first = run();
+  const auto second = run();
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(std::memcmp(first[r].data(), first[0].data(), count * 4), 0) << r;
+    EXPECT_EQ(std::memcmp(first[r].data(), second[r].data(), count * 4), 0)
+        << r;
+  }
+}
+
+class CollectivesTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(CollectivesTest, BroadcastAllGatherReduceScatterAndBarrier) {
+  const int n = GetParam();
+  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1} << 20}) {
+    for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kFloat16}) {
+      const size_t element = DTypeSize(dtype);
+      const std::string what =
+          absl::StrCat(n, " ranks, ", count, " x ", DTypeName(dtype));
+      // Broadcast from the last rank.
+      const int root = n - 1;
+      std::vector<std::vector<char>> data;
+      for (int r = 0; r < n; ++r) data.push_back(Inputs(r, count, dtype));
+      auto results =
+          RunGroup(n,
+                   [&](int r, Communicator& comm) {
+                     return comm.Broadcast(data[r].data(), count, dtype, root);
+                   },
+                   {.chunk_bytes = count < 100 ? 4 : size_t{1} << 18});
+      for (int r = 0; r < n; ++r) {
+        ASSERT_TRUE(results[r].ok()) << what << results[r];
+        ASSERT_TRUE(data[r] == Inputs(root, count, dtype))
+            << what << " broadcast rank " << r;
+      }
+
+      // All-gather: block q of every output is rank q's input.
+      std::vector<std::vector<char>> gathered(
+          n, std::vector<char>(n * count * element));
+      results = RunGroup(n, [&](int r, Communicator& comm) {
+        const std::vector<char> input = Inputs(r, count, dtype);
+        return comm.AllGather(input.data(), gathered[r].data(), count, dtype);
+      });
+      for (int r = 0; r < n; ++r) {
+        ASSERT_TRUE(results[r].ok()) << what << results[r];
+        for (int q = 0; q < n; ++q) {
+          const std::vector<char> block = Inputs(q, count, dtype);
+          ASSERT_EQ(std::memcmp(gathered[r].data() + q * count * element,
+                                block.data(), block.size()),
+                    0)
+              << what << " allgather rank " << r << " block " << q;
+        }
+      }
+
+      // Reduce-scatter (SUM): rank r gets block r of the reference.
+      const std::vector<char> full =
+          Reference(n, n * count, dtype, ReduceOp::kSum);
+      std::vector<std::vector<char>> scattered(
+          n, std::vector<char>(count * element));
+      results = RunGroup(n, [&](int r, Communicator& comm) {
+        const std::vector<char> input = Inputs(r, n * count, dtype);
+        return comm.ReduceScatter(input.data(), scattered[r].data(), count,
+                                  dtype, ReduceOp::kSum);
+      });
+      for (int r = 0; r < n; ++r) {
+        ASSERT_TRUE(results[r].ok()) << what << results[r];
+        ASSERT_EQ(
+            std::memcmp(scattered[r].data(), full.data() + r * count * element,
+                        count * element),
+            0)
+            << what << " reducescatter rank " << r;
+      }
+    }
+  }
+  const auto barrier =
+      RunGroup(n, [](int, Communicator& comm) { return comm.Barrier(); });
+  for (const auto& status : barrier) EXPECT_TRUE(status.ok()) << status;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CollectivesTest,
+                         ::testing::Values(1, 2, 3, 4, 8));
+
+TEST(FailureTest, MismatchedCollectivesFailOnBothSidesNamingBoth) {
+  std::vector<float> data(1000, 1.0f), gathered(20);
+  const auto results =
+      RunGroup(2,
+               [&](int r, Communicator& comm) {
+                 return r == 0 ? comm.AllReduce(data.data(), 1000,
+                                                DType::kFloat32, ReduceOp::kSum)
+                               : comm.AllGather(data.data(), gathered.data(),
+                                                10, DType::kFloat32);
+               },
+               {.timeout = absl::Seconds(10)});
+  for (const absl::Status& status : results) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr("allreduce float32 sum 1000"));
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr("allgather float32 10"));
+  }
+}
+
+TEST(FailureTest, MissingRankEndsInADeadlineOnEveryRank) {
+  std::vector<float> data(10, 1.0f);
+  const absl::Time start = absl::Now();
+  const auto results = RunGroup(
+      3,
+      [&](int r, Communicator& comm) {
+        if (r == 2) return absl::OkStatus();  // never joins
+        return comm.AllReduce(data.data(), 10, DType::kFloat32, ReduceOp::kSum);
+      },
+      {.timeout = absl::Milliseconds(300)});
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  // The first rank to time out aborts the group, so both fail at once with
+  // its DEADLINE_EXCEEDED, whichever peer it was waiting on.
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(results[r].code(), absl::StatusCode::kDeadlineExceeded)
+        << results[r];
+    EXPECT_THAT(std::string(results[r].message()),
+                HasSubstr("before the deadline"));
+  }
+}
+
+TEST(FailureTest, AbortFailsPendingAndLaterOperations) {
+  LocalHub hub(2);
+  AlgorithmicCommunicator comm(hub.Connect(0), {.timeout = absl::Seconds(30)});
+  std::vector<float> data(10, 1.0f);
+  absl::Status pending;
+  std::thread waiter([&] {
+    pending = comm.AllReduce(data.data(), 10, DType::kFloat32, ReduceOp::kSum);
+  });
+  absl::SleepFor(absl::Milliseconds(50));
+  const absl::Time aborted = absl::Now();
+  comm.Abort(absl::AbortedError("job cancelled"));
+  waiter.join();
+  EXPECT_LT(absl::Now() - aborted, absl::Seconds(1));
+  EXPECT_EQ(pending.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(std::string(pending.message()), HasSubstr("job cancelled"));
+  const absl::Status later = comm.Barrier();
+  EXPECT_EQ(later.code(), absl::StatusCode::kAborted);
+}
+
+TEST(FailureTest, BadArgumentsAreRefusedBeforeAnyTraffic) {
+  LocalHub hub(2);
+  AlgorithmicCommunicator comm(hub.Connect(0));
+  uint16_t half[4] = {};
+  EXPECT_EQ(comm.AllReduce(half, 4, DType::kFloat16, ReduceOp::kMax).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(comm.Broadcast(half, 4, DType::kFloat16, 5).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace cohort::collective

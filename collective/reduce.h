@@ -1,0 +1,21 @@
+#pragma once
+
+// Element-wise reduction kernels. The order of operands is fixed by the
+// caller, so that results are bitwise reproducible for a given topology.
+
+#include <cstddef>
+
+#include "collective/types.h"
+
+namespace cohort::collective {
+
+// dst[i] = op(dst[i], src[i]) for i < count. MEAN accumulates as SUM; the
+// division happens once, in DivideForMean. float16/bfloat16 are accumulated
+// in float32 and rounded back after each step.
+void Accumulate(void* dst, const void* src, size_t count, DType dtype,
+                ReduceOp op);
+
+// data[i] /= divisor, in the element type (integer division truncates).
+void DivideForMean(void* data, size_t count, DType dtype, int divisor);
+
+}  // namespace cohort::collective

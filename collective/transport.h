@@ -1,0 +1,71 @@
+#pragma once
+
+// Tagged point-to-point messages between the ranks of one group: what the
+// collective algorithms are written against.
+//
+// Every message carries its collective's signature ("allreduce float32 sum
+// 1000"). A rank that receives, at the same sequence number, a message whose
+// signature differs from its own fails with FAILED_PRECONDITION naming both
+// sides: ranks that call different collectives never wait on each other.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace cohort::collective {
+
+// Names one message of one collective uniquely within a group.
+struct Tag {
+  uint64_t sequence = 0;  // the collective's number in the group's order
+  uint32_t step = 0;      // the algorithm's step
+  uint32_t chunk = 0;     // the piece of that step
+
+  friend bool operator==(const Tag&, const Tag&) = default;
+  friend auto operator<=>(const Tag&, const Tag&) = default;
+};
+
+// What a message says about the collective that sent it.
+struct Envelope {
+  Tag tag;
+  absl::string_view signature;  // not owned; outlives the call
+};
+
+// Implementations are thread-safe: Send/Recv to different peers may run
+// concurrently, and Abort may be called from any thread at any time.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // "rank 1 (127.0.0.1:4001)": how errors name a peer.
+  virtual std::string Describe(int rank) const = 0;
+
+  // Sends `bytes` to `peer`. Returns once the data may be reused, without
+  // waiting for the peer's matching Recv: ring algorithms send before they
+  // receive, on every rank at once.
+  virtual absl::Status Send(int peer, const Envelope& envelope,
+                            const void* data, size_t bytes,
+                            absl::Time deadline) = 0;
+  // Receives the message with `envelope.tag` from `peer` into `data`, which
+  // holds exactly `bytes`. Fails with DEADLINE_EXCEEDED, with the abort
+  // status, with UNAVAILABLE when the peer is gone, or with
+  // FAILED_PRECONDITION on a signature or size mismatch.
+  virtual absl::Status Recv(int peer, const Envelope& envelope, void* data,
+                            size_t bytes, absl::Time deadline) = 0;
+
+  // Fails pending and later Send/Recv on every rank of the group with
+  // `status`. Idempotent: the first status wins.
+  virtual void Abort(const absl::Status& status) = 0;
+};
+
+// The error for a collective mismatch between this rank and `peer`.
+absl::Status SignatureMismatch(const Transport& transport, int peer,
+                               const Tag& tag, absl::string_view ours,
+                               absl::string_view theirs);
+
+}  // namespace cohort::collective
