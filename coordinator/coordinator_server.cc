@@ -74,6 +74,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
           .launch_mode = config.launch == LaunchMode::kLocal ? "local" : "none",
           .incarnation = server->state_.incarnation,
           .started = now});
+  server->store_manager_ = std::make_unique<StoreManager>();
+  server->store_service_ = std::make_unique<StoreService>(
+      server->store_manager_.get(), server->auth_.get());
   if (config.agent_binary.empty()) {
     config.agent_binary = ExecutableDirectory() + "/cohort-agent";
   }
@@ -132,9 +135,9 @@ std::vector<LaunchPlan> CoordinatorServer::PlanLaunches() const {
 }
 
 absl::Status CoordinatorServer::Start() {
+  store_manager_->Start();
   server_ = std::make_unique<rpc::RpcServer>(config_.server);
-  server_->AddService(coordinator_service_.get());
-  server_->AddService(admin_service_.get());
+  AddServices(*server_);
   absl::Status started = server_->Start();
   if (!started.ok() && !config_.listen_given &&
       config_.server.listen == state_.coordinator_address) {
@@ -145,8 +148,7 @@ absl::Status CoordinatorServer::Start() {
     rpc::ServerOptions fallback = config_.server;
     fallback.listen = "127.0.0.1:0";
     server_ = std::make_unique<rpc::RpcServer>(fallback);
-    server_->AddService(coordinator_service_.get());
-    server_->AddService(admin_service_.get());
+    AddServices(*server_);
     started = server_->Start();
   }
   COHORT_RETURN_IF_ERROR(started);
@@ -177,6 +179,12 @@ absl::Status CoordinatorServer::Start() {
   return absl::OkStatus();
 }
 
+void CoordinatorServer::AddServices(rpc::RpcServer& server) {
+  server.AddService(coordinator_service_.get());
+  server.AddService(admin_service_.get());
+  server.AddService(store_service_.get());
+}
+
 void CoordinatorServer::PersistState() {
   if (!store_.has_value()) return;
   PersistedState state = state_;
@@ -192,6 +200,9 @@ void CoordinatorServer::Shutdown() {
   spdlog::info("stopping: terminating launched tasks");
   supervisor_->Shutdown();
   PersistState();
+  // Parked store waits end first, so that the server's shutdown need not
+  // cancel them.
+  store_manager_->Shutdown();
   server_->Shutdown(absl::Milliseconds(500));
   spdlog::info("stopped");
 }

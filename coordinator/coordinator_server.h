@@ -12,6 +12,8 @@
 #include "coordinator/cluster_manager.h"
 #include "coordinator/coordinator_service.h"
 #include "coordinator/state_store.h"
+#include "coordinator/store_manager.h"
+#include "coordinator/store_service.h"
 #include "coordinator/supervisor.h"
 #include "rpc/auth.h"
 #include "rpc/server.h"
@@ -62,11 +64,14 @@ class CoordinatorServer {
   std::unique_ptr<rpc::Authenticator> auth_;
   std::unique_ptr<CoordinatorService> coordinator_service_;
   std::unique_ptr<AdminService> admin_service_;
+  std::unique_ptr<StoreManager> store_manager_;
+  std::unique_ptr<StoreService> store_service_;
   std::unique_ptr<rpc::RpcServer> server_;
   bool started_ = false;
 
   CoordinatorServer() = default;
   std::vector<LaunchPlan> PlanLaunches() const;
+  void AddServices(rpc::RpcServer& server);
   void PersistState();
 };
 

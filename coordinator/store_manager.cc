@@ -1,0 +1,199 @@
+#include "coordinator/store_manager.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace cohort::coordinator {
+namespace {
+
+// How often expired waits are failed; their deadlines are met within this.
+constexpr absl::Duration kExpiryPeriod = absl::Milliseconds(20);
+
+}  // namespace
+
+StoreManager::StoreManager(StoreLimits limits) : limits_(limits) {}
+
+StoreManager::~StoreManager() { Shutdown(); }
+
+void StoreManager::Start() {
+  expiry_ = std::thread([this] { ExpireLoop(); });
+}
+
+void StoreManager::Shutdown() {
+  std::vector<std::function<void()>> completions;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    const absl::Status gone =
+        absl::UnavailableError("the store is shutting down");
+    for (auto& [key, reader] : readers_) {
+      completions.push_back(
+          [done = std::move(reader.done), gone] { done(gone); });
+    }
+    readers_.clear();
+    for (auto& [name, barrier] : barriers_) {
+      for (Arrival& arrival : barrier.arrivals) {
+        completions.push_back(
+            [done = std::move(arrival.done), gone] { done(gone); });
+      }
+    }
+    barriers_.clear();
+  }
+  for (auto& complete : completions) complete();
+  if (expiry_.joinable()) expiry_.join();
+}
+
+absl::Status StoreManager::Set(const std::string& key, std::string value) {
+  if (key.empty() || key.size() > limits_.max_key_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("store key must be 1..",
+                                                   limits_.max_key_bytes,
+                                                   " bytes, got ", key.size()));
+  }
+  if (value.size() > limits_.max_value_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("store value for \"", key, "\" is ", value.size(),
+                     " bytes; the limit is ", limits_.max_value_bytes));
+  }
+  std::vector<GetCallback> waiting;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!values_.contains(key) && values_.size() >= limits_.max_keys) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the store holds ", values_.size(), " keys, its limit"));
+    }
+    values_[key] = value;
+    auto [begin, end] = readers_.equal_range(key);
+    for (auto it = begin; it != end; ++it)
+      waiting.push_back(std::move(it->second.done));
+    readers_.erase(begin, end);
+  }
+  for (GetCallback& done : waiting) done(value);
+  return absl::OkStatus();
+}
+
+void StoreManager::Get(const std::string& key, absl::Time deadline,
+                       GetCallback done) {
+  absl::StatusOr<std::string> result;
+  {
+    absl::MutexLock lock(&mu_);
+    const auto it = values_.find(key);
+    if (it != values_.end()) {
+      result = it->second;
+    } else if (stopping_) {
+      result = absl::UnavailableError("the store is shutting down");
+    } else {
+      readers_.emplace(key, Reader{deadline, std::move(done)});
+      return;
+    }
+  }
+  done(std::move(result));
+}
+
+void StoreManager::Barrier(const std::string& name, int participants, int rank,
+                           absl::Time deadline, BarrierCallback done) {
+  if (participants < 1 || rank < 0 || rank >= participants) {
+    done(absl::InvalidArgumentError(
+        absl::StrCat("barrier \"", name, "\": rank ", rank, " of ",
+                     participants, " participants is out of range")));
+    return;
+  }
+  std::vector<BarrierCallback> released;
+  BarrierCallback superseded;
+  absl::Status refused;
+  {
+    absl::MutexLock lock(&mu_);
+    PendingBarrier& barrier = barriers_[name];
+    if (barrier.arrivals.empty()) barrier.participants = participants;
+    if (barrier.participants != participants) {
+      refused = absl::FailedPreconditionError(absl::StrCat(
+          "barrier \"", name, "\": rank ", rank, " expects ", participants,
+          " participants, but earlier ranks expect ", barrier.participants));
+    } else {
+      // A rank that arrives again (a retry) replaces its earlier arrival.
+      auto& arrivals = barrier.arrivals;
+      const auto same =
+          std::find_if(arrivals.begin(), arrivals.end(),
+                       [&](const Arrival& a) { return a.rank == rank; });
+      if (same != arrivals.end()) {
+        superseded = std::move(same->done);
+        arrivals.erase(same);
+      }
+      arrivals.push_back(Arrival{rank, deadline, std::move(done)});
+      if (static_cast<int>(arrivals.size()) == participants) {
+        for (Arrival& arrival : arrivals)
+          released.push_back(std::move(arrival.done));
+        barriers_.erase(name);
+      }
+    }
+  }
+  if (!refused.ok()) {
+    done(refused);
+    return;
+  }
+  if (superseded) {
+    superseded(absl::AbortedError(
+        absl::StrCat("barrier \"", name, "\": rank ", rank, " arrived again")));
+  }
+  for (BarrierCallback& callback : released) callback(absl::OkStatus());
+}
+
+size_t StoreManager::num_keys() const {
+  absl::MutexLock lock(&mu_);
+  return values_.size();
+}
+
+void StoreManager::ExpireLoop() {
+  auto stopping = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+  while (true) {
+    std::vector<std::function<void()>> expired;
+    {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), kExpiryPeriod))
+        return;
+      const absl::Time now = absl::Now();
+      for (auto it = readers_.begin(); it != readers_.end();) {
+        if (it->second.deadline > now) {
+          ++it;
+          continue;
+        }
+        expired.push_back([done = std::move(it->second.done), key = it->first] {
+          done(absl::DeadlineExceededError(absl::StrCat(
+              "store key \"", key, "\" was not set before the deadline")));
+        });
+        it = readers_.erase(it);
+      }
+      for (auto it = barriers_.begin(); it != barriers_.end();) {
+        auto& arrivals = it->second.arrivals;
+        std::vector<int> present;
+        for (const Arrival& a : arrivals) present.push_back(a.rank);
+        std::sort(present.begin(), present.end());
+        for (auto a = arrivals.begin(); a != arrivals.end();) {
+          if (a->deadline > now) {
+            ++a;
+            continue;
+          }
+          std::vector<int> missing;
+          for (int r = 0; r < it->second.participants; ++r) {
+            if (!std::binary_search(present.begin(), present.end(), r))
+              missing.push_back(r);
+          }
+          expired.push_back(
+              [done = std::move(a->done), name = it->first, missing] {
+                done(absl::DeadlineExceededError(absl::StrCat(
+                    "barrier \"", name, "\" timed out waiting for rank(s) ",
+                    absl::StrJoin(missing, ", "))));
+              });
+          a = arrivals.erase(a);
+        }
+        it = arrivals.empty() ? barriers_.erase(it) : std::next(it);
+      }
+    }
+    for (auto& complete : expired) complete();
+  }
+}
+
+}  // namespace cohort::coordinator

@@ -1,0 +1,81 @@
+#pragma once
+
+// The rendezvous store's logic: keys, values, waiting readers and barriers.
+// Waits complete through callbacks, so that a gRPC reactor can park its call
+// here and finish it later without blocking a thread.
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace cohort::coordinator {
+
+struct StoreLimits {
+  size_t max_keys = 100000;
+  size_t max_value_bytes = 1 << 20;
+  size_t max_key_bytes = 1024;
+};
+
+// Owns one expiry thread between Start() and Shutdown(), which fails waits
+// at their deadlines. Thread-safe. Callbacks run without the lock held, on
+// the calling thread or the expiry thread, exactly once each.
+class StoreManager {
+ public:
+  using GetCallback = std::function<void(absl::StatusOr<std::string>)>;
+  using BarrierCallback = std::function<void(absl::Status)>;
+
+  explicit StoreManager(StoreLimits limits = {});
+  ~StoreManager();
+
+  void Start();
+  // Fails every pending wait with UNAVAILABLE and joins. Idempotent.
+  void Shutdown();
+
+  // Sets (or replaces) a key and completes its waiting readers.
+  absl::Status Set(const std::string& key, std::string value);
+  // `done` gets the value once the key is set, or DEADLINE_EXCEEDED naming
+  // the key at `deadline`.
+  void Get(const std::string& key, absl::Time deadline, GetCallback done);
+  // `done` gets OK once `participants` distinct ranks have arrived, or an
+  // error: DEADLINE_EXCEEDED naming the ranks still missing, or
+  // FAILED_PRECONDITION when the ranks disagree on the participant count.
+  void Barrier(const std::string& name, int participants, int rank,
+               absl::Time deadline, BarrierCallback done);
+
+  size_t num_keys() const;
+
+ private:
+  struct Reader {
+    absl::Time deadline;
+    GetCallback done;
+  };
+  struct Arrival {
+    int rank;
+    absl::Time deadline;
+    BarrierCallback done;
+  };
+  struct PendingBarrier {
+    int participants = 0;
+    std::vector<Arrival> arrivals;
+  };
+
+  void ExpireLoop();
+
+  const StoreLimits limits_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::string> values_ ABSL_GUARDED_BY(mu_);
+  std::multimap<std::string, Reader> readers_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, PendingBarrier> barriers_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread expiry_;
+};
+
+}  // namespace cohort::coordinator

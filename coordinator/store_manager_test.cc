@@ -1,0 +1,129 @@
+#include "coordinator/store_manager.h"
+
+#include <atomic>
+#include <optional>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace cohort::coordinator {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Captures one callback's result, thread-safely.
+template <typename T>
+class Result {
+ public:
+  auto Callback() {
+    return [this](T value) {
+      absl::MutexLock lock(&mu_);
+      value_ = std::move(value);
+    };
+  }
+  // Waits (bounded) for the callback.
+  std::optional<T> Wait(absl::Duration timeout = absl::Seconds(5)) {
+    absl::MutexLock lock(&mu_);
+    auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return value_.has_value();
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
+    return value_;
+  }
+  bool done() {
+    absl::MutexLock lock(&mu_);
+    return value_.has_value();
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::optional<T> value_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST(StoreManagerTest, GetWaitsForSet) {
+  StoreManager store;
+  store.Start();
+  Result<absl::StatusOr<std::string>> got;
+  store.Get("nccl_id", absl::Now() + absl::Seconds(10), got.Callback());
+  EXPECT_FALSE(got.done());
+  ASSERT_TRUE(store.Set("nccl_id", "abc").ok());
+  auto value = got.Wait();
+  ASSERT_TRUE(value.has_value() && value->ok());
+  EXPECT_EQ(**value, "abc");
+
+  // A key already set answers at once.
+  Result<absl::StatusOr<std::string>> again;
+  store.Get("nccl_id", absl::Now() + absl::Seconds(10), again.Callback());
+  EXPECT_TRUE(again.done());
+}
+
+TEST(StoreManagerTest, GetTimesOutNamingTheKey) {
+  StoreManager store;
+  store.Start();
+  Result<absl::StatusOr<std::string>> got;
+  store.Get("rank/3/address", absl::Now() + absl::Milliseconds(50),
+            got.Callback());
+  auto value = got.Wait();
+  ASSERT_TRUE(value.has_value());
+  EXPECT_EQ(value->status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(value->status().message()),
+              HasSubstr("rank/3/address"));
+}
+
+TEST(StoreManagerTest, BarrierReleasesWhenAllArriveAndNamesMissingOnTimeout) {
+  StoreManager store;
+  store.Start();
+  Result<absl::Status> a, b;
+  store.Barrier("epoch0", 2, 0, absl::Now() + absl::Seconds(10), a.Callback());
+  EXPECT_FALSE(a.done());
+  store.Barrier("epoch0", 2, 1, absl::Now() + absl::Seconds(10), b.Callback());
+  EXPECT_TRUE(a.Wait()->ok());
+  EXPECT_TRUE(b.Wait()->ok());
+
+  Result<absl::Status> lonely;
+  store.Barrier("epoch1", 3, 1, absl::Now() + absl::Milliseconds(50),
+                lonely.Callback());
+  auto status = lonely.Wait();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(status->message()), HasSubstr("rank(s) 0, 2"));
+}
+
+TEST(StoreManagerTest, DisagreeingParticipantCountsAreRefused) {
+  StoreManager store;
+  store.Start();
+  Result<absl::Status> first, second;
+  store.Barrier("b", 2, 0, absl::Now() + absl::Seconds(1), first.Callback());
+  store.Barrier("b", 3, 1, absl::Now() + absl::Seconds(1), second.Callback());
+  auto status = second.Wait();
+  EXPECT_EQ(status->code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(status->message()),
+              HasSubstr("expects 3 participants"));
+}
+
+TEST(StoreManagerTest, LimitsAreEnforced) {
+  StoreManager store({.max_keys = 2, .max_value_bytes = 4, .max_key_bytes = 8});
+  EXPECT_EQ(store.Set("", "x").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.Set("k", "12345").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(store.Set("a", "1").ok());
+  EXPECT_TRUE(store.Set("b", "2").ok());
+  EXPECT_EQ(store.Set("c", "3").code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(store.Set("a", "9").ok());  // replacing is not growing
+  EXPECT_EQ(store.num_keys(), 2);
+}
+
+TEST(StoreManagerTest, ShutdownFailsPendingWaits) {
+  StoreManager store;
+  store.Start();
+  Result<absl::StatusOr<std::string>> got;
+  Result<absl::Status> barrier;
+  store.Get("never", absl::Now() + absl::Seconds(60), got.Callback());
+  store.Barrier("never", 2, 0, absl::Now() + absl::Seconds(60),
+                barrier.Callback());
+  store.Shutdown();
+  EXPECT_EQ(got.Wait()->status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(barrier.Wait()->code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace cohort::coordinator

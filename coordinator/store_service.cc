@@ -1,0 +1,64 @@
+#include "coordinator/store_service.h"
+
+#include <algorithm>
+
+#include "rpc/status_conversion.h"
+#include "rpc/unary.h"
+
+namespace cohort::coordinator {
+namespace {
+
+// A wait without a client deadline still ends.
+constexpr absl::Duration kMaxWait = absl::Minutes(10);
+
+absl::Time WaitDeadline(const grpc::CallbackServerContext& context) {
+  return std::min(absl::FromChrono(context.deadline()), absl::Now() + kMaxWait);
+}
+
+}  // namespace
+
+StoreService::StoreService(StoreManager* manager,
+                           const rpc::Authenticator* auth)
+    : manager_(manager), auth_(auth) {}
+
+grpc::ServerUnaryReactor* StoreService::Set(
+    grpc::CallbackServerContext* context, const v1::StoreSetRequest* request,
+    v1::StoreSetResponse* response) {
+  return rpc::HandleUnary(context, auth_, [&] {
+    return manager_->Set(request->key(), request->value());
+  });
+}
+
+grpc::ServerUnaryReactor* StoreService::Get(
+    grpc::CallbackServerContext* context, const v1::StoreGetRequest* request,
+    v1::StoreGetResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status auth = auth_->Check(*context); !auth.ok()) {
+    reactor->Finish(rpc::ToGrpcStatus(auth));
+    return reactor;
+  }
+  manager_->Get(request->key(), WaitDeadline(*context),
+                [reactor, response](absl::StatusOr<std::string> value) {
+                  if (value.ok()) response->set_value(*std::move(value));
+                  reactor->Finish(rpc::ToGrpcStatus(value.status()));
+                });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* StoreService::Barrier(
+    grpc::CallbackServerContext* context,
+    const v1::StoreBarrierRequest* request,
+    v1::StoreBarrierResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status auth = auth_->Check(*context); !auth.ok()) {
+    reactor->Finish(rpc::ToGrpcStatus(auth));
+    return reactor;
+  }
+  manager_->Barrier(request->name(), request->participants(), request->rank(),
+                    WaitDeadline(*context), [reactor](absl::Status status) {
+                      reactor->Finish(rpc::ToGrpcStatus(status));
+                    });
+  return reactor;
+}
+
+}  // namespace cohort::coordinator

@@ -1,0 +1,85 @@
+// The rendezvous store end to end over gRPC: the coordinator's StoreService
+// on 127.0.0.1:0 and the GrpcStore client that ranks use.
+
+#include <thread>
+
+#include "collective/grpc_store.h"
+#include "coordinator/store_service.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rpc/server.h"
+
+namespace cohort {
+namespace {
+
+using ::testing::HasSubstr;
+
+class StoreIntegrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    manager_.Start();
+    server_.AddService(&service_);
+    ASSERT_TRUE(server_.Start().ok());
+  }
+  void TearDown() override {
+    manager_.Shutdown();
+    server_.Shutdown();
+  }
+  collective::GrpcStore Client(
+      std::optional<std::string> token = std::nullopt) {
+    rpc::Security security;
+    security.token = token;
+    return collective::GrpcStore(server_.address(), security);
+  }
+
+  coordinator::StoreManager manager_;
+  rpc::Authenticator auth_{std::string("tok")};
+  coordinator::StoreService service_{&manager_, &auth_};
+  rpc::RpcServer server_{{.listen = "127.0.0.1:0"}};
+};
+
+TEST_F(StoreIntegrationTest, RanksRendezvousThroughKeysAndBarriers) {
+  collective::GrpcStore store = Client("tok");
+  // Rank 1 waits for rank 0's address, published a little later.
+  absl::StatusOr<std::string> seen;
+  std::thread reader([&] { seen = store.Get("rank/0", absl::Seconds(5)); });
+  absl::SleepFor(absl::Milliseconds(100));
+  ASSERT_TRUE(store.Set("rank/0", "127.0.0.1:5000").ok());
+  reader.join();
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  EXPECT_EQ(*seen, "127.0.0.1:5000");
+
+  std::vector<absl::Status> results(3);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ranks.emplace_back([&, r] {
+      results[r] = store.Barrier("start", 3, r, absl::Seconds(5));
+    });
+  }
+  for (auto& rank : ranks) rank.join();
+  for (const auto& status : results) EXPECT_TRUE(status.ok()) << status;
+}
+
+TEST_F(StoreIntegrationTest, WaitsEndAtTheirDeadlineWithAClearError) {
+  collective::GrpcStore store = Client("tok");
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::string> missing =
+      store.Get("nccl/unique_id", absl::Milliseconds(200));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kDeadlineExceeded);
+  const absl::Status barrier =
+      store.Barrier("lonely", 2, 0, absl::Milliseconds(200));
+  EXPECT_EQ(barrier.code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(StoreIntegrationTest, TokenIsRequired) {
+  collective::GrpcStore anonymous = Client();
+  const absl::Status status = anonymous.Set("k", "v");
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("Store.Set"));
+  EXPECT_EQ(anonymous.Get("k", absl::Seconds(1)).status().code(),
+            absl::StatusCode::kUnauthenticated);
+}
+
+}  // namespace
+}  // namespace cohort
