@@ -1,49 +1,31 @@
 #pragma once
 
 // Ranks as threads of one process: the CPU replicas inside one agent, and
-// the unit tests of the algorithms. Messages are copied into the receiver's
-// mailbox, so Send never waits for the receiver.
+// the unit tests of the algorithms. Send copies into the receiver's mailbox,
+// so it never waits for the receiver.
 
-#include <map>
 #include <memory>
-#include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "collective/mailbox.h"
 #include "collective/transport.h"
 
 namespace cohort::collective {
 
-// The shared state of one group of LocalTransports. Create one hub per
-// group, then one transport per rank. Thread-safe.
+// The shared state of one group of LocalTransports: one mailbox per rank.
+// Create one hub per group, then one transport per rank. Thread-safe.
 class LocalHub {
  public:
   explicit LocalHub(int size);
 
-  int size() const { return size_; }
+  int size() const { return static_cast<int>(mailboxes_.size()); }
 
-  // One transport per rank; the hub must outlive them.
+  // The transport of `rank`; the hub must outlive it.
   std::unique_ptr<Transport> Connect(int rank);
 
  private:
   friend class LocalTransport;
-
-  struct Message {
-    std::string signature;
-    std::vector<char> payload;
-  };
-  // Messages from `src` to `dst`, by tag.
-  using Mailbox = std::map<Tag, Message>;
-
-  Mailbox& mailbox(int src, int dst) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return mailboxes_[static_cast<size_t>(src * size_ + dst)];
-  }
-
-  const int size_;
-  absl::Mutex mu_;
-  std::vector<Mailbox> mailboxes_ ABSL_GUARDED_BY(mu_);
-  absl::Status abort_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Mailbox>> mailboxes_;  // by receiving rank
 };
 
 }  // namespace cohort::collective

@@ -1,0 +1,91 @@
+#include "collective/mailbox.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace cohort::collective {
+
+Mailbox::Mailbox(int size) : sources_(static_cast<size_t>(size)) {}
+
+void Mailbox::Deliver(int source, const Tag& tag, std::string signature,
+                      std::string payload) {
+  absl::MutexLock lock(&mu_);
+  sources_[source].messages.insert_or_assign(
+      tag, Message{std::move(signature), std::move(payload)});
+}
+
+template <typename Condition>
+absl::Status Mailbox::Await(const Transport& self, int source,
+                            const Envelope& envelope, absl::Time deadline,
+                            Condition condition) {
+  Source& from = sources_[source];
+  // Messages already here are still delivered after the source is gone.
+  auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !abort_.ok() || condition() || !from.gone.ok();
+  };
+  const bool met = mu_.AwaitWithDeadline(absl::Condition(&done), deadline);
+  if (!abort_.ok()) return abort_;
+  if (condition()) return absl::OkStatus();
+  if (!from.gone.ok()) return from.gone;
+  if (met) return absl::OkStatus();
+  return absl::DeadlineExceededError(absl::StrCat(
+      "no message from ", self.Describe(source), " for ", envelope.signature,
+      " (sequence ", envelope.tag.sequence, ", step ", envelope.tag.step,
+      ") before the deadline"));
+}
+
+absl::Status Mailbox::Take(const Transport& self, int source,
+                           const Envelope& envelope, void* data, size_t bytes,
+                           absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  auto& messages = sources_[source].messages;
+  const Tag& tag = envelope.tag;
+  auto first_of_op = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return messages.lower_bound(Tag{tag.sequence, 0, 0});
+  };
+  // Any message of this collective from the source says whether both ranks
+  // agree on what the collective is; check that before waiting for our tag.
+  auto op_started = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const auto it = first_of_op();
+    return it != messages.end() && it->first.sequence == tag.sequence;
+  };
+  absl::Status status = Await(self, source, envelope, deadline, op_started);
+  if (!status.ok()) return status;
+  if (first_of_op()->second.signature != envelope.signature) {
+    return SignatureMismatch(self, source, tag, envelope.signature,
+                             first_of_op()->second.signature);
+  }
+  auto arrived = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return messages.contains(tag);
+  };
+  status = Await(self, source, envelope, deadline, arrived);
+  if (!status.ok()) return status;
+  const auto it = messages.find(tag);
+  if (it->second.payload.size() != bytes) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        self.Describe(source), " sent ", it->second.payload.size(),
+        " bytes for ", envelope.signature, " where ",
+        self.Describe(self.rank()), " expects ", bytes));
+  }
+  if (bytes > 0) std::memcpy(data, it->second.payload.data(), bytes);
+  messages.erase(it);
+  return absl::OkStatus();
+}
+
+void Mailbox::PeerGone(int source, const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  if (sources_[source].gone.ok()) sources_[source].gone = status;
+}
+
+void Mailbox::Abort(const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  if (abort_.ok()) abort_ = status;
+}
+
+absl::Status Mailbox::abort_status() const {
+  absl::MutexLock lock(&mu_);
+  return abort_;
+}
+
+}  // namespace cohort::collective

@@ -1,0 +1,63 @@
+#pragma once
+
+// The messages that have arrived for one rank, by source and tag, and the
+// waiting for them. Shared by every Transport: where bytes come from differs
+// (a thread's Send, a gRPC stream), how they are matched does not.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "collective/transport.h"
+
+namespace cohort::collective {
+
+// Thread-safe.
+class Mailbox {
+ public:
+  explicit Mailbox(int size);
+
+  // Files a message from `source`. A message for a tag already held
+  // replaces it (only a misbehaving peer sends one twice).
+  void Deliver(int source, const Tag& tag, std::string signature,
+               std::string payload);
+
+  // Waits for the message from `source` with `envelope.tag` and copies it to
+  // `data` (exactly `bytes`). `self` names the ranks in errors. Fails with
+  // the abort status, with `source`'s gone status, DEADLINE_EXCEEDED, or
+  // FAILED_PRECONDITION on a signature or size mismatch.
+  absl::Status Take(const Transport& self, int source, const Envelope& envelope,
+                    void* data, size_t bytes, absl::Time deadline);
+
+  // Fails pending and later Takes from `source` (its process died, its
+  // stream broke). The first status for a source wins.
+  void PeerGone(int source, const absl::Status& status);
+  // Fails pending and later Takes from every source. The first status wins.
+  void Abort(const absl::Status& status);
+  absl::Status abort_status() const;
+
+ private:
+  struct Message {
+    std::string signature;
+    std::string payload;
+  };
+  struct Source {
+    std::map<Tag, Message> messages;
+    absl::Status gone;
+  };
+
+  // Waits until `condition` holds, or the source or the mailbox fails.
+  template <typename Condition>
+  absl::Status Await(const Transport& self, int source, const Envelope& envelope,
+                     absl::Time deadline, Condition condition)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  std::vector<Source> sources_ ABSL_GUARDED_BY(mu_);
+  absl::Status abort_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace cohort::collective
