@@ -13,5 +13,5 @@ function(cohort_test name)
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 30
     PROPERTIES LABELS ${T_LABEL} TIMEOUT ${T_TIMEOUT}
-               ENVIRONMENT "COHORT_BIN_DIR=${CMAKE_BINARY_DIR}/bin;COHORT_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+               ENVIRONMENT "COHORT_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
 endfunction()

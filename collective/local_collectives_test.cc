@@ -15,6 +15,7 @@
 #include "collective/transports/local_transport.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/collective_reference.h"
 
 namespace cohort::collective {
 namespace {
@@ -40,92 +41,15 @@ std::vector<absl::Status> RunGroup(
   return results;
 }
 
-// Writes `value` as one element of `dtype`.
-void Store(double value, DType dtype, char* out) {
-  switch (dtype) {
-    case DType::kFloat32: {
-      float v = static_cast<float>(value);
-      std::memcpy(out, &v, 4);
-      return;
-    }
-    case DType::kFloat64:
-      std::memcpy(out, &value, 8);
-      return;
-    case DType::kInt32: {
-      int32_t v = static_cast<int32_t>(value);
-      std::memcpy(out, &v, 4);
-      return;
-    }
-    case DType::kInt64: {
-      int64_t v = static_cast<int64_t>(value);
-      std::memcpy(out, &v, 8);
-      return;
-    }
-    case DType::kFloat16: {
-      uint16_t v = FloatToHalf(static_cast<float>(value));
-      std::memcpy(out, &v, 2);
-      return;
-    }
-    case DType::kBFloat16: {
-      uint16_t v = FloatToBFloat16(static_cast<float>(value));
-      std::memcpy(out, &v, 2);
-      return;
-    }
-  }
-}
-
-bool IsFloat(DType dtype) {
-  return dtype != DType::kInt32 && dtype != DType::kInt64;
-}
-
-// Rank r's input element i: small values whose sums are exact in every
-// dtype (halves up to 84.5 fit bfloat16's 8 bits), so that any summation
-// order gives the reference bits. Signs vary for MIN/MAX.
-double Input(int rank, size_t i, DType dtype) {
-  const double base =
-      static_cast<double>((rank * 7 + static_cast<int>(i % 17) * 3) % 11) - 3;
-  return IsFloat(dtype) ? base + 0.5 * static_cast<double>(i % 2) : base;
-}
+using testing::AllDTypeOps;
+using testing::DTypeOp;
 
 std::vector<char> Inputs(int rank, size_t count, DType dtype) {
-  std::vector<char> data(count * DTypeSize(dtype));
-  for (size_t i = 0; i < count; ++i) {
-    Store(Input(rank, i, dtype), dtype, data.data() + i * DTypeSize(dtype));
-  }
-  return data;
+  return testing::ReferenceInputs(rank, count, dtype);
 }
 
 std::vector<char> Reference(int n, size_t count, DType dtype, ReduceOp op) {
-  std::vector<char> out(count * DTypeSize(dtype));
-  for (size_t i = 0; i < count; ++i) {
-    double acc = Input(0, i, dtype);
-    for (int r = 1; r < n; ++r) {
-      const double x = Input(r, i, dtype);
-      acc = op == ReduceOp::kMin   ? std::min(acc, x)
-            : op == ReduceOp::kMax ? std::max(acc, x)
-                                   : acc + x;
-    }
-    Store(acc, dtype, out.data() + i * DTypeSize(dtype));
-  }
-  if (op == ReduceOp::kMean) DivideForMean(out.data(), count, dtype, n);
-  return out;
-}
-
-struct Combo {
-  DType dtype;
-  ReduceOp op;
-};
-
-std::vector<Combo> AllCombos() {
-  std::vector<Combo> combos;
-  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kInt32,
-                      DType::kInt64, DType::kFloat16, DType::kBFloat16}) {
-    for (ReduceOp op :
-         {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax}) {
-      if (CheckSupported(dtype, op).ok()) combos.push_back({dtype, op});
-    }
-  }
-  return combos;
+  return testing::ReferenceReduction(n, count, dtype, op);
 }
 
 class AllReduceTest : public ::testing::TestWithParam<int> {};
@@ -133,7 +57,7 @@ class AllReduceTest : public ::testing::TestWithParam<int> {};
 TEST_P(AllReduceTest, MatchesReferenceForEverySizeDtypeAndOp) {
   const int n = GetParam();
   for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1} << 20}) {
-    for (const Combo& combo : AllCombos()) {
+    for (const DTypeOp& combo : AllDTypeOps()) {
       const std::vector<char> expected =
           Reference(n, count, combo.dtype, combo.op);
       std::vector<std::vector<char>> data;

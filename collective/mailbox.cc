@@ -29,10 +29,10 @@ absl::Status Mailbox::Await(const Transport& self, int source,
   if (condition()) return absl::OkStatus();
   if (!from.gone.ok()) return from.gone;
   if (met) return absl::OkStatus();
-  return absl::DeadlineExceededError(absl::StrCat(
-      "no message from ", self.Describe(source), " for ", envelope.signature,
-      " (sequence ", envelope.tag.sequence, ", step ", envelope.tag.step,
-      ") before the deadline"));
+  return absl::DeadlineExceededError(
+      absl::StrCat("no message from ", self.Describe(source), " for ",
+                   envelope.signature, " (sequence ", envelope.tag.sequence,
+                   ", step ", envelope.tag.step, ") before the deadline"));
 }
 
 absl::Status Mailbox::Take(const Transport& self, int source,
@@ -63,10 +63,10 @@ absl::Status Mailbox::Take(const Transport& self, int source,
   if (!status.ok()) return status;
   const auto it = messages.find(tag);
   if (it->second.payload.size() != bytes) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        self.Describe(source), " sent ", it->second.payload.size(),
-        " bytes for ", envelope.signature, " where ",
-        self.Describe(self.rank()), " expects ", bytes));
+    return absl::FailedPreconditionError(
+        absl::StrCat(self.Describe(source), " sent ", it->second.payload.size(),
+                     " bytes for ", envelope.signature, " where ",
+                     self.Describe(self.rank()), " expects ", bytes));
   }
   if (bytes > 0) std::memcpy(data, it->second.payload.data(), bytes);
   messages.erase(it);

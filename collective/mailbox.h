@@ -51,9 +51,9 @@ class Mailbox {
 
   // Waits until `condition` holds, or the source or the mailbox fails.
   template <typename Condition>
-  absl::Status Await(const Transport& self, int source, const Envelope& envelope,
-                     absl::Time deadline, Condition condition)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Await(const Transport& self, int source,
+                     const Envelope& envelope, absl::Time deadline,
+                     Condition condition) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   std::vector<Source> sources_ ABSL_GUARDED_BY(mu_);

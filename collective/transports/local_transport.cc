@@ -33,9 +33,9 @@ class LocalTransport final : public Transport {
 
   // The whole group shares the abort, as peer processes learn of it.
   void Abort(const absl::Status& status) override {
-    const absl::Status named(status.code(),
-                             absl::StrCat(Describe(rank_), " aborted the group: ",
-                                          status.message()));
+    const absl::Status named(
+        status.code(), absl::StrCat(Describe(rank_),
+                                    " aborted the group: ", status.message()));
     for (auto& mailbox : hub_->mailboxes_) mailbox->Abort(named);
   }
 
@@ -47,7 +47,8 @@ class LocalTransport final : public Transport {
 };
 
 LocalHub::LocalHub(int size) {
-  for (int r = 0; r < size; ++r) mailboxes_.push_back(std::make_unique<Mailbox>(size));
+  for (int r = 0; r < size; ++r)
+    mailboxes_.push_back(std::make_unique<Mailbox>(size));
 }
 
 std::unique_ptr<Transport> LocalHub::Connect(int rank) {

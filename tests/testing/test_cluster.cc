@@ -23,9 +23,8 @@ std::string BinDir() {
 
 std::string Binary(const std::string& name) { return BinDir() + "/" + name; }
 
-std::string SourceDir() {
-  const char* dir = std::getenv("COHORT_SOURCE_DIR");
-  return dir != nullptr ? dir : ".";
+std::string TestBinary(const std::string& name) {
+  return BinDir() + "/../tests/" + name;
 }
 
 ScratchDir::ScratchDir() {

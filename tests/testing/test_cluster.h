@@ -20,7 +20,8 @@ namespace cohort::testing {
 // Where the built binaries are ($COHORT_BIN_DIR, set by CTest).
 std::string BinDir();
 std::string Binary(const std::string& name);  // BinDir()/name
-std::string SourceDir();
+// Test-only programs, built beside the test binaries (BinDir()/../tests).
+std::string TestBinary(const std::string& name);
 
 // A fresh directory, removed with its contents on destruction.
 class ScratchDir {

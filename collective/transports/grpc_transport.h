@@ -1,0 +1,71 @@
+#pragma once
+
+// Ranks as processes, over gRPC: each rank serves the Peer service, publishes
+// its address in the group's Store, and opens one stream to every peer.
+// Send queues a frame on the peer's stream and returns; the peer's server
+// files it in its mailbox. A peer process that dies breaks its streams, and
+// every rank waiting on it fails with UNAVAILABLE naming it, at once.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "collective/mailbox.h"
+#include "collective/store.h"
+#include "collective/transport.h"
+#include "rpc/auth.h"
+#include "rpc/security.h"
+#include "rpc/server.h"
+
+namespace cohort::collective {
+
+struct GrpcTransportOptions {
+  std::string group;  // unique per group and epoch, e.g. "job7/epoch2"
+  int rank = 0;
+  int size = 1;
+  std::string listen = "127.0.0.1:0";  // this rank's Peer server
+  rpc::Security security;
+  // Bounds the rendezvous: every rank must have published its address and
+  // connected within it.
+  absl::Duration connect_timeout = absl::Seconds(60);
+};
+
+class PeerSender;
+class PeerService;
+
+// Thread-safe, as Transport requires.
+class GrpcTransport final : public Transport {
+ public:
+  // Serves, publishes, connects to every peer and waits for all of them to
+  // do the same. `store` is used during Create only.
+  static absl::StatusOr<std::unique_ptr<GrpcTransport>> Create(
+      GrpcTransportOptions options, Store& store);
+  ~GrpcTransport() override;
+
+  int rank() const override { return options_.rank; }
+  int size() const override { return options_.size; }
+  std::string Describe(int rank) const override;
+
+  absl::Status Send(int peer, const Envelope& envelope, const void* data,
+                    size_t bytes, absl::Time deadline) override;
+  absl::Status Recv(int peer, const Envelope& envelope, void* data,
+                    size_t bytes, absl::Time deadline) override;
+  // Aborts locally and tells every peer, so that their waits end too.
+  void Abort(const absl::Status& status) override;
+
+ private:
+  explicit GrpcTransport(GrpcTransportOptions options);
+  absl::Status Connect(Store& store);
+
+  const GrpcTransportOptions options_;
+  Mailbox mailbox_;
+  rpc::Authenticator auth_;
+  std::unique_ptr<PeerService> service_;
+  std::unique_ptr<rpc::RpcServer> server_;
+  std::vector<std::string> addresses_;                // by rank
+  std::vector<std::unique_ptr<PeerSender>> senders_;  // by rank; null for self
+};
+
+}  // namespace cohort::collective

@@ -1,0 +1,100 @@
+#include "collective/transports/peer_sender.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/check.h"
+
+namespace cohort::collective {
+
+PeerSender::PeerSender(const std::string& address,
+                       const rpc::Security& security, v1::PeerFrame hello,
+                       std::string peer)
+    : peer_(std::move(peer)),
+      connection_(address, security),
+      stub_(v1::Peer::NewStub(connection_.channel())),
+      // The stream lives as long as the group: no deadline, only Close().
+      context_(connection_.NewContext(absl::InfiniteDuration())) {
+  stub_->async()->Exchange(context_.get(), this);
+  StartRead(&unused_read_);
+  {
+    absl::MutexLock lock(&mu_);
+    queue_.push_back(std::move(hello));
+    WriteNextLocked();
+  }
+  StartCall();
+}
+
+PeerSender::~PeerSender() { Close(absl::Seconds(1)); }
+
+void PeerSender::WriteNextLocked() {
+  if (writing_ || !failed_.ok()) return;
+  if (!queue_.empty()) {
+    writing_ = true;
+    // Deque elements keep their address while others are appended.
+    StartWrite(&queue_.front());
+  } else if (closing_ && !writes_done_) {
+    writes_done_ = true;
+    StartWritesDone();
+  }
+}
+
+absl::Status PeerSender::Enqueue(v1::PeerFrame frame) {
+  absl::MutexLock lock(&mu_);
+  if (!failed_.ok()) return failed_;
+  if (closing_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the stream to ", peer_, " is closing"));
+  }
+  queue_.push_back(std::move(frame));
+  WriteNextLocked();
+  return absl::OkStatus();
+}
+
+void PeerSender::OnWriteDone(bool ok) {
+  absl::MutexLock lock(&mu_);
+  writing_ = false;
+  if (!ok) {
+    if (failed_.ok()) {
+      failed_ = absl::UnavailableError(
+          absl::StrCat(peer_, " is gone: the stream to it broke"));
+    }
+    queue_.clear();
+    return;
+  }
+  queue_.pop_front();
+  WriteNextLocked();
+}
+
+void PeerSender::OnReadDone(bool ok) {
+  // Nothing is expected; a frame would only mean a newer peer. Keep reading
+  // until the stream ends.
+  if (ok) StartRead(&unused_read_);
+}
+
+void PeerSender::OnDone(const grpc::Status& status) {
+  absl::MutexLock lock(&mu_);
+  done_ = true;
+  if (failed_.ok() && !closing_) {
+    failed_ = absl::UnavailableError(absl::StrCat(
+        peer_, " is gone: ",
+        status.ok() ? "it closed the stream" : status.error_message()));
+  }
+}
+
+void PeerSender::Close(absl::Duration grace) {
+  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; };
+  {
+    absl::MutexLock lock(&mu_);
+    if (!closing_) {
+      closing_ = true;
+      WriteNextLocked();
+    }
+    if (mu_.AwaitWithTimeout(absl::Condition(&done), grace)) return;
+  }
+  // The peer did not finish in time. Cancelling makes gRPC call OnDone
+  // promptly; the reactor must not be destroyed before that.
+  context_->TryCancel();
+  absl::MutexLock lock(&mu_);
+  COHORT_CHECK(mu_.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(30)));
+}
+
+}  // namespace cohort::collective

@@ -1,0 +1,58 @@
+#pragma once
+
+// The sending side of GrpcTransport: one client stream to one peer. Frames
+// are queued and written one at a time by gRPC's callback API, so a sender
+// never blocks on its peer.
+
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cohort/v1/peer.grpc.pb.h"
+#include "rpc/channel.h"
+
+namespace cohort::collective {
+
+// Thread-safe. Close() before destruction (the destructor does it).
+class PeerSender final
+    : public grpc::ClientBidiReactor<v1::PeerFrame, v1::PeerFrame> {
+ public:
+  // Opens the stream to `address` and queues `hello` as its first frame.
+  // `peer` names the peer in errors: "rank 1 (127.0.0.1:4001)".
+  PeerSender(const std::string& address, const rpc::Security& security,
+             v1::PeerFrame hello, std::string peer);
+  ~PeerSender() override;
+
+  // Queues a frame; UNAVAILABLE naming the peer once the stream failed.
+  absl::Status Enqueue(v1::PeerFrame frame);
+  // Half-closes once the queue drains and waits up to `grace` for the
+  // stream to end, then cancels it. Idempotent.
+  void Close(absl::Duration grace);
+
+  void OnWriteDone(bool ok) override;
+  void OnReadDone(bool ok) override;
+  void OnDone(const grpc::Status& status) override;
+
+ private:
+  void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string peer_;
+  rpc::Connection connection_;
+  std::unique_ptr<v1::Peer::Stub> stub_;
+  std::unique_ptr<grpc::ClientContext> context_;
+  v1::PeerFrame unused_read_;  // the peer never writes back
+
+  absl::Mutex mu_;
+  std::deque<v1::PeerFrame> queue_ ABSL_GUARDED_BY(mu_);  // front: in flight
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool writes_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status failed_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace cohort::collective

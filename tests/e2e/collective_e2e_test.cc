@@ -1,0 +1,137 @@
+// Collectives across rank processes over gRPC, with the real coordinator's
+// store for rendezvous: correctness, a rank killed mid-all-reduce, and
+// mismatched calls.
+
+#include <signal.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "common/host_info.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/test_cluster.h"
+
+namespace cohort::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A coordinator that only serves the store: no tasks to launch.
+absl::StatusOr<std::unique_ptr<CoordinatorProcess>> StartStore(
+    const ScratchDir& dir) {
+  const std::string spec = dir.Write(
+      "store.json", absl::StrCat(R"({"cluster": {"worker": ["127.0.0.1:)",
+                                 *PickUnusedPort(), R"("]}})"));
+  return CoordinatorProcess::Start(
+      dir, {absl::StrCat("--cluster_spec=", spec), "--launch=none"});
+}
+
+struct Rank {
+  Subprocess process;
+  std::string output_file;
+  std::string Output() const { return ReadFile(output_file).value_or(""); }
+};
+
+std::vector<Rank> StartRanks(const ScratchDir& dir, const std::string& store,
+                             const std::string& group, int size,
+                             const std::vector<std::string>& flags) {
+  std::vector<Rank> ranks;
+  for (int r = 0; r < size; ++r) {
+    std::vector<std::string> argv = {
+        TestBinary("collective_rank"), absl::StrCat("--store=", store),
+        absl::StrCat("--group=", group), absl::StrCat("--rank=", r),
+        absl::StrCat("--size=", size)};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const std::string out =
+        absl::StrCat(dir.path(), "/", group, "-rank", r, ".log");
+    absl::StatusOr<Subprocess> process =
+        Subprocess::Spawn({.argv = argv, .output_file = out});
+    EXPECT_TRUE(process.ok()) << process.status();
+    if (process.ok()) ranks.push_back({*std::move(process), out});
+  }
+  return ranks;
+}
+
+void StopAll(std::vector<Rank>& ranks) {
+  for (Rank& rank : ranks) rank.process.Stop(absl::Seconds(2));
+}
+
+class CollectiveE2eTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(CollectiveE2eTest, EveryCollectiveMatchesTheReferenceOverGrpc) {
+  const int size = GetParam();
+  ScratchDir dir;
+  auto store = StartStore(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::vector<Rank> ranks =
+      StartRanks(dir, (*store)->address(), "check", size, {"--mode=check"});
+  ASSERT_EQ(ranks.size(), size);
+  for (Rank& rank : ranks) {
+    std::optional<ExitStatus> exit = rank.process.Wait(absl::Seconds(100));
+    ASSERT_TRUE(exit.has_value()) << "rank still running";
+    EXPECT_TRUE(exit->exited() && exit->exit_code() == 0) << rank.Output();
+    EXPECT_THAT(rank.Output(), HasSubstr("OK rank"));
+  }
+  StopAll(ranks);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CollectiveE2eTest, ::testing::Values(2, 4));
+
+TEST(CollectiveFailureE2eTest,
+     KilledRankIsNamedByEverySurvivorWithinTwoSeconds) {
+  ScratchDir dir;
+  auto store = StartStore(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const int size = 3;
+  // 64 MiB all-reduces, back to back, until something breaks.
+  std::vector<Rank> ranks =
+      StartRanks(dir, (*store)->address(), "kill", size,
+                 {"--mode=loop", absl::StrCat("--count=", (64 << 20) / 4),
+                  "--iterations=1000000",
+                  absl::StrCat("--progress_file=", dir.path(), "/progress")});
+  ASSERT_EQ(ranks.size(), size);
+  // Kill rank 1 once the group is in the middle of its work.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return std::atoi(
+                   ReadFile(dir.path() + "/progress").value_or("0").c_str()) >=
+               1;
+      },
+      absl::Seconds(60)))
+      << ranks[0].Output();
+  ranks[1].process.Signal(SIGKILL);
+  const absl::Time killed = absl::Now();
+  for (int r : {0, 2}) {
+    std::optional<ExitStatus> exit = ranks[r].process.Wait(absl::Seconds(2));
+    ASSERT_TRUE(exit.has_value())
+        << "rank " << r << " hangs after its peer died";
+    EXPECT_LE(absl::Now() - killed, absl::Seconds(2));
+    EXPECT_EQ(exit->exit_code(), 1);
+    const std::string output = ranks[r].Output();
+    EXPECT_THAT(output, HasSubstr("ERROR UNAVAILABLE"));
+    EXPECT_THAT(output, HasSubstr("rank 1 (127.0.0.1:"));
+    EXPECT_THAT(output, HasSubstr("is gone"));
+  }
+  StopAll(ranks);
+}
+
+TEST(CollectiveFailureE2eTest, MismatchedCollectivesFailOnBothRanksNamingBoth) {
+  ScratchDir dir;
+  auto store = StartStore(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::vector<Rank> ranks = StartRanks(dir, (*store)->address(), "mismatch", 2,
+                                       {"--mode=mismatch", "--timeout=20s"});
+  ASSERT_EQ(ranks.size(), 2);
+  for (Rank& rank : ranks) {
+    std::optional<ExitStatus> exit = rank.process.Wait(absl::Seconds(15));
+    ASSERT_TRUE(exit.has_value());
+    const std::string output = rank.Output();
+    EXPECT_THAT(output, HasSubstr("ERROR FAILED_PRECONDITION"));
+    EXPECT_THAT(output, HasSubstr("allreduce float32 sum 1000"));
+    EXPECT_THAT(output, HasSubstr("allgather float32 10"));
+  }
+  StopAll(ranks);
+}
+
+}  // namespace
+}  // namespace cohort::testing
