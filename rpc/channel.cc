@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "rpc/auth.h"
 #include "rpc/limits.h"
+#include "rpc/tuning.h"
 #include "rpc/status_conversion.h"
 
 namespace cohort::rpc {
@@ -19,6 +20,7 @@ Connection::Connection(std::string address, Security security)
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  ApplyTransportTuning(args);
   channel_ =
       grpc::CreateCustomChannel(address_, security_.ChannelCredentials(), args);
 }

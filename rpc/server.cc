@@ -9,6 +9,7 @@
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "rpc/limits.h"
+#include "rpc/tuning.h"
 
 namespace cohort::rpc {
 
@@ -36,6 +37,7 @@ absl::Status RpcServer::Start() {
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   // Without SO_REUSEPORT two daemons could silently share one port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  ApplyTransportTuning(builder);
   for (grpc::Service* service : services_) builder.RegisterService(service);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || bound_port == 0) {
