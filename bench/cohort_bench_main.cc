@@ -39,6 +39,7 @@ ABSL_FLAG(std::string, store, "",
 ABSL_FLAG(int, rank, -1, "Internal: run as this rank of a group.");
 ABSL_FLAG(std::string, group, "bench", "Internal: the group name.");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(120), "Per collective.");
+ABSL_FLAG(int64_t, chunk_bytes, 1 << 20, "Pipelining unit of large transfers.");
 
 namespace cohort::bench {
 namespace {
@@ -130,8 +131,10 @@ int RunRank(Collective collective, const std::vector<size_t>& sizes) {
     std::cerr << "cohort-bench rank " << rank << ": " << transport.status() << "\n";
     return 1;
   }
-  collective::AlgorithmicCommunicator comm(*std::move(transport),
-                                           {.timeout = absl::GetFlag(FLAGS_timeout)});
+  collective::AlgorithmicCommunicator comm(
+      *std::move(transport),
+      {.timeout = absl::GetFlag(FLAGS_timeout),
+       .chunk_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_chunk_bytes))});
   absl::StatusOr<std::vector<BenchRow>> rows = RunBenchmark(
       comm, {.collective = collective, .sizes = sizes,
              .min_time = absl::GetFlag(FLAGS_min_time)});
@@ -168,7 +171,8 @@ int Launch(const std::string& command) {
                   absl::StrCat("--format=", absl::GetFlag(FLAGS_format)),
                   absl::StrCat("--label=", absl::GetFlag(FLAGS_label)),
                   absl::StrCat("--min_time=", absl::FormatDuration(absl::GetFlag(FLAGS_min_time))),
-                  absl::StrCat("--timeout=", absl::FormatDuration(absl::GetFlag(FLAGS_timeout)))};
+                  absl::StrCat("--timeout=", absl::FormatDuration(absl::GetFlag(FLAGS_timeout))),
+                  absl::StrCat("--chunk_bytes=", absl::GetFlag(FLAGS_chunk_bytes))};
     absl::StatusOr<Subprocess> child = Subprocess::Spawn(spawn);
     if (!child.ok()) {
       std::cerr << "cohort-bench: " << child.status() << "\n";

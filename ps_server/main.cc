@@ -1,9 +1,6 @@
 // cohort-ps: one per ps task. Registers with the coordinator, heartbeats,
 // and serves its variable shard.
 
-#include "common/flags.h"
-#include "common/logging.h"
-#include "common/signals.h"
 #include "ps_server/ps_service.h"
 #include "rpc/task_runtime.h"
 
@@ -22,17 +19,9 @@ constexpr char kUsage[] =
 
 int main(int argc, char** argv) {
   using namespace cohort;
-  BlockTerminationSignals();
-  ParseDaemonCommandLine(argc, argv, kUsage);
-  absl::StatusOr<rpc::TaskConfig> config =
-      rpc::TaskConfigFromFlags({std::string(kPs)});
-  if (!config.ok()) ExitWithConfigError(config.status());
-  if (absl::Status logging =
-          InitLogging("ps", config->task.ToString(), config->daemon.log_level);
-      !logging.ok()) {
-    ExitWithConfigError(logging);
-  }
-  rpc::TaskRuntime runtime("ps", *std::move(config));
+  rpc::TaskConfig config =
+      rpc::InitTaskDaemon(argc, argv, "ps", kUsage, {std::string(kPs)});
+  rpc::TaskRuntime runtime("ps", std::move(config));
   ps::PsService service(&runtime);
   return runtime.Run({&service}, [&service] { return service.Report(); });
 }

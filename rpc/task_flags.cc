@@ -4,6 +4,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/cluster_resolver.h"
+#include "common/flags.h"
+#include "common/logging.h"
+#include "common/signals.h"
 #include "common/status_macros.h"
 #include "rpc/task_runtime.h"
 
@@ -91,6 +94,21 @@ absl::StatusOr<TaskConfig> TaskConfigFromFlags(
     return absl::InvalidArgumentError("--heartbeat_interval must be positive");
   }
   return config;
+}
+
+TaskConfig InitTaskDaemon(int argc, char** argv, absl::string_view daemon,
+                          absl::string_view usage,
+                          const std::vector<std::string>& allowed_types) {
+  BlockTerminationSignals();
+  ParseDaemonCommandLine(argc, argv, usage);
+  absl::StatusOr<TaskConfig> config = TaskConfigFromFlags(allowed_types);
+  if (!config.ok()) ExitWithConfigError(config.status());
+  if (absl::Status logging =
+          InitLogging(daemon, config->task.ToString(), config->daemon.log_level);
+      !logging.ok()) {
+    ExitWithConfigError(logging);
+  }
+  return *std::move(config);
 }
 
 }  // namespace cohort::rpc

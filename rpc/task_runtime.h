@@ -35,6 +35,13 @@ struct TaskConfig {
 absl::StatusOr<TaskConfig> TaskConfigFromFlags(
     const std::vector<std::string>& allowed_types);
 
+// The start of a task daemon's main(): blocks termination signals, parses
+// the flags, reads the config and sets up logging as "<daemon> <task>".
+// Exits with code 2 and one line on any configuration error.
+TaskConfig InitTaskDaemon(int argc, char** argv, absl::string_view daemon,
+                          absl::string_view usage,
+                          const std::vector<std::string>& allowed_types);
+
 // Owns the task's server and session while Run() runs. The accessors are
 // thread-safe.
 class TaskRuntime {

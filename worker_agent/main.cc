@@ -3,8 +3,6 @@
 
 #include "absl/flags/flag.h"
 #include "common/flags.h"
-#include "common/logging.h"
-#include "common/signals.h"
 #include "rpc/task_runtime.h"
 #include "spdlog/spdlog.h"
 #include "worker_agent/agent_service.h"
@@ -28,25 +26,17 @@ constexpr char kUsage[] =
 
 int main(int argc, char** argv) {
   using namespace cohort;
-  BlockTerminationSignals();
-  ParseDaemonCommandLine(argc, argv, kUsage);
-  absl::StatusOr<rpc::TaskConfig> config =
-      rpc::TaskConfigFromFlags({std::string(kWorker), std::string(kChief)});
-  if (!config.ok()) ExitWithConfigError(config.status());
+  rpc::TaskConfig config = rpc::InitTaskDaemon(
+      argc, argv, "agent", kUsage, {std::string(kWorker), std::string(kChief)});
   const int cpu_devices = absl::GetFlag(FLAGS_cpu_devices);
   if (cpu_devices < 1) {
     ExitWithConfigError(
         absl::InvalidArgumentError("--cpu_devices must be at least 1"));
   }
-  if (absl::Status logging = InitLogging("agent", config->task.ToString(),
-                                         config->daemon.log_level);
-      !logging.ok()) {
-    ExitWithConfigError(logging);
-  }
   agent::DiscoveredDevices devices = agent::DiscoverDevices(cpu_devices);
   spdlog::info("devices: {}", devices.note);
 
-  rpc::TaskRuntime runtime("agent", *std::move(config));
+  rpc::TaskRuntime runtime("agent", std::move(config));
   agent::AgentService service(&runtime, std::move(devices.devices));
   return runtime.Run({&service}, [&service] { return service.Report(); });
 }

@@ -25,31 +25,33 @@ namespace {
 int Mod(int value, int n) { return ((value % n) + n) % n; }
 
 // Sends `send_bytes` from `send` to next and receives `recv_bytes` into
-// `recv` from prev, chunk by chunk, calling `on_chunk(offset, length)` after
-// each received chunk so that reduction overlaps the transfer of the next.
-// Chunks hold whole elements of `element` bytes.
+// `recv` from prev, in chunks of whole elements (`element` bytes), calling
+// `on_chunk(offset, length)` after each received chunk. Every chunk is
+// queued before the first receive (Send does not wait for the peer), so the
+// transport streams them while this thread receives and reduces.
 template <typename OnChunk>
 absl::Status ExchangeChunks(const OpContext& ctx, uint32_t step, size_t element,
                             const char* send, size_t send_bytes, char* recv,
                             size_t recv_bytes, OnChunk on_chunk) {
   const size_t chunk = std::max<size_t>(ctx.chunk_bytes / element, 1) * element;
-  const size_t chunks = std::max(send_bytes, recv_bytes) / chunk + 1;
-  for (size_t c = 0; c < chunks; ++c) {
-    const size_t send_at = std::min(c * chunk, send_bytes);
-    const size_t send_len = std::min(chunk, send_bytes - send_at);
-    const size_t recv_at = std::min(c * chunk, recv_bytes);
-    const size_t recv_len = std::min(chunk, recv_bytes - recv_at);
-    if (send_len > 0 || c == 0) {
-      absl::Status sent = ctx.Send(ctx.next(), step, static_cast<uint32_t>(c),
-                                   send + send_at, send_len);
-      if (!sent.ok()) return sent;
-    }
-    if (recv_len > 0 || c == 0) {
-      absl::Status received = ctx.Recv(
-          ctx.prev(), step, static_cast<uint32_t>(c), recv + recv_at, recv_len);
-      if (!received.ok()) return received;
-      on_chunk(recv_at, recv_len);
-    }
+  // At least one (possibly empty) message each way, so that even an empty
+  // segment carries the signature for mismatch detection.
+  const size_t send_chunks = std::max<size_t>((send_bytes + chunk - 1) / chunk, 1);
+  const size_t recv_chunks = std::max<size_t>((recv_bytes + chunk - 1) / chunk, 1);
+  for (size_t c = 0; c < send_chunks; ++c) {
+    const size_t at = c * chunk;
+    const size_t len = std::min(chunk, send_bytes - std::min(at, send_bytes));
+    absl::Status sent =
+        ctx.Send(ctx.next(), step, static_cast<uint32_t>(c), send + at, len);
+    if (!sent.ok()) return sent;
+  }
+  for (size_t c = 0; c < recv_chunks; ++c) {
+    const size_t at = c * chunk;
+    const size_t len = std::min(chunk, recv_bytes - std::min(at, recv_bytes));
+    absl::Status received =
+        ctx.Recv(ctx.prev(), step, static_cast<uint32_t>(c), recv + at, len);
+    if (!received.ok()) return received;
+    on_chunk(at, len);
   }
   return absl::OkStatus();
 }
