@@ -30,7 +30,8 @@
 ABSL_FLAG(int, ranks, 2, "Rank processes to start on loopback.");
 ABSL_FLAG(std::string, sizes, "4K,64K,1M,16M,64M",
           "Bytes per rank, comma-separated; K, M, G are powers of 1024.");
-ABSL_FLAG(std::string, format, "table", "table, or csv (the peers' RESULT lines).");
+ABSL_FLAG(std::string, format, "table",
+          "table, or csv (the peers' RESULT lines).");
 ABSL_FLAG(std::string, label, "cohort", "csv: the label column.");
 ABSL_FLAG(absl::Duration, min_time, absl::Milliseconds(1500),
           "Length of each timed loop.");
@@ -83,34 +84,39 @@ absl::StatusOr<Collective> ParseCollective(const std::string& name) {
 }
 
 std::string Size(size_t bytes) {
-  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return absl::StrCat(bytes >> 20, "M");
-  if (bytes >= (1u << 10) && bytes % (1u << 10) == 0) return absl::StrCat(bytes >> 10, "K");
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
+    return absl::StrCat(bytes >> 20, "M");
+  if (bytes >= (1u << 10) && bytes % (1u << 10) == 0)
+    return absl::StrCat(bytes >> 10, "K");
   return absl::StrCat(bytes);
 }
 
-void Print(const std::vector<BenchRow>& rows, Collective collective, int ranks) {
+void Print(const std::vector<BenchRow>& rows, Collective collective,
+           int ranks) {
   if (absl::GetFlag(FLAGS_format) == "csv") {
     for (const BenchRow& row : rows) {
-      std::cout << absl::StrFormat("RESULT,%s,%d,%d,%d,%.2f,%.2f,%.2f,%.4f,%.4f,%s\n",
-                                   absl::GetFlag(FLAGS_label), ranks, row.bytes,
-                                   row.iterations, row.median_us, row.mean_us,
-                                   row.min_us, row.algbw_gbps, row.busbw_gbps,
-                                   row.ok ? "OK" : "FAIL");
+      std::cout << absl::StrFormat(
+          "RESULT,%s,%d,%d,%d,%.2f,%.2f,%.2f,%.4f,%.4f,%s\n",
+          absl::GetFlag(FLAGS_label), ranks, row.bytes, row.iterations,
+          row.median_us, row.mean_us, row.min_us, row.algbw_gbps,
+          row.busbw_gbps, row.ok ? "OK" : "FAIL");
     }
     return;
   }
-  std::cout << absl::StrFormat("# cohort-bench %s: %d ranks over gRPC on loopback, "
-                               "float32%s\n", CollectiveName(collective), ranks,
-                               collective == Collective::kAllReduce ? " sum" : "");
-  std::cout << absl::StrFormat("%10s %12s %7s %6s %12s %10s %10s %6s %6s\n", "size",
-                               "count", "type", "redop", "time(us)", "algbw",
-                               "busbw", "iters", "check");
+  std::cout << absl::StrFormat(
+      "# cohort-bench %s: %d ranks over gRPC on loopback, "
+      "float32%s\n",
+      CollectiveName(collective), ranks,
+      collective == Collective::kAllReduce ? " sum" : "");
+  std::cout << absl::StrFormat("%10s %12s %7s %6s %12s %10s %10s %6s %6s\n",
+                               "size", "count", "type", "redop", "time(us)",
+                               "algbw", "busbw", "iters", "check");
   for (const BenchRow& row : rows) {
     std::cout << absl::StrFormat(
         "%10s %12d %7s %6s %12.1f %10.3f %10.3f %6d %6s\n", Size(row.bytes),
-        row.bytes / 4, "float", collective == Collective::kAllReduce ? "sum" : "-",
-        row.median_us, row.algbw_gbps, row.busbw_gbps, row.iterations,
-        row.ok ? "OK" : "FAIL");
+        row.bytes / 4, "float",
+        collective == Collective::kAllReduce ? "sum" : "-", row.median_us,
+        row.algbw_gbps, row.busbw_gbps, row.iterations, row.ok ? "OK" : "FAIL");
   }
   std::cout << "# algbw, busbw in GB/s (1e9 B/s); time is the median over "
                "iterations of the slowest rank\n";
@@ -128,16 +134,18 @@ int RunRank(Collective collective, const std::vector<size_t>& sizes) {
                                          .connect_timeout = absl::Seconds(60)},
                                         store);
   if (!transport.ok()) {
-    std::cerr << "cohort-bench rank " << rank << ": " << transport.status() << "\n";
+    std::cerr << "cohort-bench rank " << rank << ": " << transport.status()
+              << "\n";
     return 1;
   }
   collective::AlgorithmicCommunicator comm(
       *std::move(transport),
       {.timeout = absl::GetFlag(FLAGS_timeout),
        .chunk_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_chunk_bytes))});
-  absl::StatusOr<std::vector<BenchRow>> rows = RunBenchmark(
-      comm, {.collective = collective, .sizes = sizes,
-             .min_time = absl::GetFlag(FLAGS_min_time)});
+  absl::StatusOr<std::vector<BenchRow>> rows =
+      RunBenchmark(comm, {.collective = collective,
+                          .sizes = sizes,
+                          .min_time = absl::GetFlag(FLAGS_min_time)});
   if (!rows.ok()) {
     std::cerr << "cohort-bench rank " << rank << ": " << rows.status() << "\n";
     return 1;
@@ -164,15 +172,20 @@ int Launch(const std::string& command) {
   std::vector<Subprocess> children;
   for (int r = 0; r < ranks; ++r) {
     SpawnOptions spawn;
-    spawn.argv = {ExecutableDirectory() + "/cohort-bench", command,
-                  absl::StrCat("--rank=", r), absl::StrCat("--ranks=", ranks),
-                  absl::StrCat("--store=", server.address()),
-                  absl::StrCat("--sizes=", absl::GetFlag(FLAGS_sizes)),
-                  absl::StrCat("--format=", absl::GetFlag(FLAGS_format)),
-                  absl::StrCat("--label=", absl::GetFlag(FLAGS_label)),
-                  absl::StrCat("--min_time=", absl::FormatDuration(absl::GetFlag(FLAGS_min_time))),
-                  absl::StrCat("--timeout=", absl::FormatDuration(absl::GetFlag(FLAGS_timeout))),
-                  absl::StrCat("--chunk_bytes=", absl::GetFlag(FLAGS_chunk_bytes))};
+    spawn.argv = {
+        ExecutableDirectory() + "/cohort-bench",
+        command,
+        absl::StrCat("--rank=", r),
+        absl::StrCat("--ranks=", ranks),
+        absl::StrCat("--store=", server.address()),
+        absl::StrCat("--sizes=", absl::GetFlag(FLAGS_sizes)),
+        absl::StrCat("--format=", absl::GetFlag(FLAGS_format)),
+        absl::StrCat("--label=", absl::GetFlag(FLAGS_label)),
+        absl::StrCat("--min_time=",
+                     absl::FormatDuration(absl::GetFlag(FLAGS_min_time))),
+        absl::StrCat("--timeout=",
+                     absl::FormatDuration(absl::GetFlag(FLAGS_timeout))),
+        absl::StrCat("--chunk_bytes=", absl::GetFlag(FLAGS_chunk_bytes))};
     absl::StatusOr<Subprocess> child = Subprocess::Spawn(spawn);
     if (!child.ok()) {
       std::cerr << "cohort-bench: " << child.status() << "\n";
@@ -184,15 +197,18 @@ int Launch(const std::string& command) {
   // Every rank ends on its own (each collective has a deadline); the bound
   // here covers a rank that never joins.
   int failures = 0;
-  const absl::Duration bound = absl::GetFlag(FLAGS_timeout) * 2 + absl::Minutes(10);
+  const absl::Duration bound =
+      absl::GetFlag(FLAGS_timeout) * 2 + absl::Minutes(10);
   for (int r = 0; r < ranks; ++r) {
     std::optional<ExitStatus> exit = children[r].Wait(bound);
     if (!exit.has_value()) {
-      std::cerr << "cohort-bench: rank " << r << " did not finish; stopping it\n";
+      std::cerr << "cohort-bench: rank " << r
+                << " did not finish; stopping it\n";
       children[r].Stop(absl::Seconds(2));
       ++failures;
     } else if (!exit->exited() || exit->exit_code() != 0) {
-      std::cerr << "cohort-bench: rank " << r << " " << exit->ToString() << "\n";
+      std::cerr << "cohort-bench: rank " << r << " " << exit->ToString()
+                << "\n";
       ++failures;
     }
   }
@@ -209,10 +225,12 @@ int Main(int argc, char** argv) {
   }
   absl::StatusOr<Collective> collective = ParseCollective(args[0]);
   if (!collective.ok()) ExitWithConfigError(collective.status());
-  absl::StatusOr<std::vector<size_t>> sizes = ParseSizes(absl::GetFlag(FLAGS_sizes));
+  absl::StatusOr<std::vector<size_t>> sizes =
+      ParseSizes(absl::GetFlag(FLAGS_sizes));
   if (!sizes.ok()) ExitWithConfigError(sizes.status());
   if (absl::GetFlag(FLAGS_ranks) < 1) {
-    ExitWithConfigError(absl::InvalidArgumentError("--ranks must be at least 1"));
+    ExitWithConfigError(
+        absl::InvalidArgumentError("--ranks must be at least 1"));
   }
   if (absl::GetFlag(FLAGS_rank) >= 0) return RunRank(*collective, *sizes);
   return Launch(args[0]);

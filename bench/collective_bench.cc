@@ -29,18 +29,23 @@ double BusFactor(Collective collective, int n) {
 class Op {
  public:
   Op(collective::Communicator& comm, Collective collective, size_t count)
-      : comm_(comm), collective_(collective), count_(count),
-        data_(collective == Collective::kAllGather ? count * comm.size() : count),
+      : comm_(comm),
+        collective_(collective),
+        count_(count),
+        data_(collective == Collective::kAllGather ? count * comm.size()
+                                                   : count),
         input_(count) {}
 
   absl::Status Run() {
     switch (collective_) {
       case Collective::kAllReduce:
-        return comm_.AllReduce(data_.data(), count_, DType::kFloat32, ReduceOp::kSum);
+        return comm_.AllReduce(data_.data(), count_, DType::kFloat32,
+                               ReduceOp::kSum);
       case Collective::kBroadcast:
         return comm_.Broadcast(data_.data(), count_, DType::kFloat32, 0);
       case Collective::kAllGather:
-        return comm_.AllGather(input_.data(), data_.data(), count_, DType::kFloat32);
+        return comm_.AllGather(input_.data(), data_.data(), count_,
+                               DType::kFloat32);
     }
     return absl::OkStatus();
   }
@@ -51,7 +56,8 @@ class Op {
     const int n = comm_.size();
     const int r = comm_.rank();
     for (size_t i = 0; i < count_; ++i) {
-      input_[i] = data_[i] = static_cast<float>(r + 1) + 0.5f * static_cast<float>(i % 13);
+      input_[i] = data_[i] =
+          static_cast<float>(r + 1) + 0.5f * static_cast<float>(i % 13);
     }
     absl::Status status = Run();
     if (!status.ok()) return status;
@@ -79,7 +85,8 @@ class Op {
   }
 
   bool AllZero() const {
-    return std::all_of(data_.begin(), data_.end(), [](float x) { return x == 0.0f; });
+    return std::all_of(data_.begin(), data_.end(),
+                       [](float x) { return x == 0.0f; });
   }
 
  private:
@@ -91,8 +98,10 @@ class Op {
 };
 
 // The maximum over ranks of each rank's values (an all-reduce MAX).
-absl::Status MaxOverRanks(collective::Communicator& comm, std::vector<double>& values) {
-  return comm.AllReduce(values.data(), values.size(), DType::kFloat64, ReduceOp::kMax);
+absl::Status MaxOverRanks(collective::Communicator& comm,
+                          std::vector<double>& values) {
+  return comm.AllReduce(values.data(), values.size(), DType::kFloat64,
+                        ReduceOp::kMax);
 }
 
 absl::StatusOr<BenchRow> RunSize(collective::Communicator& comm,
@@ -113,9 +122,10 @@ absl::StatusOr<BenchRow> RunSize(collective::Communicator& comm,
   std::vector<double> per_iteration = {
       absl::ToDoubleSeconds(absl::Now() - warm_start) / warmup};
   if (absl::Status s = MaxOverRanks(comm, per_iteration); !s.ok()) return s;
-  const int iterations = std::clamp(
-      static_cast<int>(absl::ToDoubleSeconds(options.min_time) / per_iteration[0]),
-      options.min_iterations, options.max_iterations);
+  const int iterations =
+      std::clamp(static_cast<int>(absl::ToDoubleSeconds(options.min_time) /
+                                  per_iteration[0]),
+                 options.min_iterations, options.max_iterations);
 
   std::vector<double> times(static_cast<size_t>(iterations));
   for (int i = 0; i < iterations; ++i) {
@@ -131,7 +141,8 @@ absl::StatusOr<BenchRow> RunSize(collective::Communicator& comm,
   row.median_us = sorted[sorted.size() / 2];
   row.mean_us = std::accumulate(times.begin(), times.end(), 0.0) / times.size();
   row.min_us = sorted.front();
-  row.algbw_gbps = static_cast<double>(row.bytes) / (row.median_us * 1e-6) / 1e9;
+  row.algbw_gbps =
+      static_cast<double>(row.bytes) / (row.median_us * 1e-6) / 1e9;
   row.busbw_gbps = row.algbw_gbps * BusFactor(options.collective, comm.size());
   // Correct on every rank, before and after the timed loop.
   std::vector<double> ok = {*checked && op.AllZero() ? 0.0 : 1.0};
@@ -144,15 +155,18 @@ absl::StatusOr<BenchRow> RunSize(collective::Communicator& comm,
 
 absl::string_view CollectiveName(Collective collective) {
   switch (collective) {
-    case Collective::kAllReduce: return "allreduce";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kAllGather: return "allgather";
+    case Collective::kAllReduce:
+      return "allreduce";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kAllGather:
+      return "allgather";
   }
   return "unknown";
 }
 
-absl::StatusOr<std::vector<BenchRow>> RunBenchmark(collective::Communicator& comm,
-                                                   const BenchOptions& options) {
+absl::StatusOr<std::vector<BenchRow>> RunBenchmark(
+    collective::Communicator& comm, const BenchOptions& options) {
   std::vector<BenchRow> rows;
   for (size_t bytes : options.sizes) {
     absl::StatusOr<BenchRow> row = RunSize(comm, options, bytes);

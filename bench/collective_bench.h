@@ -34,8 +34,8 @@ struct BenchRow {
 };
 
 // Runs every size on this rank; every rank returns the same rows.
-absl::StatusOr<std::vector<BenchRow>> RunBenchmark(collective::Communicator& comm,
-                                                   const BenchOptions& options);
+absl::StatusOr<std::vector<BenchRow>> RunBenchmark(
+    collective::Communicator& comm, const BenchOptions& options);
 
 absl::string_view CollectiveName(Collective collective);
 

@@ -103,8 +103,8 @@ TaskConfig InitTaskDaemon(int argc, char** argv, absl::string_view daemon,
   ParseDaemonCommandLine(argc, argv, usage);
   absl::StatusOr<TaskConfig> config = TaskConfigFromFlags(allowed_types);
   if (!config.ok()) ExitWithConfigError(config.status());
-  if (absl::Status logging =
-          InitLogging(daemon, config->task.ToString(), config->daemon.log_level);
+  if (absl::Status logging = InitLogging(daemon, config->task.ToString(),
+                                         config->daemon.log_level);
       !logging.ok()) {
     ExitWithConfigError(logging);
   }

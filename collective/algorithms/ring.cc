@@ -36,8 +36,10 @@ absl::Status ExchangeChunks(const OpContext& ctx, uint32_t step, size_t element,
   const size_t chunk = std::max<size_t>(ctx.chunk_bytes / element, 1) * element;
   // At least one (possibly empty) message each way, so that even an empty
   // segment carries the signature for mismatch detection.
-  const size_t send_chunks = std::max<size_t>((send_bytes + chunk - 1) / chunk, 1);
-  const size_t recv_chunks = std::max<size_t>((recv_bytes + chunk - 1) / chunk, 1);
+  const size_t send_chunks =
+      std::max<size_t>((send_bytes + chunk - 1) / chunk, 1);
+  const size_t recv_chunks =
+      std::max<size_t>((recv_bytes + chunk - 1) / chunk, 1);
   for (size_t c = 0; c < send_chunks; ++c) {
     const size_t at = c * chunk;
     const size_t len = std::min(chunk, send_bytes - std::min(at, send_bytes));
