@@ -1,0 +1,54 @@
+#pragma once
+
+// Two-level collectives for ranks grouped in nodes (agents): reduce inside
+// the node, run the cross-node collective among one leader per node, then
+// broadcast inside the node. The cheap local links carry most of the
+// traffic and the expensive ones carry one copy per node, not per rank.
+//
+// Global rank = node * local_size + local_rank, with the same local_size on
+// every node; the leader of a node is its local rank 0.
+
+#include <memory>
+
+#include "collective/communicator.h"
+
+namespace cohort::collective {
+
+// Owns both communicators. Operations from one thread at a time (per rank);
+// Abort from any.
+class HierarchicalCommunicator final : public Communicator {
+ public:
+  // `local` spans this node's ranks; `cross` spans the nodes' leaders and is
+  // null on ranks that are not their node's leader.
+  HierarchicalCommunicator(std::unique_ptr<Communicator> local,
+                           std::unique_ptr<Communicator> cross, int num_nodes,
+                           int node);
+
+  int rank() const override;
+  int size() const override;
+
+  absl::Status AllReduce(void* data, size_t count, DType dtype,
+                         ReduceOp op) override;
+  absl::Status Broadcast(void* data, size_t count, DType dtype,
+                         int root) override;
+  absl::Status AllGather(const void* input, void* output, size_t count,
+                         DType dtype) override;
+  absl::Status ReduceScatter(const void* input, void* output, size_t count,
+                             DType dtype, ReduceOp op) override;
+  absl::Status Barrier() override;
+  void Abort(const absl::Status& status) override;
+
+ private:
+  bool leader() const { return cross_ != nullptr; }
+  // Runs one operation; a failure at either level aborts both, so that no
+  // rank of either group waits for this one.
+  template <typename Fn>
+  absl::Status Run(Fn fn);
+
+  const std::unique_ptr<Communicator> local_;
+  const std::unique_ptr<Communicator> cross_;
+  const int num_nodes_;
+  const int node_;
+};
+
+}  // namespace cohort::collective
