@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "collective/algorithms/chain_broadcast.h"
+#include "collective/algorithms/dissemination_barrier.h"
 #include "collective/algorithms/ring.h"
 #include "collective/reduce.h"
 

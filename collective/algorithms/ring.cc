@@ -7,19 +7,6 @@
 
 namespace cohort::collective {
 
-Segments::Segments(size_t count, int parts)
-    : base_(count / static_cast<size_t>(parts)),
-      extra_(count % static_cast<size_t>(parts)) {}
-
-size_t Segments::offset(int i) const {
-  const size_t index = static_cast<size_t>(i);
-  return index * base_ + std::min(index, extra_);
-}
-
-size_t Segments::length(int i) const {
-  return base_ + (static_cast<size_t>(i) < extra_ ? 1 : 0);
-}
-
 namespace {
 
 int Mod(int value, int n) { return ((value % n) + n) % n; }
@@ -101,48 +88,6 @@ absl::Status RingAllGather(const OpContext& ctx, char* data,
         segments.length(send_segment) * element,
         data + segments.offset(recv_segment) * element,
         segments.length(recv_segment) * element, [](size_t, size_t) {});
-    if (!status.ok()) return status;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ChainBroadcast(const OpContext& ctx, char* data, size_t bytes,
-                            int root) {
-  const int n = ctx.size();
-  const int position = Mod(ctx.rank() - root, n);
-  const bool receives = position != 0;
-  const bool forwards = position != n - 1;
-  const size_t chunk = std::max<size_t>(ctx.chunk_bytes, 1);
-  const size_t chunks = bytes / chunk + 1;
-  for (size_t c = 0; c < chunks; ++c) {
-    const size_t at = std::min(c * chunk, bytes);
-    const size_t len = std::min(chunk, bytes - at);
-    if (len == 0 && c > 0) break;
-    if (receives) {
-      absl::Status status =
-          ctx.Recv(ctx.prev(), 0, static_cast<uint32_t>(c), data + at, len);
-      if (!status.ok()) return status;
-    }
-    if (forwards) {
-      absl::Status status =
-          ctx.Send(ctx.next(), 0, static_cast<uint32_t>(c), data + at, len);
-      if (!status.ok()) return status;
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status DisseminationBarrier(const OpContext& ctx) {
-  const int n = ctx.size();
-  uint32_t round = 0;
-  for (int distance = 1; distance < n; distance *= 2, ++round) {
-    const char token = 0;
-    char received = 0;
-    absl::Status status =
-        ctx.Send(Mod(ctx.rank() + distance, n), round, 0, &token, 1);
-    if (status.ok()) {
-      status = ctx.Recv(Mod(ctx.rank() - distance, n), round, 0, &received, 1);
-    }
     if (!status.ok()) return status;
   }
   return absl::OkStatus();

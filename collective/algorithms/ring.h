@@ -24,11 +24,4 @@ absl::Status RingAllGather(const OpContext& ctx, char* data,
                            const Segments& segments, DType dtype,
                            uint32_t first_step);
 
-// Pipelined chain from `root` around the ring.
-absl::Status ChainBroadcast(const OpContext& ctx, char* data, size_t bytes,
-                            int root);
-
-// Dissemination barrier: ceil(log2 n) rounds of empty messages.
-absl::Status DisseminationBarrier(const OpContext& ctx);
-
 }  // namespace cohort::collective
