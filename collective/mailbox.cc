@@ -83,6 +83,12 @@ void Mailbox::Abort(const absl::Status& status) {
   if (abort_.ok()) abort_ = status;
 }
 
+absl::Status Mailbox::SourceStatus(int source) const {
+  absl::MutexLock lock(&mu_);
+  if (!abort_.ok()) return abort_;
+  return sources_[source].gone;
+}
+
 absl::Status Mailbox::abort_status() const {
   absl::MutexLock lock(&mu_);
   return abort_;

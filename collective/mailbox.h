@@ -38,6 +38,9 @@ class Mailbox {
   // Fails pending and later Takes from every source. The first status wins.
   void Abort(const absl::Status& status);
   absl::Status abort_status() const;
+  // The abort status, else `source`'s gone status, else OK: whether waits
+  // on `source` should end.
+  absl::Status SourceStatus(int source) const;
 
  private:
   struct Message {

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "absl/status/status.h"
@@ -45,9 +46,9 @@ class Transport {
   // "rank 1 (127.0.0.1:4001)": how errors name a peer.
   virtual std::string Describe(int rank) const = 0;
 
-  // Sends `bytes` to `peer`. Returns once the data may be reused, without
-  // waiting for the peer's matching Recv: ring algorithms send before they
-  // receive, on every rank at once.
+  // Sends `bytes` to `peer`. Returns once the data may be reused. Within
+  // send_window_bytes() it does not wait for the peer's matching Recv: ring
+  // algorithms send before they receive, on every rank at once.
   virtual absl::Status Send(int peer, const Envelope& envelope,
                             const void* data, size_t bytes,
                             absl::Time deadline) = 0;
@@ -57,6 +58,13 @@ class Transport {
   // FAILED_PRECONDITION on a signature or size mismatch.
   virtual absl::Status Recv(int peer, const Envelope& envelope, void* data,
                             size_t bytes, absl::Time deadline) = 0;
+
+  // How far, in bytes, a rank may send ahead of its receives from the same
+  // exchange without Send having to wait for the peer. Algorithms that send
+  // before they receive stay within it.
+  virtual size_t send_window_bytes() const {
+    return std::numeric_limits<size_t>::max();
+  }
 
   // Fails pending and later Send/Recv on every rank of the group with
   // `status`. Idempotent: the first status wins.

@@ -11,36 +11,58 @@ namespace {
 
 int Mod(int value, int n) { return ((value % n) + n) % n; }
 
-// Sends `send_bytes` from `send` to next and receives `recv_bytes` into
-// `recv` from prev, in chunks of whole elements (`element` bytes), calling
-// `on_chunk(offset, length)` after each received chunk. Every chunk is
-// queued before the first receive (Send does not wait for the peer), so the
-// transport streams them while this thread receives and reduces.
-template <typename OnChunk>
+// Chunks of whole elements that fit the transport's window at least twice
+// over, so that a bounded transport (a shared-memory ring) always has room
+// for the chunks in flight.
+size_t ChunkBytes(const OpContext& ctx, size_t element) {
+  const size_t limit =
+      std::min(ctx.chunk_bytes, ctx.transport->send_window_bytes() / 2);
+  return std::max<size_t>(limit / element, 1) * element;
+}
+
+// Sends `send_bytes` from `send` to next and receives `recv_bytes` from prev,
+// in chunks of whole elements (`element` bytes). Each received chunk lands
+// at `recv_target(offset, length)`, and `on_chunk(offset, length, where)`
+// runs right after it arrives. Sends run ahead of receives by the
+// transport's window (all of them over gRPC, whose Send only queues), so
+// the transport streams while this thread reduces.
+template <typename RecvTarget, typename OnChunk>
 absl::Status ExchangeChunks(const OpContext& ctx, uint32_t step, size_t element,
-                            const char* send, size_t send_bytes, char* recv,
-                            size_t recv_bytes, OnChunk on_chunk) {
-  const size_t chunk = std::max<size_t>(ctx.chunk_bytes / element, 1) * element;
+                            const char* send, size_t send_bytes,
+                            size_t recv_bytes, RecvTarget recv_target,
+                            OnChunk on_chunk) {
+  const size_t chunk = ChunkBytes(ctx, element);
   // At least one (possibly empty) message each way, so that even an empty
   // segment carries the signature for mismatch detection.
   const size_t send_chunks =
       std::max<size_t>((send_bytes + chunk - 1) / chunk, 1);
   const size_t recv_chunks =
       std::max<size_t>((recv_bytes + chunk - 1) / chunk, 1);
-  for (size_t c = 0; c < send_chunks; ++c) {
-    const size_t at = c * chunk;
+  // With every rank at most `window` chunks ahead, no ring of sends can
+  // wait on itself.
+  const size_t window =
+      std::max<size_t>(ctx.transport->send_window_bytes() / chunk, 1);
+  size_t sent = 0;
+  auto send_next = [&] {
+    const size_t at = sent * chunk;
     const size_t len = std::min(chunk, send_bytes - std::min(at, send_bytes));
-    absl::Status sent =
-        ctx.Send(ctx.next(), step, static_cast<uint32_t>(c), send + at, len);
-    if (!sent.ok()) return sent;
-  }
-  for (size_t c = 0; c < recv_chunks; ++c) {
-    const size_t at = c * chunk;
+    return ctx.Send(ctx.next(), step, static_cast<uint32_t>(sent++), send + at,
+                    len);
+  };
+  for (size_t received = 0; received < recv_chunks; ++received) {
+    while (sent < send_chunks && sent - received < window) {
+      if (absl::Status s = send_next(); !s.ok()) return s;
+    }
+    const size_t at = received * chunk;
     const size_t len = std::min(chunk, recv_bytes - std::min(at, recv_bytes));
-    absl::Status received =
-        ctx.Recv(ctx.prev(), step, static_cast<uint32_t>(c), recv + at, len);
-    if (!received.ok()) return received;
-    on_chunk(at, len);
+    char* where = recv_target(at, len);
+    absl::Status status =
+        ctx.Recv(ctx.prev(), step, static_cast<uint32_t>(received), where, len);
+    if (!status.ok()) return status;
+    on_chunk(at, len, where);
+  }
+  while (sent < send_chunks) {
+    if (absl::Status s = send_next(); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -53,7 +75,9 @@ absl::Status RingReduceScatter(const OpContext& ctx, char* data,
   const int n = ctx.size();
   const int r = ctx.rank();
   const size_t element = DTypeSize(dtype);
-  std::vector<char> scratch(segments.length(0) * element);
+  // One chunk of scratch, reused: a segment-sized temporary would cost a
+  // page fault per 4 KiB on every call.
+  std::vector<char> scratch(ChunkBytes(ctx, element));
   for (int s = 0; s < n - 1; ++s) {
     // Step s: pass on the segment reduced so far, add our part to the one
     // arriving. After n-1 steps segment r has passed through every rank.
@@ -63,10 +87,11 @@ absl::Status RingReduceScatter(const OpContext& ctx, char* data,
     absl::Status status = ExchangeChunks(
         ctx, first_step + static_cast<uint32_t>(s), element,
         data + segments.offset(send_segment) * element,
-        segments.length(send_segment) * element, scratch.data(),
-        segments.length(recv_segment) * element, [&](size_t at, size_t bytes) {
-          Accumulate(target + at, scratch.data() + at, bytes / element, dtype,
-                     op);
+        segments.length(send_segment) * element,
+        segments.length(recv_segment) * element,
+        [&](size_t, size_t) { return scratch.data(); },
+        [&](size_t at, size_t bytes, const char* chunk) {
+          Accumulate(target + at, chunk, bytes / element, dtype, op);
         });
     if (!status.ok()) return status;
   }
@@ -86,8 +111,11 @@ absl::Status RingAllGather(const OpContext& ctx, char* data,
         ctx, first_step + static_cast<uint32_t>(s), element,
         data + segments.offset(send_segment) * element,
         segments.length(send_segment) * element,
-        data + segments.offset(recv_segment) * element,
-        segments.length(recv_segment) * element, [](size_t, size_t) {});
+        segments.length(recv_segment) * element,
+        [&](size_t at, size_t) {
+          return data + segments.offset(recv_segment) * element + at;
+        },
+        [](size_t, size_t, const char*) {});
     if (!status.ok()) return status;
   }
   return absl::OkStatus();

@@ -1,11 +1,17 @@
 #include "collective/transports/grpc_transport.h"
 
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "collective/transports/peer_sender.h"
 #include "collective/transports/peer_service.h"
 #include "common/cluster_spec.h"
 #include "common/host_info.h"
 #include "common/status_macros.h"
+#include "spdlog/spdlog.h"
 
 namespace cohort::collective {
 namespace {
@@ -13,6 +19,28 @@ namespace {
 std::string AddressKey(const std::string& group, int rank) {
   return absl::StrCat(group, "/address/", rank);
 }
+
+std::string HostKey(const std::string& group, int rank) {
+  return absl::StrCat(group, "/host/", rank);
+}
+
+std::string RingKey(const std::string& group, int from, int to) {
+  return absl::StrCat(group, "/shm/", from, "-", to);
+}
+
+constexpr char kNoRing[] = "none";
+// A frame's signature is a short description; more means a corrupt ring.
+constexpr uint32_t kMaxSignatureBytes = 4096;
+
+// What precedes each message in a shared-memory ring.
+struct ShmFrame {
+  uint64_t sequence;
+  uint32_t step;
+  uint32_t chunk;
+  uint32_t signature_bytes;
+  uint32_t reserved;
+  uint64_t payload_bytes;
+};
 
 // The address peers dial: a wildcard listen host becomes our hostname.
 std::string AdvertisedAddress(const rpc::RpcServer& server) {
@@ -56,11 +84,16 @@ absl::Status GrpcTransport::Connect(Store& store) {
   addresses_[options_.rank] = AdvertisedAddress(*server_);
   COHORT_RETURN_IF_ERROR(
       store.Set(AddressKey(group, options_.rank), addresses_[options_.rank]));
+  COHORT_RETURN_IF_ERROR(store.Set(HostKey(group, options_.rank), Hostname()));
+  std::vector<std::string> hosts(static_cast<size_t>(options_.size));
+  hosts[options_.rank] = Hostname();
   for (int peer = 0; peer < options_.size; ++peer) {
     if (peer == options_.rank) continue;
     COHORT_ASSIGN_OR_RETURN(
         addresses_[peer],
         store.Get(AddressKey(group, peer), options_.connect_timeout));
+    COHORT_ASSIGN_OR_RETURN(
+        hosts[peer], store.Get(HostKey(group, peer), options_.connect_timeout));
     v1::PeerFrame hello;
     hello.set_group(group);
     hello.set_source_rank(options_.rank);
@@ -68,10 +101,47 @@ absl::Status GrpcTransport::Connect(Store& store) {
     senders_[peer] = std::make_unique<PeerSender>(
         addresses_[peer], options_.security, std::move(hello), Describe(peer));
   }
+  if (options_.size > 1)
+    COHORT_RETURN_IF_ERROR(ConnectSharedMemory(store, hosts));
   // Every rank has opened its streams: from here a broken stream means a
   // lost peer.
-  return store.Barrier(group + "/connected", options_.size, options_.rank,
-                       options_.connect_timeout);
+  COHORT_RETURN_IF_ERROR(store.Barrier(group + "/connected", options_.size,
+                                       options_.rank,
+                                       options_.connect_timeout));
+  // Both ends have the ring mapped; its name is no longer needed.
+  if (shm_in_ != nullptr) shm_in_->Unlink();
+  return absl::OkStatus();
+}
+
+absl::Status GrpcTransport::ConnectSharedMemory(
+    Store& store, const std::vector<std::string>& hosts) {
+  const int rank = options_.rank;
+  prev_ = (rank + options_.size - 1) % options_.size;
+  next_ = (rank + 1) % options_.size;
+  std::string name = kNoRing;
+  if (options_.shared_memory && hosts[prev_] == hosts[rank]) {
+    name = absl::StrCat("/cohort-", getpid(), "-",
+                        absl::Uniform<uint64_t>(absl::BitGen()), "-", prev_,
+                        "-", rank);
+    absl::StatusOr<std::unique_ptr<ShmChannel>> ring =
+        ShmChannel::Create(name, options_.shm_capacity);
+    if (ring.ok()) {
+      shm_in_ = *std::move(ring);
+    } else {
+      // gRPC still works; only slower.
+      spdlog::warn("no shared-memory ring from {}: {}", Describe(prev_),
+                   ring.status().ToString());
+      name = kNoRing;
+    }
+  }
+  COHORT_RETURN_IF_ERROR(store.Set(RingKey(options_.group, prev_, rank), name));
+  COHORT_ASSIGN_OR_RETURN(const std::string out,
+                          store.Get(RingKey(options_.group, rank, next_),
+                                    options_.connect_timeout));
+  if (out != kNoRing) {
+    COHORT_ASSIGN_OR_RETURN(shm_out_, ShmChannel::Open(out));
+  }
+  return absl::OkStatus();
 }
 
 GrpcTransport::~GrpcTransport() {
@@ -94,6 +164,9 @@ absl::Status GrpcTransport::Send(int peer, const Envelope& envelope,
   if (absl::Status aborted = mailbox_.abort_status(); !aborted.ok()) {
     return aborted;
   }
+  if (shm_out_ != nullptr && peer == next_) {
+    return SendShm(envelope, data, bytes, deadline);
+  }
   v1::PeerFrame frame;
   frame.mutable_tag()->set_sequence(envelope.tag.sequence);
   frame.mutable_tag()->set_step(envelope.tag.step);
@@ -105,7 +178,87 @@ absl::Status GrpcTransport::Send(int peer, const Envelope& envelope,
 
 absl::Status GrpcTransport::Recv(int peer, const Envelope& envelope, void* data,
                                  size_t bytes, absl::Time deadline) {
+  if (shm_in_ != nullptr && peer == prev_) {
+    return RecvShm(envelope, data, bytes, deadline);
+  }
   return mailbox_.Take(*this, peer, envelope, data, bytes, deadline);
+}
+
+size_t GrpcTransport::send_window_bytes() const {
+  return shm_out_ != nullptr ? shm_out_->capacity() / 2
+                             : Transport::send_window_bytes();
+}
+
+absl::Status GrpcTransport::SendShm(const Envelope& envelope, const void* data,
+                                    size_t bytes, absl::Time deadline) {
+  // A wait for ring space ends when next is gone or the group aborts.
+  const InterruptCheck interrupted = [this] {
+    return mailbox_.SourceStatus(next_);
+  };
+  const ShmFrame frame{envelope.tag.sequence,
+                       envelope.tag.step,
+                       envelope.tag.chunk,
+                       static_cast<uint32_t>(envelope.signature.size()),
+                       0,
+                       bytes};
+  COHORT_RETURN_IF_ERROR(
+      shm_out_->Write(&frame, sizeof(frame), deadline, interrupted));
+  COHORT_RETURN_IF_ERROR(shm_out_->Write(envelope.signature.data(),
+                                         envelope.signature.size(), deadline,
+                                         interrupted));
+  return shm_out_->Write(data, bytes, deadline, interrupted);
+}
+
+absl::Status GrpcTransport::RecvShm(const Envelope& envelope, void* data,
+                                    size_t bytes, absl::Time deadline) {
+  const Tag& tag = envelope.tag;
+  auto deliver = [&](const std::string& signature,
+                     uint64_t payload_bytes) -> absl::Status {
+    if (signature != envelope.signature) {
+      return SignatureMismatch(*this, prev_, tag, envelope.signature,
+                               signature);
+    }
+    if (payload_bytes != bytes) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(Describe(prev_), " sent ", payload_bytes, " bytes for ",
+                       envelope.signature, " where ", Describe(options_.rank),
+                       " expects ", bytes));
+    }
+    return absl::OkStatus();
+  };
+  if (const auto early = shm_early_.find(tag); early != shm_early_.end()) {
+    COHORT_RETURN_IF_ERROR(
+        deliver(early->second.first, early->second.second.size()));
+    if (bytes > 0) std::memcpy(data, early->second.second.data(), bytes);
+    shm_early_.erase(early);
+    return absl::OkStatus();
+  }
+  const InterruptCheck interrupted = [this] {
+    return mailbox_.SourceStatus(prev_);
+  };
+  while (true) {
+    ShmFrame frame;
+    COHORT_RETURN_IF_ERROR(
+        shm_in_->Read(&frame, sizeof(frame), deadline, interrupted));
+    if (frame.signature_bytes > kMaxSignatureBytes) {
+      return absl::DataLossError(absl::StrCat(
+          "corrupt frame in the shared-memory ring from ", Describe(prev_)));
+    }
+    std::string signature(frame.signature_bytes, '\0');
+    COHORT_RETURN_IF_ERROR(shm_in_->Read(signature.data(), signature.size(),
+                                         deadline, interrupted));
+    const Tag got{frame.sequence, frame.step, frame.chunk};
+    if (got == tag ||
+        (got.sequence == tag.sequence && signature != envelope.signature)) {
+      COHORT_RETURN_IF_ERROR(deliver(signature, frame.payload_bytes));
+      return shm_in_->Read(data, bytes, deadline, interrupted);
+    }
+    // A message for later: keep it until it is asked for.
+    std::string payload(frame.payload_bytes, '\0');
+    COHORT_RETURN_IF_ERROR(
+        shm_in_->Read(payload.data(), payload.size(), deadline, interrupted));
+    shm_early_[got] = {std::move(signature), std::move(payload)};
+  }
 }
 
 void GrpcTransport::Abort(const absl::Status& status) {

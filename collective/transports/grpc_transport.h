@@ -5,7 +5,12 @@
 // Send queues a frame on the peer's stream and returns; the peer's server
 // files it in its mailbox. A peer process that dies breaks its streams, and
 // every rank waiting on it fails with UNAVAILABLE naming it, at once.
+//
+// When the ring neighbours (rank - 1 -> rank) share a host, their data goes
+// through a shared-memory ring instead (ShmChannel); the gRPC streams still
+// carry everything else, abort notices, and the liveness that ends waits.
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +20,7 @@
 #include "collective/mailbox.h"
 #include "collective/store.h"
 #include "collective/transport.h"
+#include "collective/transports/shm_channel.h"
 #include "rpc/auth.h"
 #include "rpc/security.h"
 #include "rpc/server.h"
@@ -30,6 +36,9 @@ struct GrpcTransportOptions {
   // Bounds the rendezvous: every rank must have published its address and
   // connected within it.
   absl::Duration connect_timeout = absl::Seconds(60);
+  // Ring neighbours on one host exchange data through shared memory.
+  bool shared_memory = true;
+  size_t shm_capacity = 8 << 20;
 };
 
 class PeerSender;
@@ -52,12 +61,21 @@ class GrpcTransport final : public Transport {
                     size_t bytes, absl::Time deadline) override;
   absl::Status Recv(int peer, const Envelope& envelope, void* data,
                     size_t bytes, absl::Time deadline) override;
+  size_t send_window_bytes() const override;
   // Aborts locally and tells every peer, so that their waits end too.
   void Abort(const absl::Status& status) override;
 
  private:
   explicit GrpcTransport(GrpcTransportOptions options);
   absl::Status Connect(Store& store);
+  // Sets up the shared-memory ring from prev (created here) and to next
+  // (opened here), where the neighbours share this host.
+  absl::Status ConnectSharedMemory(Store& store,
+                                   const std::vector<std::string>& hosts);
+  absl::Status SendShm(const Envelope& envelope, const void* data, size_t bytes,
+                       absl::Time deadline);
+  absl::Status RecvShm(const Envelope& envelope, void* data, size_t bytes,
+                       absl::Time deadline);
 
   const GrpcTransportOptions options_;
   Mailbox mailbox_;
@@ -66,6 +84,12 @@ class GrpcTransport final : public Transport {
   std::unique_ptr<rpc::RpcServer> server_;
   std::vector<std::string> addresses_;                // by rank
   std::vector<std::unique_ptr<PeerSender>> senders_;  // by rank; null for self
+  int prev_ = 0, next_ = 0;
+  std::unique_ptr<ShmChannel> shm_in_;   // from prev_, when on this host
+  std::unique_ptr<ShmChannel> shm_out_;  // to next_, when on this host
+  // Messages from prev_ read off the ring before they were asked for. Only
+  // the receiving thread touches it.
+  std::map<Tag, std::pair<std::string, std::string>> shm_early_;
 };
 
 }  // namespace cohort::collective

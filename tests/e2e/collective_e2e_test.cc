@@ -56,15 +56,23 @@ void StopAll(std::vector<Rank>& ranks) {
   for (Rank& rank : ranks) rank.process.Stop(absl::Seconds(2));
 }
 
-class CollectiveE2eTest : public ::testing::TestWithParam<int> {};
+struct Setup {
+  int ranks;
+  bool shared_memory;  // else every byte goes over gRPC
+};
 
-TEST_P(CollectiveE2eTest, EveryCollectiveMatchesTheReferenceOverGrpc) {
-  const int size = GetParam();
+class CollectiveE2eTest : public ::testing::TestWithParam<Setup> {};
+
+TEST_P(CollectiveE2eTest, EveryCollectiveMatchesTheReference) {
+  const int size = GetParam().ranks;
   ScratchDir dir;
   auto store = StartStore(dir);
   ASSERT_TRUE(store.ok()) << store.status();
   std::vector<Rank> ranks =
-      StartRanks(dir, (*store)->address(), "check", size, {"--mode=check"});
+      StartRanks(dir, (*store)->address(), "check", size,
+                 {"--mode=check",
+                  absl::StrCat("--shared_memory=",
+                               GetParam().shared_memory ? "true" : "false")});
   ASSERT_EQ(ranks.size(), size);
   for (Rank& rank : ranks) {
     std::optional<ExitStatus> exit = rank.process.Wait(absl::Seconds(100));
@@ -75,20 +83,24 @@ TEST_P(CollectiveE2eTest, EveryCollectiveMatchesTheReferenceOverGrpc) {
   StopAll(ranks);
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, CollectiveE2eTest, ::testing::Values(2, 4));
+INSTANTIATE_TEST_SUITE_P(Setups, CollectiveE2eTest,
+                         ::testing::Values(Setup{2, true}, Setup{4, true},
+                                           Setup{2, false}, Setup{4, false}));
 
-TEST(CollectiveFailureE2eTest,
-     KilledRankIsNamedByEverySurvivorWithinTwoSeconds) {
+class KilledRankTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(KilledRankTest, IsNamedByEverySurvivorWithinTwoSeconds) {
   ScratchDir dir;
   auto store = StartStore(dir);
   ASSERT_TRUE(store.ok()) << store.status();
   const int size = 3;
   // 64 MiB all-reduces, back to back, until something breaks.
-  std::vector<Rank> ranks =
-      StartRanks(dir, (*store)->address(), "kill", size,
-                 {"--mode=loop", absl::StrCat("--count=", (64 << 20) / 4),
-                  "--iterations=1000000",
-                  absl::StrCat("--progress_file=", dir.path(), "/progress")});
+  std::vector<Rank> ranks = StartRanks(
+      dir, (*store)->address(), "kill", size,
+      {"--mode=loop", absl::StrCat("--count=", (64 << 20) / 4),
+       absl::StrCat("--shared_memory=", GetParam() ? "true" : "false"),
+       "--iterations=1000000",
+       absl::StrCat("--progress_file=", dir.path(), "/progress")});
   ASSERT_EQ(ranks.size(), size);
   // Kill rank 1 once the group is in the middle of its work.
   ASSERT_TRUE(WaitUntil(
@@ -114,6 +126,9 @@ TEST(CollectiveFailureE2eTest,
   }
   StopAll(ranks);
 }
+
+// Shared memory between ring neighbours, and gRPC only.
+INSTANTIATE_TEST_SUITE_P(Transports, KilledRankTest, ::testing::Bool());
 
 TEST(CollectiveFailureE2eTest, MismatchedCollectivesFailOnBothRanksNamingBoth) {
   ScratchDir dir;

@@ -28,6 +28,8 @@ ABSL_FLAG(int, iterations, 1, "loop: how many all-reduces.");
 ABSL_FLAG(std::string, progress_file, "",
           "loop: written with the iteration count after each all-reduce.");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(60), "Per operation.");
+ABSL_FLAG(bool, shared_memory, true,
+          "Ring neighbours on one host use shared memory; false: gRPC only.");
 
 namespace cohort::testing {
 namespace {
@@ -116,11 +118,13 @@ int Main(int argc, char** argv) {
   collective::GrpcStore store(absl::GetFlag(FLAGS_store), rpc::Security{});
   const absl::Duration timeout = absl::GetFlag(FLAGS_timeout);
   absl::StatusOr<std::unique_ptr<collective::GrpcTransport>> transport =
-      collective::GrpcTransport::Create({.group = absl::GetFlag(FLAGS_group),
-                                         .rank = absl::GetFlag(FLAGS_rank),
-                                         .size = absl::GetFlag(FLAGS_size),
-                                         .connect_timeout = timeout},
-                                        store);
+      collective::GrpcTransport::Create(
+          {.group = absl::GetFlag(FLAGS_group),
+           .rank = absl::GetFlag(FLAGS_rank),
+           .size = absl::GetFlag(FLAGS_size),
+           .connect_timeout = timeout,
+           .shared_memory = absl::GetFlag(FLAGS_shared_memory)},
+          store);
   absl::Status status = transport.status();
   if (status.ok()) {
     collective::AlgorithmicCommunicator comm(*std::move(transport),
