@@ -1,0 +1,76 @@
+#include "collective/transports/shm_channel.h"
+
+#include <unistd.h>
+
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace cohort::collective {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string UniqueName(const char* what) {
+  return absl::StrCat("/cohort-test-", getpid(), "-", what);
+}
+
+absl::Status NeverInterrupted() { return absl::OkStatus(); }
+
+TEST(ShmChannelTest, StreamsMessagesLargerThanTheRing) {
+  const std::string name = UniqueName("stream");
+  auto reader = ShmChannel::Create(name, 4096);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto writer = ShmChannel::Open(name);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  (*reader)->Unlink();
+
+  std::vector<uint32_t> sent(1 << 20);  // 4 MiB through a 4 KiB ring
+  std::iota(sent.begin(), sent.end(), 7);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  absl::Status wrote;
+  std::thread producer([&] {
+    wrote = (*writer)->Write(sent.data(), sent.size() * 4, deadline,
+                             NeverInterrupted);
+  });
+  std::vector<uint32_t> received(sent.size());
+  const absl::Status read = (*reader)->Read(
+      received.data(), received.size() * 4, deadline, NeverInterrupted);
+  producer.join();
+  ASSERT_TRUE(wrote.ok()) << wrote;
+  ASSERT_TRUE(read.ok()) << read;
+  EXPECT_TRUE(received == sent);
+}
+
+TEST(ShmChannelTest, WaitsEndOnInterruptOrDeadline) {
+  const std::string name = UniqueName("waits");
+  auto reader = ShmChannel::Create(name, 4096);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  char byte;
+  const absl::Time start = absl::Now();
+  absl::Status status = (*reader)->Read(
+      &byte, 1, absl::Now() + absl::Milliseconds(50), NeverInterrupted);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+
+  status = (*reader)->Read(&byte, 1, absl::Now() + absl::Seconds(30), [] {
+    return absl::UnavailableError("rank 1 (127.0.0.1:4001) is gone");
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("rank 1"));
+}
+
+TEST(ShmChannelTest, OpeningSomethingElseIsRefused) {
+  EXPECT_FALSE(ShmChannel::Open(UniqueName("absent")).ok());
+  const std::string name = UniqueName("twice");
+  auto first = ShmChannel::Create(name, 4096);
+  ASSERT_TRUE(first.ok());
+  EXPECT_FALSE(ShmChannel::Create(name, 4096).ok());  // names are exclusive
+}
+
+}  // namespace
+}  // namespace cohort::collective
