@@ -41,6 +41,9 @@ ABSL_FLAG(int, rank, -1, "Internal: run as this rank of a group.");
 ABSL_FLAG(std::string, group, "bench", "Internal: the group name.");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(120), "Per collective.");
 ABSL_FLAG(int64_t, chunk_bytes, 1 << 20, "Pipelining unit of large transfers.");
+ABSL_FLAG(bool, shared_memory, true,
+          "Ring neighbours on one host exchange data through shared memory; "
+          "false sends every byte over gRPC.");
 
 namespace cohort::bench {
 namespace {
@@ -104,9 +107,11 @@ void Print(const std::vector<BenchRow>& rows, Collective collective,
     return;
   }
   std::cout << absl::StrFormat(
-      "# cohort-bench %s: %d ranks over gRPC on loopback, "
-      "float32%s\n",
+      "# cohort-bench %s: %d ranks on loopback (%s), float32%s\n",
       CollectiveName(collective), ranks,
+      absl::GetFlag(FLAGS_shared_memory)
+          ? "data through shared memory between ring neighbours"
+          : "gRPC only",
       collective == Collective::kAllReduce ? " sum" : "");
   std::cout << absl::StrFormat("%10s %12s %7s %6s %12s %10s %10s %6s %6s\n",
                                "size", "count", "type", "redop", "time(us)",
@@ -128,11 +133,13 @@ int RunRank(Collective collective, const std::vector<size_t>& sizes) {
   const int ranks = absl::GetFlag(FLAGS_ranks);
   collective::GrpcStore store(absl::GetFlag(FLAGS_store), rpc::Security{});
   absl::StatusOr<std::unique_ptr<collective::GrpcTransport>> transport =
-      collective::GrpcTransport::Create({.group = absl::GetFlag(FLAGS_group),
-                                         .rank = rank,
-                                         .size = ranks,
-                                         .connect_timeout = absl::Seconds(60)},
-                                        store);
+      collective::GrpcTransport::Create(
+          {.group = absl::GetFlag(FLAGS_group),
+           .rank = rank,
+           .size = ranks,
+           .connect_timeout = absl::Seconds(60),
+           .shared_memory = absl::GetFlag(FLAGS_shared_memory)},
+          store);
   if (!transport.ok()) {
     std::cerr << "cohort-bench rank " << rank << ": " << transport.status()
               << "\n";
@@ -185,7 +192,9 @@ int Launch(const std::string& command) {
                      absl::FormatDuration(absl::GetFlag(FLAGS_min_time))),
         absl::StrCat("--timeout=",
                      absl::FormatDuration(absl::GetFlag(FLAGS_timeout))),
-        absl::StrCat("--chunk_bytes=", absl::GetFlag(FLAGS_chunk_bytes))};
+        absl::StrCat("--chunk_bytes=", absl::GetFlag(FLAGS_chunk_bytes)),
+        absl::StrCat("--shared_memory=",
+                     absl::GetFlag(FLAGS_shared_memory) ? "true" : "false")};
     absl::StatusOr<Subprocess> child = Subprocess::Spawn(spawn);
     if (!child.ok()) {
       std::cerr << "cohort-bench: " << child.status() << "\n";

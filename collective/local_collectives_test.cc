@@ -83,21 +83,24 @@ TEST_P(AllReduceTest, MatchesReferenceForEverySizeDtypeAndOp) {
 INSTANTIATE_TEST_SUITE_P(Ranks, AllReduceTest,
                          ::testing::Values(1, 2, 3, 4, 8));
 
-TEST(AllReduceTest, SixtyFourMebibytesOfFloat32) {
-  const size_t count = (64u << 20) / 4;
+TEST(AllReduceTest, SixtyFourMebibytesForEveryDtypeAndOp) {
   for (int n : {2, 4}) {
-    const std::vector<char> expected =
-        Reference(n, count, DType::kFloat32, ReduceOp::kSum);
-    std::vector<std::vector<char>> data;
-    for (int r = 0; r < n; ++r)
-      data.push_back(Inputs(r, count, DType::kFloat32));
-    const auto results = RunGroup(n, [&](int r, Communicator& comm) {
-      return comm.AllReduce(data[r].data(), count, DType::kFloat32,
-                            ReduceOp::kSum);
-    });
-    for (int r = 0; r < n; ++r) {
-      ASSERT_TRUE(results[r].ok()) << results[r];
-      ASSERT_TRUE(data[r] == expected) << n << " ranks, rank " << r;
+    for (const DTypeOp& combo : AllDTypeOps()) {
+      const size_t count = (size_t{64} << 20) / DTypeSize(combo.dtype);
+      const std::vector<char> expected =
+          Reference(n, count, combo.dtype, combo.op);
+      std::vector<std::vector<char>> data;
+      for (int r = 0; r < n; ++r) data.push_back(Inputs(r, count, combo.dtype));
+      const auto results = RunGroup(n, [&](int r, Communicator& comm) {
+        return comm.AllReduce(data[r].data(), count, combo.dtype, combo.op);
+      });
+      for (int r = 0; r < n; ++r) {
+        const std::string what =
+            absl::StrCat(n, " ranks, 64 MiB of ", DTypeName(combo.dtype), " ",
+                         ReduceOpName(combo.op), ", rank ", r);
+        ASSERT_TRUE(results[r].ok()) << what << ": " << results[r];
+        ASSERT_TRUE(data[r] == expected) << what;
+      }
     }
   }
 }
