@@ -105,6 +105,25 @@ TEST(AllReduceTest, SixtyFourMebibytesForEveryDtypeAndOp) {
   }
 }
 
+TEST(AllReduceTest, SixtyFourMebibytesOfFloat32AtOtherRankCounts) {
+  const size_t count = (size_t{64} << 20) / 4;
+  for (int n : {1, 3, 8}) {
+    const std::vector<char> expected =
+        Reference(n, count, DType::kFloat32, ReduceOp::kSum);
+    std::vector<std::vector<char>> data;
+    for (int r = 0; r < n; ++r)
+      data.push_back(Inputs(r, count, DType::kFloat32));
+    const auto results = RunGroup(n, [&](int r, Communicator& comm) {
+      return comm.AllReduce(data[r].data(), count, DType::kFloat32,
+                            ReduceOp::kSum);
+    });
+    for (int r = 0; r < n; ++r) {
+      ASSERT_TRUE(results[r].ok()) << results[r];
+      ASSERT_TRUE(data[r] == expected) << n << " ranks, rank " << r;
+    }
+  }
+}
+
 TEST(AllReduceTest, BitwiseReproducibleAndIdenticalOnEveryRank) {
   const int n = 4;
   const size_t count = 100003;
