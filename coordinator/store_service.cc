@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "rpc/status_conversion.h"
 #include "rpc/unary.h"
 
 namespace cohort::coordinator {
@@ -32,33 +31,23 @@ grpc::ServerUnaryReactor* StoreService::Set(
 grpc::ServerUnaryReactor* StoreService::Get(
     grpc::CallbackServerContext* context, const v1::StoreGetRequest* request,
     v1::StoreGetResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status auth = auth_->Check(*context); !auth.ok()) {
-    reactor->Finish(rpc::ToGrpcStatus(auth));
-    return reactor;
-  }
-  manager_->Get(request->key(), WaitDeadline(*context),
-                [reactor, response](absl::StatusOr<std::string> value) {
-                  if (value.ok()) response->set_value(*std::move(value));
-                  reactor->Finish(rpc::ToGrpcStatus(value.status()));
-                });
-  return reactor;
+  return rpc::ParkUnary(context, auth_, [&](auto finish) {
+    manager_->Get(request->key(), WaitDeadline(*context),
+                  [response, finish](absl::StatusOr<std::string> value) {
+                    if (value.ok()) response->set_value(*std::move(value));
+                    finish(value.status());
+                  });
+  });
 }
 
 grpc::ServerUnaryReactor* StoreService::Barrier(
     grpc::CallbackServerContext* context,
     const v1::StoreBarrierRequest* request,
     v1::StoreBarrierResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status auth = auth_->Check(*context); !auth.ok()) {
-    reactor->Finish(rpc::ToGrpcStatus(auth));
-    return reactor;
-  }
-  manager_->Barrier(request->name(), request->participants(), request->rank(),
-                    WaitDeadline(*context), [reactor](absl::Status status) {
-                      reactor->Finish(rpc::ToGrpcStatus(status));
-                    });
-  return reactor;
+  return rpc::ParkUnary(context, auth_, [&](auto finish) {
+    manager_->Barrier(request->name(), request->participants(), request->rank(),
+                      WaitDeadline(*context), finish);
+  });
 }
 
 }  // namespace cohort::coordinator
