@@ -8,6 +8,8 @@ find_package(spdlog CONFIG REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)
 find_package(GTest CONFIG REQUIRED)
 find_package(PkgConfig REQUIRED)
+find_package(OpenSSL REQUIRED)  # SHA-256 of step libraries
+find_package(ZLIB REQUIRED)     # CRC-32 of record files
 pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
 
 find_program(COHORT_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)

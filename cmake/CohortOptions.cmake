@@ -16,7 +16,17 @@ if(NOT COHORT_WITH_CUDA STREQUAL "OFF")
     set(CUDAToolkit_ROOT /usr/local/cuda)
   endif()
   find_package(CUDAToolkit QUIET)
-  if(CUDAToolkit_FOUND)
+  if(CUDAToolkit_FOUND AND NOT DEFINED CMAKE_CUDA_COMPILER)
+    set(CMAKE_CUDA_COMPILER ${CUDAToolkit_NVCC_EXECUTABLE})
+  endif()
+  if(CUDAToolkit_FOUND AND EXISTS "${CMAKE_CUDA_COMPILER}")
+    # Kernels (optimizers, the CUDA example) are built for the data-centre
+    # GPUs the project targets: Ampere and Hopper.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+    endif()
+    set(CMAKE_CUDA_STANDARD 17)  # nvcc here knows C++17 kernels best
+    enable_language(CUDA)
     set(COHORT_HAVE_CUDA ON)
   elseif(COHORT_WITH_CUDA STREQUAL "ON")
     message(FATAL_ERROR "COHORT_WITH_CUDA=ON but no CUDA toolkit was found "

@@ -1,5 +1,7 @@
 #include "common/file_util.h"
 
+#include <cstdlib>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -90,6 +92,11 @@ std::string ExecutableDirectory() {
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
   if (error) return ".";
   return exe.parent_path().string();
+}
+
+std::string TempDirectory() {
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
 }
 
 }  // namespace cohort

@@ -18,6 +18,9 @@ absl::Status WriteFileAtomically(const std::string& path,
 // Creates `path` and its parents (mode 0700 for new ones).
 absl::Status MakeDirectories(const std::string& path);
 
+// $TMPDIR, or /tmp.
+std::string TempDirectory();
+
 // The directory holding the running executable (from /proc/self/exe).
 std::string ExecutableDirectory();
 

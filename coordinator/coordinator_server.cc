@@ -77,6 +77,24 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   server->store_manager_ = std::make_unique<StoreManager>();
   server->store_service_ = std::make_unique<StoreService>(
       server->store_manager_.get(), server->auth_.get());
+  // Without a state dir, libraries and checkpoints go to a scratch dir of
+  // this process.
+  const std::string data_dir =
+      !config.state_dir.empty()
+          ? config.state_dir
+          : absl::StrCat(TempDirectory(), "/cohort-coordinator-", getpid());
+  server->libraries_ =
+      std::make_unique<LibraryStore>(data_dir + "/libraries");
+  server->jobs_ = std::make_unique<JobManager>(
+      *config.spec, JobManagerOptions{.checkpoint_root = data_dir + "/jobs"});
+  server->jobs_service_ = std::make_unique<JobsService>(
+      server->jobs_.get(), server->libraries_.get(), server->auth_.get());
+  server->job_control_service_ = std::make_unique<JobControlService>(
+      server->jobs_.get(), server->libraries_.get(), server->auth_.get());
+  server->job_loop_ = std::make_unique<JobLoop>(
+      server->manager_.get(), server->jobs_.get(),
+      config.state_dir.empty() ? "" : config.state_dir + "/jobs.json");
+  COHORT_RETURN_IF_ERROR(server->job_loop_->Restore());
   if (config.agent_binary.empty()) {
     config.agent_binary = ExecutableDirectory() + "/cohort-agent";
   }
@@ -176,6 +194,7 @@ absl::Status CoordinatorServer::Start() {
   }
   supervisor_->set_on_change([this] { PersistState(); });
   supervisor_->Start();
+  job_loop_->Start();
   return absl::OkStatus();
 }
 
@@ -183,6 +202,8 @@ void CoordinatorServer::AddServices(rpc::RpcServer& server) {
   server.AddService(coordinator_service_.get());
   server.AddService(admin_service_.get());
   server.AddService(store_service_.get());
+  server.AddService(jobs_service_.get());
+  server.AddService(job_control_service_.get());
 }
 
 void CoordinatorServer::PersistState() {
@@ -197,6 +218,7 @@ void CoordinatorServer::PersistState() {
 void CoordinatorServer::Shutdown() {
   if (!started_) return;
   started_ = false;
+  job_loop_->Shutdown();
   spdlog::info("stopping: terminating launched tasks");
   supervisor_->Shutdown();
   PersistState();

@@ -1,7 +1,8 @@
 #pragma once
 
 // Wiring of cohort-coordinator: state dir, ClusterManager, Supervisor, the
-// gRPC server with the Coordinator and Admin services.
+// job table and its loop, the gRPC server with the Coordinator, Admin, Store,
+// Jobs and JobControl services.
 
 #include <memory>
 #include <optional>
@@ -11,6 +12,10 @@
 #include "common/cluster_spec.h"
 #include "coordinator/cluster_manager.h"
 #include "coordinator/coordinator_service.h"
+#include "coordinator/job_loop.h"
+#include "coordinator/job_manager.h"
+#include "coordinator/job_service.h"
+#include "coordinator/library_store.h"
 #include "coordinator/state_store.h"
 #include "coordinator/store_manager.h"
 #include "coordinator/store_service.h"
@@ -66,6 +71,11 @@ class CoordinatorServer {
   std::unique_ptr<AdminService> admin_service_;
   std::unique_ptr<StoreManager> store_manager_;
   std::unique_ptr<StoreService> store_service_;
+  std::unique_ptr<LibraryStore> libraries_;
+  std::unique_ptr<JobManager> jobs_;
+  std::unique_ptr<JobsService> jobs_service_;
+  std::unique_ptr<JobControlService> job_control_service_;
+  std::unique_ptr<JobLoop> job_loop_;
   std::unique_ptr<rpc::RpcServer> server_;
   bool started_ = false;
 

@@ -7,7 +7,7 @@ packages=(
   g++ cmake ninja-build pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev nlohmann-json3-dev libsystemd-dev
-  libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev libssl-dev zlib1g-dev
   openssl systemd   # TLS test certificates; systemd-analyze for the units
 )
 

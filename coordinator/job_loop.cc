@@ -1,0 +1,87 @@
+#include "coordinator/job_loop.h"
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "spdlog/spdlog.h"
+
+namespace cohort::coordinator {
+
+std::vector<AgentView> AgentViews(const ClusterManager& cluster,
+                                  absl::Time now) {
+  std::vector<AgentView> views;
+  for (const v1::TaskStatus& task : cluster.Snapshot(now)) {
+    if (task.task().type() != kChief && task.task().type() != kWorker) continue;
+    AgentView view;
+    view.task = TaskId{task.task().type(), task.task().index()};
+    view.state = task.state();
+    view.num_devices = task.devices_size();
+    view.cuda = task.devices_size() > 0;
+    for (const v1::Device& device : task.devices()) {
+      if (device.kind() != v1::Device::CUDA) view.cuda = false;
+    }
+    for (const std::string& feature : task.features()) {
+      if (feature.rfind("nccl", 0) == 0) view.nccl = true;
+    }
+    view.last_error = task.last_error();
+    views.push_back(std::move(view));
+  }
+  return views;
+}
+
+JobLoop::JobLoop(const ClusterManager* cluster, JobManager* jobs,
+                 std::string table_path, absl::Duration period)
+    : cluster_(cluster),
+      jobs_(jobs),
+      table_path_(std::move(table_path)),
+      period_(period) {}
+
+JobLoop::~JobLoop() { Shutdown(); }
+
+absl::Status JobLoop::Restore() {
+  if (table_path_.empty() || access(table_path_.c_str(), F_OK) != 0) {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> text = ReadFile(table_path_);
+  if (!text.ok()) return text.status();
+  absl::Status restored = jobs_->Restore(*text, absl::Now());
+  if (!restored.ok()) {
+    return absl::DataLossError(
+        absl::StrCat(table_path_, ": ", restored.message()));
+  }
+  spdlog::info("restored the job table from {}", table_path_);
+  return absl::OkStatus();
+}
+
+void JobLoop::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void JobLoop::Shutdown() {
+  if (!thread_.joinable()) return;
+  stop_.Notify();
+  thread_.join();
+  Save(absl::Now(), /*force=*/true);
+}
+
+void JobLoop::Run() {
+  while (!stop_.WaitForNotificationWithTimeout(period_)) {
+    const absl::Time now = absl::Now();
+    jobs_->Tick(AgentViews(*cluster_, now), now);
+    Save(now, /*force=*/false);
+  }
+}
+
+void JobLoop::Save(absl::Time now, bool force) {
+  if (table_path_.empty()) return;
+  std::optional<std::string> table = jobs_->TakeSnapshotIfChanged(
+      now, force ? absl::ZeroDuration() : absl::Seconds(2));
+  if (!table.has_value()) return;
+  absl::Status saved = WriteFileAtomically(table_path_, *table);
+  if (!saved.ok()) {
+    spdlog::error("cannot save the job table: {}", saved.ToString());
+  }
+}
+
+}  // namespace cohort::coordinator

@@ -1,0 +1,48 @@
+#pragma once
+
+// The coordinator's job clock: one thread that, every period, shows the
+// JobManager the agents' states (from the ClusterManager), lets it advance
+// the jobs, and saves the job table to the state dir when it changed.
+
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "coordinator/cluster_manager.h"
+#include "coordinator/job_manager.h"
+
+namespace cohort::coordinator {
+
+// The agents' view the JobManager needs, from the cluster's task table.
+std::vector<AgentView> AgentViews(const ClusterManager& cluster,
+                                  absl::Time now);
+
+// Owns its thread between Start() and Shutdown(); `cluster` and `jobs` are
+// not owned. Start and Shutdown from one thread; Shutdown is idempotent.
+class JobLoop {
+ public:
+  // `table_path`: where the job table is saved; empty to keep none.
+  JobLoop(const ClusterManager* cluster, JobManager* jobs,
+          std::string table_path, absl::Duration period = absl::Milliseconds(100));
+  ~JobLoop();
+
+  // Restores the table saved at table_path, if any; DATA_LOSS when it is
+  // unreadable (the file is left for a person to look at).
+  absl::Status Restore();
+  void Start();
+  void Shutdown();
+
+ private:
+  void Run();
+  void Save(absl::Time now, bool force);
+
+  const ClusterManager* const cluster_;
+  JobManager* const jobs_;
+  const std::string table_path_;
+  const absl::Duration period_;
+  absl::Notification stop_;
+  std::thread thread_;
+};
+
+}  // namespace cohort::coordinator

@@ -1,0 +1,589 @@
+#include "coordinator/job_manager.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/digest.h"
+#include "nlohmann/json.hpp"
+
+namespace cohort::coordinator {
+namespace {
+
+int64_t UnixMillis(absl::Time t) { return absl::ToUnixMillis(t); }
+
+const char* StrategyName(v1::Strategy strategy) {
+  switch (strategy) {
+    case v1::MULTI_WORKER_MIRRORED:
+      return "MultiWorkerMirrored";
+    case v1::MIRRORED:
+      return "Mirrored";
+    case v1::ONE_DEVICE:
+      return "OneDevice";
+    case v1::CENTRAL_STORAGE:
+      return "CentralStorage";
+    case v1::PARAMETER_SERVER:
+      return "ParameterServer";
+    default:
+      return "unspecified";
+  }
+}
+
+absl::Status ValidateSpec(const v1::JobSpec& spec) {
+  auto bad = [](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("job spec: ", parts...));
+  };
+  switch (spec.strategy()) {
+    case v1::MULTI_WORKER_MIRRORED:
+    case v1::MIRRORED:
+    case v1::ONE_DEVICE:
+      break;
+    case v1::CENTRAL_STORAGE:
+    case v1::PARAMETER_SERVER:
+      return bad("strategy ", StrategyName(spec.strategy()),
+                 " is not available in this version; use "
+                 "MultiWorkerMirrored, Mirrored or OneDevice");
+    default:
+      return bad("strategy is missing or unknown (", spec.strategy(), ")");
+  }
+  if (!v1::Communication_IsValid(spec.communication())) {
+    return bad("communication ", spec.communication(), " is unknown");
+  }
+  if (!IsSha256Hex(spec.library_digest())) {
+    return bad("library_digest must be 64 lowercase hex digits (SHA-256)");
+  }
+  if (spec.step_fn().empty()) return bad("step_fn is required");
+  if (spec.steps() <= 0) return bad("steps must be positive, got ", spec.steps());
+  if (spec.global_batch_size() <= 0) {
+    return bad("global_batch_size must be positive, got ",
+               spec.global_batch_size());
+  }
+  if (spec.checkpoint_every() < 0) {
+    return bad("checkpoint_every must be >= 0, got ", spec.checkpoint_every());
+  }
+  if (spec.max_restarts() < 0) {
+    return bad("max_restarts must be >= 0, got ", spec.max_restarts());
+  }
+  if (spec.devices_per_agent() < 0) {
+    return bad("devices_per_agent must be >= 0, got ",
+               spec.devices_per_agent());
+  }
+  if (spec.collective_timeout_ms() < 0) {
+    return bad("collective_timeout_ms must be >= 0");
+  }
+  if (!spec.config_json().empty()) {
+    const nlohmann::json config =
+        nlohmann::json::parse(spec.config_json(), nullptr, false);
+    if (config.is_discarded() || !config.is_object()) {
+      return bad("config_json must be a JSON object");
+    }
+  }
+  return absl::OkStatus();
+}
+
+int SpentRestarts(const v1::JobStatus& status) {
+  return static_cast<int>(
+      std::count_if(status.restarts().begin(), status.restarts().end(),
+                    [](const v1::RestartRecord& r) { return r.spent(); }));
+}
+
+}  // namespace
+
+bool IsTerminal(v1::JobState state) {
+  return state == v1::JOB_SUCCEEDED || state == v1::JOB_FAILED ||
+         state == v1::JOB_CANCELLED;
+}
+
+bool JobManager::Job::active() const {
+  return !IsTerminal(status.state()) && status.state() != v1::JOB_SUBMITTED;
+}
+
+JobManager::JobManager(ClusterSpec spec, JobManagerOptions options)
+    : spec_(std::move(spec)), options_(std::move(options)) {}
+
+absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
+                                               absl::Time now) {
+  if (absl::Status valid = ValidateSpec(spec); !valid.ok()) return valid;
+  if (JobTasks(spec).empty()) {
+    return absl::FailedPreconditionError(
+        "the cluster has no chief or worker task to run a job on");
+  }
+  absl::MutexLock lock(&mu_);
+  const int64_t id = next_id_++;
+  Job& job = jobs_[id];
+  v1::JobStatus& status = job.status;
+  status.set_job_id(absl::StrCat(id));
+  *status.mutable_spec() = spec;
+  if (status.spec().config_json().empty()) {
+    status.mutable_spec()->set_config_json("{}");
+  }
+  status.set_state(v1::JOB_SUBMITTED);
+  status.set_submit_time_unix_ms(UnixMillis(now));
+  status.set_checkpoint_dir(
+      !spec.checkpoint_dir().empty()
+          ? spec.checkpoint_dir()
+          : absl::StrCat(options_.checkpoint_root, "/", id));
+  changed_ = true;
+  return status.job_id();
+}
+
+JobManager::Job* JobManager::Find(const std::string& job_id) {
+  int64_t id = 0;
+  if (!absl::SimpleAtoi(job_id, &id)) return nullptr;
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+JobManager::Job* JobManager::ActiveJob() {
+  for (auto& [id, job] : jobs_) {
+    if (job.active()) return &job;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<v1::JobStatus> JobManager::Get(const std::string& job_id) const {
+  absl::MutexLock lock(&mu_);
+  Job* job = const_cast<JobManager*>(this)->Find(job_id);
+  if (job == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
+  }
+  return job->status;
+}
+
+std::vector<v1::JobStatus> JobManager::List() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::JobStatus> list;
+  for (const auto& [id, job] : jobs_) list.push_back(job.status);
+  return list;
+}
+
+absl::StatusOr<v1::JobStatus> JobManager::Cancel(const std::string& job_id,
+                                                 absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  Job* job = Find(job_id);
+  if (job == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
+  }
+  if (!IsTerminal(job->status.state())) {
+    Finish(*job, v1::JOB_CANCELLED, "cancelled on request", now);
+  }
+  return job->status;
+}
+
+v1::AgentSyncResponse JobManager::Sync(const v1::AgentJobReport& report,
+                                       absl::Time now) {
+  v1::AgentSyncResponse response;
+  response.set_sync_interval_ms(absl::ToInt64Milliseconds(options_.sync_interval));
+  const std::string task = TaskId{report.task().type(), report.task().index()}
+                               .ToString();
+  absl::MutexLock lock(&mu_);
+  Job* job = ActiveJob();
+  if (job == nullptr) return response;
+  auto assignment = job->assignments.find(task);
+  if (assignment == job->assignments.end()) return response;
+
+  const bool current = report.job_id() == job->status.job_id() &&
+                       report.attempt() == job->status.attempt();
+  if (current) {
+    job->reports[task] = report;
+    if (report.state() == v1::AgentJobReport::FAILED &&
+        !job->failing_since.has_value()) {
+      job->failing_since = now;
+    }
+    progressed_ = true;
+    UpdateProgress(*job);
+  } else if (auto known = job->reports.find(task);
+             known != job->reports.end() &&
+             known->second.state() != v1::AgentJobReport::FAILED) {
+    // It ran this attempt and now reports something else: it restarted and
+    // lost its replicas.
+    v1::AgentJobReport lost = known->second;
+    lost.set_state(v1::AgentJobReport::FAILED);
+    lost.set_error("the agent restarted and lost its replicas");
+    known->second = lost;
+    if (!job->failing_since.has_value()) job->failing_since = now;
+    return response;
+  }
+  *response.mutable_assignment() = assignment->second;
+  return response;
+}
+
+std::vector<TaskId> JobManager::JobTasks(const v1::JobSpec& spec) const {
+  std::vector<TaskId> tasks;
+  for (const TaskId& task : spec_.tasks()) {
+    if (task.type == kChief || task.type == kWorker) tasks.push_back(task);
+  }
+  if (spec.strategy() != v1::MULTI_WORKER_MIRRORED && tasks.size() > 1) {
+    tasks.resize(1);
+  }
+  return tasks;
+}
+
+void JobManager::Tick(const std::vector<AgentView>& agents, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  Job* job = ActiveJob();
+  if (job == nullptr) {
+    for (auto& [id, queued] : jobs_) {
+      if (queued.status.state() == v1::JOB_SUBMITTED) {
+        job = &queued;
+        job->status.set_state(v1::JOB_PLACING);
+        job->placing_since = now;
+        changed_ = true;
+        break;
+      }
+    }
+  }
+  if (job == nullptr) return;
+  if (job->assignments.empty()) {
+    Place(*job, agents, now);
+  } else {
+    CheckAttempt(*job, agents, now);
+  }
+}
+
+void JobManager::Place(Job& job, const std::vector<AgentView>& agents,
+                       absl::Time now) {
+  const v1::JobSpec& spec = job.status.spec();
+  const std::vector<TaskId> tasks = JobTasks(spec);
+  std::vector<const AgentView*> views;
+  std::vector<std::string> not_ready;
+  for (const TaskId& task : tasks) {
+    auto it = std::find_if(agents.begin(), agents.end(),
+                           [&](const AgentView& a) { return a.task == task; });
+    if (it == agents.end() || it->state != v1::READY) {
+      std::string why = it == agents.end() ? "unknown"
+                                           : v1::TaskState_Name(it->state);
+      if (it != agents.end() && !it->last_error.empty()) {
+        absl::StrAppend(&why, ": ", it->last_error);
+      }
+      not_ready.push_back(absl::StrCat(task.ToString(), " (", why, ")"));
+    } else {
+      views.push_back(&*it);
+    }
+  }
+  if (!not_ready.empty()) {
+    if (now - job.placing_since > options_.placement_timeout) {
+      Finish(job, v1::JOB_FAILED,
+             absl::StrCat("agents not ready within ",
+                          absl::FormatDuration(options_.placement_timeout),
+                          ": ", absl::StrJoin(not_ready, ", ")),
+             now);
+    }
+    return;
+  }
+
+  // Replicas per agent.
+  int local = spec.devices_per_agent();
+  if (spec.strategy() == v1::ONE_DEVICE) {
+    if (local > 1) {
+      Finish(job, v1::JOB_FAILED,
+             absl::StrCat("OneDevice runs one replica; devices_per_agent=",
+                          local),
+             now);
+      return;
+    }
+    local = 1;
+  }
+  for (const AgentView* view : views) {
+    if (local == 0 && view->num_devices != views[0]->num_devices) {
+      Finish(job, v1::JOB_FAILED,
+             absl::StrCat("agents have different device counts (",
+                          views[0]->task.ToString(), ": ",
+                          views[0]->num_devices, ", ", view->task.ToString(),
+                          ": ", view->num_devices,
+                          "); set devices_per_agent to use the same number "
+                          "on each"),
+             now);
+      return;
+    }
+    if (local > view->num_devices) {
+      Finish(job, v1::JOB_FAILED,
+             absl::StrCat("devices_per_agent=", local, " but ",
+                          view->task.ToString(), " has ", view->num_devices,
+                          " device(s)"),
+             now);
+      return;
+    }
+  }
+  if (local == 0) local = views[0]->num_devices;
+  if (local <= 0) {
+    Finish(job, v1::JOB_FAILED,
+           absl::StrCat(views[0]->task.ToString(), " reports no devices"), now);
+    return;
+  }
+  const int num_nodes = static_cast<int>(views.size());
+  const int replicas = num_nodes * local;
+  if (spec.global_batch_size() % replicas != 0) {
+    Finish(job, v1::JOB_FAILED,
+           absl::StrCat("global batch size ", spec.global_batch_size(),
+                        " is not divisible by the ", replicas, " replicas (",
+                        num_nodes, " agent(s) x ", local,
+                        " device(s)); use a multiple of ", replicas),
+           now);
+    return;
+  }
+
+  const bool cuda = std::all_of(views.begin(), views.end(),
+                                [](const AgentView* v) { return v->cuda; });
+  const bool nccl = std::all_of(views.begin(), views.end(),
+                                [](const AgentView* v) { return v->nccl; });
+  v1::Communication communication = spec.communication();
+  std::string note;
+  if (communication == v1::COMMUNICATION_AUTO) {
+    if (cuda && nccl) {
+      communication = v1::COMMUNICATION_NCCL;
+      note = "AUTO picked NCCL: every replica is on a CUDA device";
+    } else {
+      communication = v1::COMMUNICATION_HIERARCHICAL;
+      note = num_nodes == 1
+                 ? "AUTO picked hierarchical: one agent, so replicas reduce "
+                   "between threads in shared memory"
+                 : absl::StrCat("AUTO picked hierarchical: CPU replicas "
+                                "reduce between threads inside each agent, "
+                                "then over a gRPC ring of the ",
+                                num_nodes, " agents");
+    }
+  } else if (communication == v1::COMMUNICATION_NCCL) {
+    if (!cuda || !nccl) {
+      Finish(job, v1::JOB_FAILED,
+             cuda ? "communication NCCL: the agents were built without NCCL"
+                  : "communication NCCL needs CUDA devices, and the agents "
+                    "offer CPU devices; use AUTO, RING or HIERARCHICAL",
+             now);
+      return;
+    }
+    note = "NCCL, as requested";
+  } else {
+    if (cuda) {
+      Finish(job, v1::JOB_FAILED,
+             "on CUDA devices the collectives take device buffers: use "
+             "communication NCCL or AUTO",
+             now);
+      return;
+    }
+    note = communication == v1::COMMUNICATION_RING
+               ? "RING, as requested: one gRPC ring over every replica"
+               : "HIERARCHICAL, as requested";
+  }
+
+  v1::JobStatus& status = job.status;
+  status.set_attempt(status.attempt() + 1);
+  status.set_num_replicas(replicas);
+  status.set_communication_note(note);
+  status.clear_placement();
+  job.reports.clear();
+  job.failing_since.reset();
+  for (int node = 0; node < num_nodes; ++node) {
+    v1::AgentJobAssignment a;
+    a.set_job_id(status.job_id());
+    a.set_attempt(status.attempt());
+    *a.mutable_spec() = spec;
+    a.set_node(node);
+    a.set_num_nodes(num_nodes);
+    a.set_local_replicas(local);
+    a.set_first_rank(node * local);
+    a.set_num_replicas(replicas);
+    a.set_communication(communication);
+    a.set_group(absl::StrCat("job-", status.job_id(), "/attempt-",
+                             status.attempt()));
+    a.set_checkpoint_dir(status.checkpoint_dir());
+    for (int d = 0; d < local; ++d) a.add_device_indices(d);
+    job.assignments[views[node]->task.ToString()] = a;
+    status.add_placement(absl::StrCat(views[node]->task.ToString(), " (",
+                                      local, local == 1 ? " replica)" : " replicas)"));
+  }
+  changed_ = true;
+}
+
+void JobManager::CheckAttempt(Job& job, const std::vector<AgentView>& agents,
+                              absl::Time now) {
+  int running = 0, finished = 0;
+  const v1::AgentJobReport* permanent = nullptr;
+  const v1::AgentJobReport* failed = nullptr;
+  const AgentView* dead = nullptr;
+  for (const auto& [task, assignment] : job.assignments) {
+    auto view = std::find_if(agents.begin(), agents.end(), [&](const AgentView& a) {
+      return a.task.ToString() == task;
+    });
+    if (view != agents.end() && view->state != v1::READY && dead == nullptr) {
+      dead = &*view;
+    }
+    auto it = job.reports.find(task);
+    if (it == job.reports.end()) continue;
+    const v1::AgentJobReport& report = it->second;
+    switch (report.state()) {
+      case v1::AgentJobReport::RUNNING:
+        ++running;
+        break;
+      case v1::AgentJobReport::FINISHED:
+        ++finished;
+        break;
+      case v1::AgentJobReport::FAILED:
+        if (report.permanent() && permanent == nullptr) permanent = &report;
+        if (failed == nullptr) failed = &report;
+        break;
+      default:
+        break;
+    }
+  }
+  const int agents_in_job = static_cast<int>(job.assignments.size());
+  if (finished == agents_in_job) {
+    Finish(job, v1::JOB_SUCCEEDED, "", now);
+    return;
+  }
+  if (failed == nullptr && dead == nullptr) {
+    if (running + finished == agents_in_job &&
+        job.status.state() != v1::JOB_RUNNING) {
+      job.status.set_state(v1::JOB_RUNNING);
+      changed_ = true;
+    }
+    return;
+  }
+  if (!job.failing_since.has_value()) job.failing_since = now;
+  const bool decided = permanent != nullptr ||
+                       now - *job.failing_since >= options_.failure_grace;
+  if (!decided) return;
+  auto name = [](const v1::AgentJobReport& r) {
+    return TaskId{r.task().type(), r.task().index()}.ToString();
+  };
+  const std::string at_step = absl::StrCat(" (at step ", job.status.step(), ")");
+  if (permanent != nullptr) {
+    EndAttempt(job, absl::StrCat(name(*permanent), ": ", permanent->error()),
+               true, now);
+  } else if (dead != nullptr) {
+    EndAttempt(job,
+               absl::StrCat(dead->task.ToString(), " died",
+                            dead->last_error.empty() ? "" : ": ",
+                            dead->last_error, at_step),
+               false, now);
+  } else {
+    EndAttempt(job, absl::StrCat(name(*failed), ": ", failed->error(), at_step),
+               false, now);
+  }
+}
+
+void JobManager::EndAttempt(Job& job, const std::string& cause, bool permanent,
+                            absl::Time now) {
+  job.assignments.clear();
+  job.reports.clear();
+  job.failing_since.reset();
+  changed_ = true;
+  if (permanent) {
+    Finish(job, v1::JOB_FAILED, cause, now);
+    return;
+  }
+  const int max_restarts = job.status.spec().max_restarts();
+  if (SpentRestarts(job.status) >= max_restarts) {
+    Finish(job, v1::JOB_FAILED,
+           absl::StrCat(cause, "; no restarts left (max_restarts=",
+                        max_restarts, ")"),
+           now);
+    return;
+  }
+  v1::RestartRecord* record = job.status.add_restarts();
+  record->set_attempt(job.status.attempt() + 1);
+  record->set_time_unix_ms(UnixMillis(now));
+  record->set_cause(cause);
+  record->set_resumed_from_step(job.status.checkpoint_step());
+  record->set_spent(true);
+  job.status.set_state(v1::JOB_RESTARTING);
+  job.status.set_steps_per_second(0);
+  job.placing_since = now;
+}
+
+void JobManager::Finish(Job& job, v1::JobState state, const std::string& error,
+                        absl::Time now) {
+  job.assignments.clear();
+  job.reports.clear();
+  job.failing_since.reset();
+  job.status.set_state(state);
+  job.status.set_error(error);
+  job.status.set_end_time_unix_ms(UnixMillis(now));
+  if (state != v1::JOB_RUNNING) job.status.set_steps_per_second(0);
+  changed_ = true;
+}
+
+void JobManager::UpdateProgress(Job& job) {
+  for (const auto& [task, report] : job.reports) {
+    auto assignment = job.assignments.find(task);
+    if (report.checkpoint_step() > job.status.checkpoint_step()) {
+      job.status.set_checkpoint_step(report.checkpoint_step());
+      changed_ = true;
+    }
+    if (assignment == job.assignments.end() || assignment->second.node() != 0) {
+      continue;
+    }
+    // The chief's replica 0 speaks for the job.
+    if (report.step() >= job.status.step()) job.status.set_step(report.step());
+    job.status.set_steps_per_second(report.steps_per_second());
+    for (const auto& [metric, value] : report.metrics()) {
+      (*job.status.mutable_metrics())[metric] = value;
+    }
+  }
+}
+
+std::optional<std::string> JobManager::TakeSnapshotIfChanged(
+    absl::Time now, absl::Duration progress_period) {
+  absl::MutexLock lock(&mu_);
+  if (!changed_ && !(progressed_ && now - last_snapshot_ >= progress_period)) {
+    return std::nullopt;
+  }
+  changed_ = progressed_ = false;
+  last_snapshot_ = now;
+  nlohmann::json table = {{"next_id", next_id_},
+                          {"jobs", nlohmann::json::array()}};
+  google::protobuf::util::JsonPrintOptions print;
+  print.preserve_proto_field_names = true;
+  for (const auto& [id, job] : jobs_) {
+    std::string json;
+    if (!google::protobuf::util::MessageToJsonString(job.status, &json, print)
+             .ok()) {
+      continue;
+    }
+    table["jobs"].push_back(nlohmann::json::parse(json, nullptr, false));
+  }
+  return table.dump(1);
+}
+
+absl::Status JobManager::Restore(const std::string& text, absl::Time now) {
+  const nlohmann::json table = nlohmann::json::parse(text, nullptr, false);
+  if (table.is_discarded() || !table.is_object() ||
+      !table.value("jobs", nlohmann::json()).is_array() ||
+      !table.value("next_id", nlohmann::json()).is_number_integer()) {
+    return absl::DataLossError(
+        "the job table is not an object with \"next_id\" and \"jobs\"");
+  }
+  absl::MutexLock lock(&mu_);
+  next_id_ = table["next_id"].get<int64_t>();
+  for (const nlohmann::json& saved : table["jobs"]) {
+    Job job;
+    if (!google::protobuf::util::JsonStringToMessage(saved.dump(), &job.status)
+             .ok()) {
+      return absl::DataLossError(
+          absl::StrCat("a saved job does not parse: ", saved.dump()));
+    }
+    int64_t id = 0;
+    if (!absl::SimpleAtoi(job.status.job_id(), &id)) {
+      return absl::DataLossError(
+          absl::StrCat("a saved job has a bad id \"", job.status.job_id(), "\""));
+    }
+    if (!IsTerminal(job.status.state()) &&
+        job.status.state() != v1::JOB_SUBMITTED) {
+      v1::RestartRecord* record = job.status.add_restarts();
+      record->set_attempt(job.status.attempt() + 1);
+      record->set_time_unix_ms(UnixMillis(now));
+      record->set_cause("the coordinator restarted");
+      record->set_resumed_from_step(job.status.checkpoint_step());
+      job.status.set_state(v1::JOB_RESTARTING);
+      job.placing_since = now;
+    }
+    next_id_ = std::max(next_id_, id + 1);
+    jobs_[id] = std::move(job);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cohort::coordinator

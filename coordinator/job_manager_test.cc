@@ -1,0 +1,199 @@
+#include "coordinator/job_manager.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace cohort::coordinator {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kDigest[] =
+    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+ClusterSpec TwoAgentSpec() {
+  return *ClusterSpec::FromJson(
+      R"({"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"],
+                      "ps": ["127.0.0.1:3"]}})");
+}
+
+v1::JobSpec GoodSpec() {
+  v1::JobSpec spec;
+  spec.set_strategy(v1::MULTI_WORKER_MIRRORED);
+  spec.set_library_digest(kDigest);
+  spec.set_step_fn("step");
+  spec.set_steps(10);
+  spec.set_global_batch_size(8);
+  spec.set_max_restarts(1);
+  return spec;
+}
+
+std::vector<AgentView> Ready(int devices = 2) {
+  return {{.task = {"chief", 0}, .state = v1::READY, .num_devices = devices},
+          {.task = {"worker", 0}, .state = v1::READY, .num_devices = devices}};
+}
+
+v1::AgentJobReport Report(const std::string& type, const std::string& job,
+                          int attempt, v1::AgentJobReport::State state,
+                          int64_t step = 0) {
+  v1::AgentJobReport report;
+  report.mutable_task()->set_type(type);
+  report.set_job_id(job);
+  report.set_attempt(attempt);
+  report.set_state(state);
+  report.set_step(step);
+  return report;
+}
+
+class JobManagerTest : public ::testing::Test {
+ protected:
+  JobManager manager_{TwoAgentSpec(), {.checkpoint_root = "/ckpt"}};
+  absl::Time now_ = absl::FromUnixSeconds(1000);
+
+  std::string SubmitAndPlace(v1::JobSpec spec = GoodSpec()) {
+    absl::StatusOr<std::string> id = manager_.Submit(spec, now_);
+    EXPECT_TRUE(id.ok()) << id.status();
+    manager_.Tick(Ready(), now_);
+    return *id;
+  }
+  v1::JobState State(const std::string& id) {
+    return manager_.Get(id)->state();
+  }
+};
+
+TEST_F(JobManagerTest, MalformedSpecsAreRefusedNamingTheField) {
+  v1::JobSpec spec = GoodSpec();
+  spec.set_steps(0);
+  EXPECT_THAT(manager_.Submit(spec, now_).status().message(),
+              HasSubstr("steps must be positive"));
+  spec = GoodSpec();
+  spec.set_library_digest("abc");
+  EXPECT_THAT(manager_.Submit(spec, now_).status().message(),
+              HasSubstr("library_digest"));
+  spec = GoodSpec();
+  spec.set_config_json("[1]");
+  EXPECT_THAT(manager_.Submit(spec, now_).status().message(),
+              HasSubstr("config_json"));
+  spec = GoodSpec();
+  spec.set_strategy(v1::STRATEGY_UNSPECIFIED);
+  EXPECT_EQ(manager_.Submit(spec, now_).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(JobManagerTest, AssignsRanksAndSucceedsWhenEveryAgentFinishes) {
+  const std::string id = SubmitAndPlace();
+  v1::AgentSyncResponse chief =
+      manager_.Sync(Report("chief", "", 0, v1::AgentJobReport::IDLE), now_);
+  v1::AgentSyncResponse worker =
+      manager_.Sync(Report("worker", "", 0, v1::AgentJobReport::IDLE), now_);
+  EXPECT_EQ(chief.assignment().first_rank(), 0);
+  EXPECT_EQ(worker.assignment().first_rank(), 2);
+  EXPECT_EQ(worker.assignment().num_replicas(), 4);
+  EXPECT_EQ(worker.assignment().communication(),
+            v1::COMMUNICATION_HIERARCHICAL);
+  EXPECT_EQ(State(id), v1::JOB_PLACING);
+
+  manager_.Sync(Report("chief", id, 1, v1::AgentJobReport::RUNNING, 3), now_);
+  manager_.Sync(Report("worker", id, 1, v1::AgentJobReport::RUNNING, 3), now_);
+  manager_.Tick(Ready(), now_);
+  EXPECT_EQ(State(id), v1::JOB_RUNNING);
+  EXPECT_EQ(manager_.Get(id)->step(), 3);
+
+  manager_.Sync(Report("chief", id, 1, v1::AgentJobReport::FINISHED, 10), now_);
+  manager_.Sync(Report("worker", id, 1, v1::AgentJobReport::FINISHED, 10), now_);
+  manager_.Tick(Ready(), now_);
+  EXPECT_EQ(State(id), v1::JOB_SUCCEEDED);
+}
+
+TEST_F(JobManagerTest, BatchNotDivisibleByReplicasFailsTheJob) {
+  v1::JobSpec spec = GoodSpec();
+  spec.set_global_batch_size(10);
+  const std::string id = SubmitAndPlace(spec);
+  EXPECT_EQ(State(id), v1::JOB_FAILED);
+  EXPECT_THAT(manager_.Get(id)->error(),
+              HasSubstr("global batch size 10 is not divisible by the 4"));
+}
+
+TEST_F(JobManagerTest, DeadAgentRestartsTheJobThenFailsWhenRestartsAreSpent) {
+  const std::string id = SubmitAndPlace();
+  manager_.Sync(Report("chief", id, 1, v1::AgentJobReport::RUNNING, 5), now_);
+  manager_.Sync(Report("worker", id, 1, v1::AgentJobReport::RUNNING, 5), now_);
+  std::vector<AgentView> agents = Ready();
+  agents[1].state = v1::DEAD;
+  agents[1].last_error = "process killed by signal 9 (Killed)";
+  manager_.Tick(agents, now_);
+  now_ += absl::Seconds(1);
+  manager_.Tick(agents, now_);
+  v1::JobStatus status = *manager_.Get(id);
+  EXPECT_EQ(status.state(), v1::JOB_RESTARTING);
+  ASSERT_EQ(status.restarts_size(), 1);
+  EXPECT_THAT(status.restarts(0).cause(),
+              HasSubstr("worker:0 died: process killed by signal 9"));
+
+  // Waits for the agent, then places attempt 2.
+  manager_.Tick(agents, now_);
+  EXPECT_EQ(manager_.Sync(Report("chief", id, 1, v1::AgentJobReport::FAILED), now_)
+                .assignment()
+                .job_id(),
+            "");
+  manager_.Tick(Ready(), now_);
+  EXPECT_EQ(manager_.Sync(Report("chief", id, 1, v1::AgentJobReport::FAILED), now_)
+                .assignment()
+                .attempt(),
+            2);
+  manager_.Sync(Report("worker", id, 2, v1::AgentJobReport::FAILED), now_);
+  now_ += absl::Seconds(1);
+  manager_.Tick(Ready(), now_);
+  status = *manager_.Get(id);
+  EXPECT_EQ(status.state(), v1::JOB_FAILED);
+  EXPECT_THAT(status.error(), HasSubstr("no restarts left (max_restarts=1)"));
+}
+
+TEST_F(JobManagerTest, PermanentErrorFailsAtOnce) {
+  const std::string id = SubmitAndPlace();
+  v1::AgentJobReport report =
+      Report("worker", id, 1, v1::AgentJobReport::FAILED);
+  report.set_permanent(true);
+  report.set_error("no step function named \"x\"");
+  manager_.Sync(report, now_);
+  manager_.Tick(Ready(), now_);
+  EXPECT_EQ(State(id), v1::JOB_FAILED);
+  EXPECT_THAT(manager_.Get(id)->error(),
+              HasSubstr("worker:0: no step function named \"x\""));
+}
+
+TEST_F(JobManagerTest, JobsRunOneAtATimeAndCancelEndsOne) {
+  const std::string first = SubmitAndPlace();
+  const std::string second = *manager_.Submit(GoodSpec(), now_);
+  manager_.Tick(Ready(), now_);
+  EXPECT_EQ(State(second), v1::JOB_SUBMITTED);
+  EXPECT_EQ(manager_.Cancel(first, now_)->state(), v1::JOB_CANCELLED);
+  manager_.Tick(Ready(), now_);
+  EXPECT_EQ(State(second), v1::JOB_PLACING);
+  EXPECT_EQ(manager_.Cancel("99", now_).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(JobManagerTest, RestoredTableKeepsJobsAndResumesTheActiveOne) {
+  const std::string done = SubmitAndPlace();
+  manager_.Cancel(done, now_);
+  const std::string active = SubmitAndPlace();
+  std::optional<std::string> table =
+      manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
+  ASSERT_TRUE(table.has_value());
+
+  JobManager restored(TwoAgentSpec(), {.checkpoint_root = "/ckpt"});
+  ASSERT_TRUE(restored.Restore(*table, now_).ok());
+  EXPECT_EQ(restored.Get(done)->state(), v1::JOB_CANCELLED);
+  v1::JobStatus resumed = *restored.Get(active);
+  EXPECT_EQ(resumed.state(), v1::JOB_RESTARTING);
+  EXPECT_THAT(resumed.restarts(0).cause(), HasSubstr("coordinator restarted"));
+  EXPECT_FALSE(resumed.restarts(0).spent());
+  EXPECT_EQ(*restored.Submit(GoodSpec(), now_), "3");
+  EXPECT_EQ(restored.Restore("{", now_).code(), absl::StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace cohort::coordinator

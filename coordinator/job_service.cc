@@ -1,0 +1,99 @@
+#include "coordinator/job_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "rpc/unary.h"
+#include "spdlog/spdlog.h"
+
+namespace cohort::coordinator {
+
+using rpc::HandleUnary;
+
+JobsService::JobsService(JobManager* manager, LibraryStore* libraries,
+                         const rpc::Authenticator* auth)
+    : manager_(manager), libraries_(libraries), auth_(auth) {}
+
+grpc::ServerUnaryReactor* JobsService::SubmitJob(
+    grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
+    v1::SubmitJobResponse* response) {
+  return HandleUnary(context, auth_, [&]() -> absl::Status {
+    const v1::JobSpec& spec = request->spec();
+    if (!request->library().empty()) {
+      absl::Status stored =
+          libraries_->Put(spec.library_digest(), request->library());
+      if (!stored.ok()) return stored;
+    } else if (!libraries_->Contains(spec.library_digest())) {
+      return absl::InvalidArgumentError(
+          "no step library was uploaded with the job, and none with its "
+          "digest is stored");
+    }
+    absl::StatusOr<std::string> id = manager_->Submit(spec, absl::Now());
+    if (!id.ok()) return id.status();
+    spdlog::info("job {} submitted: {} {} steps, global batch {}, library {}",
+                 *id, spec.step_fn(), spec.steps(), spec.global_batch_size(),
+                 spec.library_name());
+    response->set_job_id(*id);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* JobsService::GetJob(
+    grpc::CallbackServerContext* context, const v1::GetJobRequest* request,
+    v1::JobStatus* response) {
+  return HandleUnary(context, auth_, [&]() -> absl::Status {
+    absl::StatusOr<v1::JobStatus> status = manager_->Get(request->job_id());
+    if (!status.ok()) return status.status();
+    *response = *std::move(status);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* JobsService::ListJobs(
+    grpc::CallbackServerContext* context, const v1::ListJobsRequest* request,
+    v1::ListJobsResponse* response) {
+  return HandleUnary(context, auth_, [&] {
+    for (v1::JobStatus& job : manager_->List()) {
+      *response->add_jobs() = std::move(job);
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* JobsService::CancelJob(
+    grpc::CallbackServerContext* context, const v1::CancelJobRequest* request,
+    v1::CancelJobResponse* response) {
+  return HandleUnary(context, auth_, [&]() -> absl::Status {
+    absl::StatusOr<v1::JobStatus> status =
+        manager_->Cancel(request->job_id(), absl::Now());
+    if (!status.ok()) return status.status();
+    *response->mutable_job() = *std::move(status);
+    return absl::OkStatus();
+  });
+}
+
+JobControlService::JobControlService(JobManager* manager,
+                                     const LibraryStore* libraries,
+                                     const rpc::Authenticator* auth)
+    : manager_(manager), libraries_(libraries), auth_(auth) {}
+
+grpc::ServerUnaryReactor* JobControlService::Sync(
+    grpc::CallbackServerContext* context, const v1::AgentJobReport* request,
+    v1::AgentSyncResponse* response) {
+  return HandleUnary(context, auth_, [&] {
+    *response = manager_->Sync(*request, absl::Now());
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* JobControlService::FetchLibrary(
+    grpc::CallbackServerContext* context,
+    const v1::FetchLibraryRequest* request,
+    v1::FetchLibraryResponse* response) {
+  return HandleUnary(context, auth_, [&]() -> absl::Status {
+    absl::StatusOr<std::string> bytes = libraries_->Get(request->digest());
+    if (!bytes.ok()) return bytes.status();
+    response->set_library(*std::move(bytes));
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace cohort::coordinator

@@ -1,0 +1,60 @@
+#pragma once
+
+// gRPC adapters of the job API: Jobs (users: submit, get, list, cancel) and
+// JobControl (agents: sync, fetch a library). Each handler authenticates,
+// then does its work in the JobManager or the LibraryStore.
+
+#include "cohort/v1/job.grpc.pb.h"
+#include "coordinator/job_manager.h"
+#include "coordinator/library_store.h"
+#include "rpc/auth.h"
+
+namespace cohort::coordinator {
+
+// `manager`, `libraries` and `auth` are not owned and must outlive the
+// service. Thread-safe.
+class JobsService final : public v1::Jobs::CallbackService {
+ public:
+  JobsService(JobManager* manager, LibraryStore* libraries,
+              const rpc::Authenticator* auth);
+
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
+                                      const v1::SubmitJobRequest* request,
+                                      v1::SubmitJobResponse* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const v1::GetJobRequest* request,
+                                   v1::JobStatus* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const v1::ListJobsRequest* request,
+                                     v1::ListJobsResponse* response) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
+                                      const v1::CancelJobRequest* request,
+                                      v1::CancelJobResponse* response) override;
+
+ private:
+  JobManager* const manager_;
+  LibraryStore* const libraries_;
+  const rpc::Authenticator* const auth_;
+};
+
+// Same ownership as JobsService. Thread-safe.
+class JobControlService final : public v1::JobControl::CallbackService {
+ public:
+  JobControlService(JobManager* manager, const LibraryStore* libraries,
+                    const rpc::Authenticator* auth);
+
+  grpc::ServerUnaryReactor* Sync(grpc::CallbackServerContext* context,
+                                 const v1::AgentJobReport* request,
+                                 v1::AgentSyncResponse* response) override;
+  grpc::ServerUnaryReactor* FetchLibrary(
+      grpc::CallbackServerContext* context,
+      const v1::FetchLibraryRequest* request,
+      v1::FetchLibraryResponse* response) override;
+
+ private:
+  JobManager* const manager_;
+  const LibraryStore* const libraries_;
+  const rpc::Authenticator* const auth_;
+};
+
+}  // namespace cohort::coordinator
