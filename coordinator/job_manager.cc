@@ -502,7 +502,8 @@ void JobManager::Finish(Job& job, v1::JobState state, const std::string& error,
   job.status.set_state(state);
   job.status.set_error(error);
   job.status.set_end_time_unix_ms(UnixMillis(now));
-  if (state != v1::JOB_RUNNING) job.status.set_steps_per_second(0);
+  // A finished job keeps its last rate; an ended one has none.
+  if (state != v1::JOB_SUCCEEDED) job.status.set_steps_per_second(0);
   changed_ = true;
 }
 

@@ -1,15 +1,24 @@
 // cohort-agent: one per worker or chief task. Discovers its devices,
 // registers with the coordinator and heartbeats; runs the job replicas.
 
+#include <unistd.h>
+
 #include "absl/flags/flag.h"
 #include "common/flags.h"
 #include "rpc/task_runtime.h"
 #include "spdlog/spdlog.h"
 #include "worker_agent/agent_service.h"
 #include "worker_agent/device_discovery.h"
+#include "worker_agent/job_agent.h"
+#include "common/cluster_spec.h"
+#include "common/file_util.h"
+#include "absl/strings/str_cat.h"
 
 ABSL_FLAG(int, cpu_devices, 1,
           "CPU devices to offer when there is no CUDA GPU.");
+ABSL_FLAG(std::string, cache_dir, "",
+          "Where fetched step libraries are kept. Default: "
+          "$TMPDIR/cohort-agent-<uid>/<task>.");
 
 namespace {
 
@@ -36,7 +45,34 @@ int main(int argc, char** argv) {
   agent::DiscoveredDevices devices = agent::DiscoverDevices(cpu_devices);
   spdlog::info("devices: {}", devices.note);
 
+  agent::JobAgentOptions jobs{.task = config.task,
+                              .coordinator = config.coordinator,
+                              .security = config.daemon.server.security};
+  for (const v1::Device& device : devices.devices) {
+    jobs.devices.push_back(
+        {.kind = device.kind() == v1::Device::CUDA ? Device::Kind::kCuda
+                                                   : Device::Kind::kCpu,
+         .index = device.index()});
+  }
+  // Peer servers of the job's collectives bind where the agent serves.
+  const absl::StatusOr<HostPort> listen =
+      ParseHostPort(config.daemon.server.listen, /*allow_port_zero=*/true);
+  jobs.peer_listen_host = !listen.ok() ? "127.0.0.1"
+                          : listen->host.find(':') != std::string::npos
+                              ? absl::StrCat("[", listen->host, "]")
+                              : listen->host;
+  jobs.cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  if (jobs.cache_dir.empty()) {
+    jobs.cache_dir = absl::StrCat(TempDirectory(), "/cohort-agent-", getuid(),
+                                  "/", config.task.type, "-", config.task.index);
+  }
+
   rpc::TaskRuntime runtime("agent", std::move(config));
   agent::AgentService service(&runtime, std::move(devices.devices));
-  return runtime.Run({&service}, [&service] { return service.Report(); });
+  agent::JobAgent job_agent(std::move(jobs));
+  job_agent.Start();
+  const int code =
+      runtime.Run({&service}, [&service] { return service.Report(); });
+  job_agent.Shutdown();
+  return code;
 }

@@ -1,11 +1,14 @@
 #pragma once
 
 // cohortctl's subcommands. Each returns the process exit code: 0 success,
-// 1 failure reported by a server or a child, 2 bad usage.
+// 1 failure reported by a server or a child (or a job that did not
+// succeed), 2 bad usage.
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "cohort/client.h"
 
 namespace cohort::ctl {
@@ -19,6 +22,21 @@ struct CommonOptions {
 
 int StatusCommand(const CommonOptions& options);
 int UpCommand(const CommonOptions& options);
+int SubmitCommand(const CommonOptions& options);
+int WatchCommand(const CommonOptions& options, const std::string& job_id);
+int JobsCommand(const CommonOptions& options);
+int JobCommand(const CommonOptions& options, const std::string& job_id);
+int CancelCommand(const CommonOptions& options, const std::string& job_id);
+
+// A client of options.coordinator; INVALID_ARGUMENT saying how to name one
+// when none was resolved.
+absl::StatusOr<std::unique_ptr<Client>> ConnectToCoordinator(
+    const CommonOptions& options);
+
+// Shows the job live until it ends (the progress view on stdout, or on
+// stderr with `json`, where stdout gets the final JobStatus as JSON).
+// Returns 0 when it SUCCEEDED, else 1.
+int WatchUntilEnd(const Client& client, const std::string& job_id, bool json);
 
 // Where `cohortctl up` keeps its state by default, and so where the other
 // commands look for the address of a local cluster.

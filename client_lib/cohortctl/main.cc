@@ -13,7 +13,9 @@
 ABSL_FLAG(std::string, coordinator, "",
           "The coordinator's HOST:PORT. Default: $COHORT_COORDINATOR, else the "
           "local cluster that `cohortctl up` started.");
-ABSL_FLAG(bool, json, false, "Print JSON instead of a table.");
+ABSL_FLAG(bool, json, false,
+          "Print JSON instead of text. With submit --wait and watch: the "
+          "final JobStatus, the live view going to stderr.");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5), "Deadline of each RPC.");
 
 namespace cohort::ctl {
@@ -23,17 +25,47 @@ constexpr char kUsage[] =
     "control a Cohort cluster.\n"
     "\n"
     "Commands:\n"
-    "  up [--cluster_spec=FILE]   run a coordinator (and its local tasks) in\n"
-    "                             the foreground; without a spec, a default\n"
-    "                             local cluster: one chief, one worker, one "
-    "ps\n"
-    "  status [--json]            the cluster's tasks and their state\n"
+    "  up [--cluster_spec=FILE] [--cpu_devices=N]\n"
+    "                     run a coordinator (and its local tasks) in the\n"
+    "                     foreground; without a spec, a default local\n"
+    "                     cluster: one chief, one worker, one ps\n"
+    "  status [--json]    the cluster's tasks and their state\n"
+    "  submit --library=PATH --step=NAME --steps=N --global_batch=B\n"
+    "         [--init=NAME] [--dataset=NAME] [--strategy=S]\n"
+    "         [--communication=C] [--seed=S] [--checkpoint_every=N]\n"
+    "         [--max_restarts=N] [--devices_per_agent=N]\n"
+    "         [--checkpoint_dir=DIR] [--config=JSON|@FILE] [--name=TEXT]\n"
+    "         [--collective_timeout=60s] [--wait] [--json]\n"
+    "                     upload a step library and run it; prints the job\n"
+    "                     id, or with --wait shows it live until it ends\n"
+    "                     (exit 0 only if it SUCCEEDED)\n"
+    "  watch JOB [--json] show a job live until it ends\n"
+    "  jobs [--json]      every job, oldest first\n"
+    "  job JOB [--json]   one job: progress, metrics, placement, restarts\n"
+    "  cancel JOB         cancel a job; prints its state\n"
+    "\n"
+    "Exit codes: 0 success, 1 a failure (or a job that did not succeed),\n"
+    "2 bad usage.\n"
     "\n"
     "Examples:\n"
     "  cohortctl up\n"
     "  cohortctl status\n"
+    "  cohortctl submit --library=./libmnist_steps.so --step=train_step \\\n"
+    "      --init=init --dataset=mnist --steps=1000 --global_batch=64 --wait\n"
+    "  cohortctl jobs\n"
     "  cohortctl --coordinator=10.0.0.1:7070 --auth_token_file=token status "
     "--json";
+
+// How many positional arguments (after the command) each command takes;
+// -1: no such command.
+int PositionalArguments(const std::string& command) {
+  if (command == "watch" || command == "job" || command == "cancel") return 1;
+  if (command == "up" || command == "status" || command == "submit" ||
+      command == "jobs") {
+    return 0;
+  }
+  return -1;
+}
 
 std::string ResolveCoordinator() {
   std::string address = absl::GetFlag(FLAGS_coordinator);
@@ -66,13 +98,29 @@ int Main(int argc, char** argv) {
   options.json = absl::GetFlag(FLAGS_json);
 
   const std::string& command = args[0];
-  if (args.size() > 1) {
+  if (PositionalArguments(command) < 0) {
+    std::fprintf(stderr, "cohortctl: unknown command \"%s\" (try --help)\n",
+                 command.c_str());
+    return 2;
+  }
+  const size_t wanted = PositionalArguments(command);
+  if (args.size() > wanted + 1) {
     std::fprintf(stderr, "cohortctl %s: unexpected argument \"%s\"\n",
-                 command.c_str(), args[1].c_str());
+                 command.c_str(), args[wanted + 1].c_str());
+    return 2;
+  }
+  if (args.size() < wanted + 1) {
+    std::fprintf(stderr, "cohortctl %s: expected a JOB id (try --help)\n",
+                 command.c_str());
     return 2;
   }
   if (command == "status") return StatusCommand(options);
   if (command == "up") return UpCommand(options);
+  if (command == "submit") return SubmitCommand(options);
+  if (command == "jobs") return JobsCommand(options);
+  if (command == "watch") return WatchCommand(options, args[1]);
+  if (command == "job") return JobCommand(options, args[1]);
+  if (command == "cancel") return CancelCommand(options, args[1]);
   std::fprintf(stderr, "cohortctl: unknown command \"%s\" (try --help)\n",
                command.c_str());
   return 2;

@@ -13,15 +13,19 @@ void PrintError(const absl::Status& status) {
                std::string(status.message()).c_str());
 }
 
-int StatusCommand(const CommonOptions& options) {
+absl::StatusOr<std::unique_ptr<Client>> ConnectToCoordinator(
+    const CommonOptions& options) {
   if (options.coordinator.empty()) {
-    PrintError(absl::InvalidArgumentError(
+    return absl::InvalidArgumentError(
         "no coordinator: pass --coordinator=HOST:PORT, set "
-        "COHORT_COORDINATOR, or start one with `cohortctl up`"));
-    return 2;
+        "COHORT_COORDINATOR, or start one with `cohortctl up`");
   }
+  return Client::Connect(options.coordinator, options.client);
+}
+
+int StatusCommand(const CommonOptions& options) {
   absl::StatusOr<std::unique_ptr<Client>> client =
-      Client::Connect(options.coordinator, options.client);
+      ConnectToCoordinator(options);
   if (!client.ok()) {
     PrintError(client.status());
     return 2;

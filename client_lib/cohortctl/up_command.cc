@@ -30,7 +30,8 @@ ABSL_FLAG(
     "up: the coordinator's state dir. Default: ~/.local/state/cohort/local.");
 ABSL_FLAG(std::string, listen, "127.0.0.1:0",
           "up: where the coordinator serves (port 0: a free port).");
-ABSL_FLAG(int, cpu_devices, 1, "up: CPU devices per launched agent.");
+ABSL_FLAG(int, cpu_devices, 2,
+          "up: CPU devices per launched agent (each one a replica).");
 ABSL_FLAG(absl::Duration, ready_timeout, absl::Seconds(30),
           "up: how long to wait for every task to be READY before warning.");
 
@@ -87,6 +88,10 @@ std::string DefaultLocalStateDir() {
 }
 
 int UpCommand(const CommonOptions& options) {
+  if (absl::GetFlag(FLAGS_cpu_devices) < 1) {
+    PrintError(absl::InvalidArgumentError("--cpu_devices must be at least 1"));
+    return 2;
+  }
   BlockTerminationSignals();
   std::string state_dir = absl::GetFlag(FLAGS_state_dir);
   if (state_dir.empty()) state_dir = DefaultLocalStateDir();

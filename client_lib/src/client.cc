@@ -1,21 +1,174 @@
 #include "cohort/client.h"
 
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <system_error>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cohort/v1/coordinator.grpc.pb.h"
+#include "cohort/v1/job.grpc.pb.h"
+#include "common/digest.h"
+#include "common/file_util.h"
 #include "common/status_macros.h"
+#include "nlohmann/json.hpp"
 #include "rpc/channel.h"
+#include "rpc/limits.h"
 
 namespace cohort {
+namespace {
+
+// Uploading a big step library takes longer than a control call.
+constexpr absl::Duration kMinSubmitTimeout = absl::Seconds(60);
+
+// Room left in a SubmitJob message for the spec beside the library.
+constexpr int64_t kSpecAllowanceBytes = 1 << 20;
+
+v1::Strategy ToProto(StrategyKind strategy) {
+  switch (strategy) {
+    case StrategyKind::kMultiWorkerMirrored:
+      return v1::MULTI_WORKER_MIRRORED;
+    case StrategyKind::kMirrored:
+      return v1::MIRRORED;
+    case StrategyKind::kOneDevice:
+      return v1::ONE_DEVICE;
+    case StrategyKind::kCentralStorage:
+      return v1::CENTRAL_STORAGE;
+    case StrategyKind::kParameterServer:
+      return v1::PARAMETER_SERVER;
+  }
+  return v1::STRATEGY_UNSPECIFIED;
+}
+
+v1::Communication ToProto(Communication communication) {
+  switch (communication) {
+    case Communication::kAuto:
+      return v1::COMMUNICATION_AUTO;
+    case Communication::kRing:
+      return v1::COMMUNICATION_RING;
+    case Communication::kNccl:
+      return v1::COMMUNICATION_NCCL;
+    case Communication::kHierarchical:
+      return v1::COMMUNICATION_HIERARCHICAL;
+  }
+  return v1::COMMUNICATION_AUTO;
+}
+
+// The checks that need no coordinator; the coordinator repeats them and adds
+// its own (registered names, placement).
+absl::Status ValidateSpec(const JobSpec& spec) {
+  if (spec.library_path.empty()) {
+    return absl::InvalidArgumentError("library_path: no step library given");
+  }
+  if (spec.step_fn.empty()) {
+    return absl::InvalidArgumentError("step_fn: no step function given");
+  }
+  if (spec.steps <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("steps: must be positive, got ", spec.steps));
+  }
+  if (spec.global_batch_size <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "global_batch_size: must be positive, got ", spec.global_batch_size));
+  }
+  if (spec.max_restarts < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_restarts: must not be negative, got ", spec.max_restarts));
+  }
+  if (spec.checkpoint_every < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint_every: must not be negative, got ", spec.checkpoint_every));
+  }
+  if (spec.devices_per_agent < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("devices_per_agent: must not be negative, got ",
+                     spec.devices_per_agent));
+  }
+  if (spec.collective_timeout < absl::ZeroDuration() ||
+      spec.collective_timeout == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("collective_timeout: must be finite and not negative, "
+                     "got ",
+                     absl::FormatDuration(spec.collective_timeout)));
+  }
+  if (!spec.config_json.empty()) {
+    const nlohmann::json config =
+        nlohmann::json::parse(spec.config_json, nullptr, false);
+    if (config.is_discarded()) {
+      return absl::InvalidArgumentError(
+          "config_json: not valid JSON (expected an object such as "
+          "{\"learning_rate\": 0.1})");
+    }
+    if (!config.is_object()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config_json: must be a JSON object, got a ", config.type_name()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadLibrary(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::file_status file =
+      std::filesystem::status(path, error);
+  if (error || !std::filesystem::exists(file)) {
+    return absl::NotFoundError(
+        absl::StrCat("library_path: ", path, ": no such file"));
+  }
+  if (!std::filesystem::is_regular_file(file)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("library_path: ", path, ": not a regular file"));
+  }
+  COHORT_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  if (bytes.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("library_path: ", path, ": the file is empty"));
+  }
+  if (static_cast<int64_t>(bytes.size()) >
+      rpc::kMaxMessageBytes - kSpecAllowanceBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "library_path: ", path, " is ", bytes.size(), " bytes, over the ",
+        rpc::kMaxMessageBytes - kSpecAllowanceBytes,
+        " a submission can carry"));
+  }
+  return bytes;
+}
+
+bool IsTerminal(v1::JobState state) {
+  return state == v1::JOB_SUCCEEDED || state == v1::JOB_FAILED ||
+         state == v1::JOB_CANCELLED;
+}
+
+bool SameMetrics(const v1::JobStatus& a, const v1::JobStatus& b) {
+  if (a.metrics_size() != b.metrics_size()) return false;
+  for (const auto& [name, value] : a.metrics()) {
+    auto it = b.metrics().find(name);
+    if (it == b.metrics().end() || it->second != value) return false;
+  }
+  return true;
+}
+
+// What a watcher would want to hear about; steps/s alone moves every poll.
+bool Changed(const v1::JobStatus& before, const v1::JobStatus& now) {
+  return before.state() != now.state() || before.step() != now.step() ||
+         before.attempt() != now.attempt() ||
+         before.restarts_size() != now.restarts_size() ||
+         before.error() != now.error() || !SameMetrics(before, now);
+}
+
+}  // namespace
 
 struct Client::Impl {
   Impl(std::string address, rpc::Security security, absl::Duration timeout)
       : connection(std::move(address), std::move(security)),
         admin(v1::Admin::NewStub(connection.channel())),
+        jobs(v1::Jobs::NewStub(connection.channel())),
         rpc_timeout(timeout) {}
 
   rpc::Connection connection;
   std::unique_ptr<v1::Admin::Stub> admin;
+  std::unique_ptr<v1::Jobs::Stub> jobs;
   absl::Duration rpc_timeout;
 };
 
@@ -76,6 +229,115 @@ absl::StatusOr<v1::ClusterState> Client::WaitForReady(
     }
     if (absl::Now() >= deadline) return last;
     absl::SleepFor(absl::Milliseconds(100));
+  }
+}
+
+absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
+  COHORT_RETURN_IF_ERROR(ValidateSpec(spec));
+  v1::SubmitJobRequest request;
+  COHORT_ASSIGN_OR_RETURN(*request.mutable_library(),
+                          ReadLibrary(spec.library_path));
+  v1::JobSpec& proto = *request.mutable_spec();
+  proto.set_name(spec.name);
+  proto.set_strategy(ToProto(spec.strategy));
+  proto.set_communication(ToProto(spec.communication));
+  proto.set_library_digest(Sha256Hex(request.library()));
+  proto.set_library_name(
+      std::filesystem::path(spec.library_path).filename().string());
+  proto.set_init_fn(spec.init_fn);
+  proto.set_step_fn(spec.step_fn);
+  proto.set_dataset_fn(spec.dataset_fn);
+  proto.set_steps(spec.steps);
+  proto.set_global_batch_size(spec.global_batch_size);
+  proto.set_seed(spec.seed);
+  proto.set_checkpoint_every(spec.checkpoint_every);
+  proto.set_max_restarts(spec.max_restarts);
+  proto.set_config_json(spec.config_json.empty() ? "{}" : spec.config_json);
+  proto.set_devices_per_agent(spec.devices_per_agent);
+  proto.set_checkpoint_dir(spec.checkpoint_dir);
+  proto.set_collective_timeout_ms(
+      absl::ToInt64Milliseconds(spec.collective_timeout));
+
+  v1::SubmitJobResponse response;
+  auto context = impl_->connection.NewContext(
+      std::max(impl_->rpc_timeout, kMinSubmitTimeout));
+  const grpc::Status status =
+      impl_->jobs->SubmitJob(context.get(), request, &response);
+  COHORT_RETURN_IF_ERROR(impl_->connection.Annotate("Jobs.SubmitJob", status));
+  if (response.job_id().empty()) {
+    return absl::InternalError(
+        absl::StrCat("Jobs.SubmitJob to ", address(),
+                     ": the coordinator returned no job id"));
+  }
+  return response.job_id();
+}
+
+absl::StatusOr<v1::JobStatus> Client::GetJob(const std::string& job_id) const {
+  if (job_id.empty()) return absl::InvalidArgumentError("no job id given");
+  v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  v1::JobStatus job;
+  auto context = impl_->connection.NewContext(impl_->rpc_timeout);
+  const grpc::Status status = impl_->jobs->GetJob(context.get(), request, &job);
+  COHORT_RETURN_IF_ERROR(impl_->connection.Annotate("Jobs.GetJob", status));
+  return job;
+}
+
+absl::StatusOr<std::vector<v1::JobStatus>> Client::ListJobs() const {
+  v1::ListJobsResponse response;
+  auto context = impl_->connection.NewContext(impl_->rpc_timeout);
+  const grpc::Status status =
+      impl_->jobs->ListJobs(context.get(), {}, &response);
+  COHORT_RETURN_IF_ERROR(impl_->connection.Annotate("Jobs.ListJobs", status));
+  return std::vector<v1::JobStatus>(response.jobs().begin(),
+                                    response.jobs().end());
+}
+
+absl::StatusOr<v1::JobStatus> Client::CancelJob(
+    const std::string& job_id) const {
+  if (job_id.empty()) return absl::InvalidArgumentError("no job id given");
+  v1::CancelJobRequest request;
+  request.set_job_id(job_id);
+  v1::CancelJobResponse response;
+  auto context = impl_->connection.NewContext(impl_->rpc_timeout);
+  const grpc::Status status =
+      impl_->jobs->CancelJob(context.get(), request, &response);
+  COHORT_RETURN_IF_ERROR(impl_->connection.Annotate("Jobs.CancelJob", status));
+  return response.job();
+}
+
+absl::StatusOr<v1::JobStatus> Client::WatchJob(
+    const std::string& job_id,
+    const std::function<bool(const v1::JobStatus&)>& on_update,
+    absl::Duration interval) const {
+  std::optional<v1::JobStatus> last;
+  absl::Time last_success = absl::Now();
+  while (true) {
+    const absl::Time poll_start = absl::Now();
+    absl::StatusOr<v1::JobStatus> job = GetJob(job_id);
+    if (job.ok()) {
+      last_success = absl::Now();
+      const bool changed = !last.has_value() || Changed(*last, *job);
+      last = *std::move(job);
+      if (changed && !on_update(*last)) return *last;
+      if (IsTerminal(last->state())) return *last;
+    } else {
+      // A coordinator restarting or a network blip: keep polling for a while.
+      // A call that ran into its deadline counts as silence too.
+      const absl::StatusCode code = job.status().code();
+      if (code != absl::StatusCode::kUnavailable &&
+          code != absl::StatusCode::kDeadlineExceeded) {
+        return job.status();
+      }
+      const absl::Duration silent = absl::Now() - last_success;
+      if (silent >= impl_->rpc_timeout) {
+        return absl::UnavailableError(absl::StrCat(
+            "watching job ", job_id, ": no answer from the coordinator for ",
+            absl::FormatDuration(absl::Trunc(silent, absl::Milliseconds(100))),
+            "; last error: ", job.status().message()));
+      }
+    }
+    absl::SleepFor(poll_start + interval - absl::Now());
   }
 }
 

@@ -1,20 +1,35 @@
 #pragma once
 
-// Cohort's client library: connect to a coordinator and query it. Used by
-// cohortctl and by user programs.
+// Cohort's client library: connect to a coordinator, submit and watch jobs,
+// and query the cluster. Used by cohortctl and by user programs.
 //
 //   absl::StatusOr<std::unique_ptr<cohort::Client>> client =
 //       cohort::Client::Connect("10.0.0.1:7070",
 //                               {.auth_token_file = "/etc/cohort/token"});
 //   absl::StatusOr<cohort::v1::ClusterState> state =
 //       (*client)->GetClusterState();
+//
+//   cohort::JobSpec job{.library_path = "libmy_steps.so",
+//                       .step_fn = "my_step", .steps = 1000,
+//                       .global_batch_size = 64};
+//   absl::StatusOr<std::string> id = (*client)->SubmitJob(job);
+//   (*client)->WatchJob(*id, [](const cohort::v1::JobStatus& s) {
+//     std::printf("step %ld\n", s.step());
+//     return true;
+//   });
 
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cohort/v1/coordinator.pb.h"
+#include "cohort/v1/job.pb.h"
 
 namespace cohort {
 
@@ -25,6 +40,66 @@ struct ClientOptions {
   std::string tls_key_file;
   absl::Duration rpc_timeout = absl::Seconds(5);
 };
+
+// As tf.distribute's strategies; the parameter-server kinds place variables
+// on the PS tasks.
+enum class StrategyKind {
+  kMultiWorkerMirrored,
+  kMirrored,
+  kOneDevice,
+  kCentralStorage,
+  kParameterServer,
+};
+
+// How replicas all-reduce. kAuto picks NCCL for CUDA replicas, else
+// hierarchical (threads inside an agent, a gRPC ring between agents); the
+// job's status says what it picked and why.
+enum class Communication { kAuto, kRing, kNccl, kHierarchical };
+
+// What to run. Only library_path, step_fn, steps and global_batch_size are
+// required.
+struct JobSpec {
+  std::string name;  // shown by `cohortctl jobs`
+  StrategyKind strategy = StrategyKind::kMultiWorkerMirrored;
+  Communication communication = Communication::kAuto;
+  std::string library_path;  // the step library; uploaded on submit
+  std::string init_fn;       // registered names; init and dataset optional
+  std::string step_fn;
+  std::string dataset_fn;
+  int64_t steps = 0;
+  int64_t global_batch_size = 0;  // split evenly over the replicas
+  uint64_t seed = 0;
+  int64_t checkpoint_every = 0;  // steps; 0: only the final checkpoint
+  int max_restarts = 0;          // after a lost worker
+  std::string config_json = "{}";  // handed to the library as is
+  int devices_per_agent = 0;       // 0: every device of each agent
+  std::string checkpoint_dir;      // default: under the coordinator's state
+  absl::Duration collective_timeout = absl::Seconds(60);
+};
+
+// One saved tensor of a checkpoint.
+struct CheckpointTensor {
+  std::string dtype;  // "float32", "float64", "int32", "int64"
+  std::vector<int64_t> shape;
+  std::string bytes;  // little-endian elements
+
+  template <typename T>
+  std::span<const T> As() const {
+    return {reinterpret_cast<const T*>(bytes.data()), bytes.size() / sizeof(T)};
+  }
+};
+
+// A job's variables (and optimizer slots, named "<variable>/<slot>") at one
+// step.
+struct Checkpoint {
+  int64_t step = 0;
+  std::map<std::string, CheckpointTensor> tensors;
+};
+
+// The latest complete checkpoint in `dir` (a job's checkpoint_dir);
+// NOT_FOUND when there is none, DATA_LOSS naming the file when it is
+// corrupt.
+absl::StatusOr<Checkpoint> LoadLatestCheckpoint(const std::string& dir);
 
 // A connection to one coordinator. Thread-safe.
 class Client {
@@ -44,6 +119,24 @@ class Client {
   // Polls until every task of the spec is READY; DEADLINE_EXCEEDED naming
   // the tasks that are not when `timeout` passes.
   absl::StatusOr<v1::ClusterState> WaitForReady(absl::Duration timeout) const;
+
+  // Uploads the library and submits the job; returns its id.
+  // INVALID_ARGUMENT naming the field for a bad spec (checked here and by
+  // the coordinator), NOT_FOUND for a missing library file.
+  absl::StatusOr<std::string> SubmitJob(const JobSpec& spec) const;
+  absl::StatusOr<v1::JobStatus> GetJob(const std::string& job_id) const;
+  absl::StatusOr<std::vector<v1::JobStatus>> ListJobs() const;
+  // The job's status after the request; cancelling an ended job is a no-op.
+  absl::StatusOr<v1::JobStatus> CancelJob(const std::string& job_id) const;
+  // Calls `on_update` with the job's status each time its state, step,
+  // metrics or restarts change, until the job ends (its final status is
+  // returned) or `on_update` returns false (the last status is returned).
+  // Polls every `interval`; a coordinator silent for longer than
+  // `rpc_timeout` ends the watch with UNAVAILABLE.
+  absl::StatusOr<v1::JobStatus> WatchJob(
+      const std::string& job_id,
+      const std::function<bool(const v1::JobStatus&)>& on_update,
+      absl::Duration interval = absl::Milliseconds(200)) const;
 
  private:
   struct Impl;

@@ -1,0 +1,177 @@
+// `cohortctl watch`, `jobs`, `job` and `cancel`, and the live view that
+// `submit --wait` shares.
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "client_lib/cohortctl/commands.h"
+#include "client_lib/cohortctl/job_format.h"
+#include "client_lib/cohortctl/progress.h"
+
+namespace cohort::ctl {
+namespace {
+
+constexpr int kDefaultColumns = 80;
+
+// The fd a live bar is drawn on, for the SIGINT handler.
+volatile std::sig_atomic_t bar_fd = -1;
+
+// Ctrl-C during a live bar: end its line so the shell's prompt starts on a
+// fresh one, then die of the signal as usual. The job keeps running.
+void EndBarLineAndDie(int signal_number) {
+  if (bar_fd >= 0) {
+    const ssize_t ignored = write(bar_fd, "\n", 1);
+    (void)ignored;
+  }
+  ::signal(signal_number, SIG_DFL);
+  ::raise(signal_number);
+}
+
+bool IsLiveTerminal(int fd) {
+  if (!isatty(fd)) return false;
+  const char* term = std::getenv("TERM");
+  return term == nullptr || std::strcmp(term, "dumb") != 0;
+}
+
+int TerminalColumns(int fd) {
+  winsize size{};
+  if (ioctl(fd, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  if (const char* columns = std::getenv("COLUMNS"); columns != nullptr) {
+    if (const int n = std::atoi(columns); n > 0) return n;
+  }
+  return kDefaultColumns;
+}
+
+void Write(std::FILE* stream, const std::string& text) {
+  if (text.empty()) return;
+  std::fwrite(text.data(), 1, text.size(), stream);
+  std::fflush(stream);
+}
+
+int PrintJson(const google::protobuf::Message& message) {
+  absl::StatusOr<std::string> json = ProtoToJson(message);
+  if (!json.ok()) {
+    PrintError(json.status());
+    return 1;
+  }
+  std::cout << *json << std::endl;
+  return 0;
+}
+
+// A connected client, or the exit code and the error printed.
+struct Connected {
+  std::unique_ptr<Client> client;
+  int exit_code = 0;
+};
+
+Connected Connect(const CommonOptions& options) {
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      ConnectToCoordinator(options);
+  if (!client.ok()) {
+    PrintError(client.status());
+    return {nullptr, 2};
+  }
+  return {*std::move(client), 0};
+}
+
+}  // namespace
+
+int WatchUntilEnd(const Client& client, const std::string& job_id, bool json) {
+  // With --json stdout carries one document; the view goes to stderr.
+  std::FILE* stream = json ? stderr : stdout;
+  const int fd = fileno(stream);
+  const bool terminal = IsLiveTerminal(fd);
+  WatchView view(terminal, terminal ? TerminalColumns(fd) : kDefaultColumns);
+  if (terminal) {
+    bar_fd = fd;
+    ::signal(SIGINT, EndBarLineAndDie);
+  }
+  absl::StatusOr<v1::JobStatus> job =
+      client.WatchJob(job_id, [&](const v1::JobStatus& status) {
+        Write(stream, view.Update(status, absl::Now()));
+        return true;
+      });
+  if (terminal) {
+    ::signal(SIGINT, SIG_DFL);
+    bar_fd = -1;
+  }
+  if (!job.ok()) {
+    Write(stream, view.Interrupt());
+    PrintError(job.status());
+    return 1;
+  }
+  Write(stream, view.Finish(*job, absl::Now()));
+  if (json && PrintJson(*job) != 0) return 1;
+  if (job->state() == v1::JOB_SUCCEEDED) return 0;
+  std::fprintf(
+      stderr, "cohortctl: job %s %s: %s\n", job_id.c_str(),
+      JobStateName(job->state()).c_str(),
+      job->error().empty() ? "(no error reported)" : job->error().c_str());
+  return 1;
+}
+
+int WatchCommand(const CommonOptions& options, const std::string& job_id) {
+  Connected connected = Connect(options);
+  if (!connected.client) return connected.exit_code;
+  return WatchUntilEnd(*connected.client, job_id, options.json);
+}
+
+int JobsCommand(const CommonOptions& options) {
+  Connected connected = Connect(options);
+  if (!connected.client) return connected.exit_code;
+  absl::StatusOr<std::vector<v1::JobStatus>> jobs =
+      connected.client->ListJobs();
+  if (!jobs.ok()) {
+    PrintError(jobs.status());
+    return 1;
+  }
+  if (options.json) {
+    v1::ListJobsResponse response;
+    for (v1::JobStatus& job : *jobs) *response.add_jobs() = std::move(job);
+    return PrintJson(response);
+  }
+  std::cout << JobsTable(*jobs, absl::Now());
+  return 0;
+}
+
+int JobCommand(const CommonOptions& options, const std::string& job_id) {
+  Connected connected = Connect(options);
+  if (!connected.client) return connected.exit_code;
+  absl::StatusOr<v1::JobStatus> job = connected.client->GetJob(job_id);
+  if (!job.ok()) {
+    PrintError(job.status());
+    return 1;
+  }
+  if (options.json) return PrintJson(*job);
+  std::cout << JobDetails(*job, absl::Now(), absl::LocalTimeZone());
+  return 0;
+}
+
+int CancelCommand(const CommonOptions& options, const std::string& job_id) {
+  Connected connected = Connect(options);
+  if (!connected.client) return connected.exit_code;
+  absl::StatusOr<v1::JobStatus> job = connected.client->CancelJob(job_id);
+  if (!job.ok()) {
+    PrintError(job.status());
+    return 1;
+  }
+  if (options.json) return PrintJson(*job);
+  std::string line =
+      absl::StrCat("job ", job_id, " ", JobStateName(job->state()));
+  if (job->state() == v1::JOB_SUCCEEDED || job->state() == v1::JOB_FAILED) {
+    absl::StrAppend(&line, " (it had already ended)");
+  } else if (!IsTerminalState(job->state())) {
+    absl::StrAppend(&line, " (cancellation requested)");
+  }
+  std::cout << line << std::endl;
+  return 0;
+}
+
+}  // namespace cohort::ctl

@@ -1,0 +1,158 @@
+// `cohortctl submit`: builds a JobSpec from the flags, uploads the step
+// library and prints the job's id; with --wait, watches the job to its end.
+
+#include <cstdio>
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client_lib/cohortctl/commands.h"
+#include "client_lib/cohortctl/job_format.h"
+#include "common/file_util.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+
+ABSL_FLAG(std::string, library, "",
+          "submit: the step library (.so) to upload. Required.");
+ABSL_FLAG(std::string, step, "",
+          "submit: the step function's registered name. Required.");
+ABSL_FLAG(std::string, init, "",
+          "submit: the init function's registered name (optional).");
+ABSL_FLAG(std::string, dataset, "",
+          "submit: the dataset function's registered name (optional).");
+ABSL_FLAG(int64_t, steps, 0, "submit: how many steps to run. Required.");
+ABSL_FLAG(int64_t, global_batch, 0,
+          "submit: the global batch size, split evenly over the replicas. "
+          "Required.");
+ABSL_FLAG(std::string, strategy, "multi_worker_mirrored",
+          "submit: multi_worker_mirrored (every device of every agent), "
+          "mirrored (the devices of one agent) or one_device.");
+ABSL_FLAG(std::string, communication, "auto",
+          "submit: how replicas all-reduce: auto, ring, nccl or hierarchical.");
+ABSL_FLAG(uint64_t, seed, 0, "submit: the job's random seed.");
+ABSL_FLAG(int64_t, checkpoint_every, 0,
+          "submit: checkpoint every N steps; 0: only at the end.");
+ABSL_FLAG(int, max_restarts, 0,
+          "submit: how many times to resume after a lost worker.");
+ABSL_FLAG(int, devices_per_agent, 0,
+          "submit: devices each agent uses; 0: all of them.");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "submit: where checkpoints go. Default: under the coordinator's "
+          "state dir.");
+ABSL_FLAG(std::string, config, "{}",
+          "submit: a JSON object handed to the step library, or @FILE to read "
+          "it from FILE.");
+ABSL_FLAG(std::string, name, "",
+          "submit: a name for people to tell jobs apart.");
+ABSL_FLAG(absl::Duration, collective_timeout, absl::Seconds(60),
+          "submit: how long a collective may wait for a peer before the "
+          "attempt fails.");
+ABSL_FLAG(bool, wait, false,
+          "submit: watch the job until it ends; exit 0 only if it SUCCEEDED.");
+
+namespace cohort::ctl {
+namespace {
+
+absl::StatusOr<std::string> ConfigFromFlag() {
+  std::string config = absl::GetFlag(FLAGS_config);
+  if (absl::StartsWith(config, "@")) {
+    absl::StatusOr<std::string> text = ReadFile(config.substr(1));
+    if (!text.ok()) {
+      return absl::Status(text.status().code(),
+                          absl::StrCat("--config: ", text.status().message()));
+    }
+    config = *std::move(text);
+  }
+  const nlohmann::json parsed = nlohmann::json::parse(config, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--config must be a JSON object (or @FILE holding one), "
+                     "got: ",
+                     config.substr(0, 80)));
+  }
+  return config;
+}
+
+// The flags as a JobSpec. Names the flag for what only the CLI can check;
+// the client checks the rest.
+absl::StatusOr<JobSpec> SpecFromFlags() {
+  JobSpec spec;
+  spec.library_path = absl::GetFlag(FLAGS_library);
+  spec.step_fn = absl::GetFlag(FLAGS_step);
+  spec.steps = absl::GetFlag(FLAGS_steps);
+  spec.global_batch_size = absl::GetFlag(FLAGS_global_batch);
+  if (spec.library_path.empty()) {
+    return absl::InvalidArgumentError("--library=PATH is required");
+  }
+  if (spec.step_fn.empty()) {
+    return absl::InvalidArgumentError("--step=NAME is required");
+  }
+  if (spec.steps <= 0) {
+    return absl::InvalidArgumentError("--steps=N is required (N > 0)");
+  }
+  if (spec.global_batch_size <= 0) {
+    return absl::InvalidArgumentError("--global_batch=B is required (B > 0)");
+  }
+  COHORT_ASSIGN_OR_RETURN(spec.strategy,
+                          ParseStrategy(absl::GetFlag(FLAGS_strategy)));
+  COHORT_ASSIGN_OR_RETURN(
+      spec.communication,
+      ParseCommunication(absl::GetFlag(FLAGS_communication)));
+  const absl::Duration timeout = absl::GetFlag(FLAGS_collective_timeout);
+  if (timeout <= absl::ZeroDuration() || timeout == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(
+        "--collective_timeout must be a positive, finite duration (e.g. 60s)");
+  }
+  spec.collective_timeout = timeout;
+  COHORT_ASSIGN_OR_RETURN(spec.config_json, ConfigFromFlag());
+  spec.name = absl::GetFlag(FLAGS_name);
+  spec.init_fn = absl::GetFlag(FLAGS_init);
+  spec.dataset_fn = absl::GetFlag(FLAGS_dataset);
+  spec.seed = absl::GetFlag(FLAGS_seed);
+  spec.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  spec.max_restarts = absl::GetFlag(FLAGS_max_restarts);
+  spec.devices_per_agent = absl::GetFlag(FLAGS_devices_per_agent);
+  spec.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  return spec;
+}
+
+}  // namespace
+
+int SubmitCommand(const CommonOptions& options) {
+  absl::StatusOr<JobSpec> spec = SpecFromFlags();
+  if (!spec.ok()) {
+    PrintError(spec.status());
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      ConnectToCoordinator(options);
+  if (!client.ok()) {
+    PrintError(client.status());
+    return 2;
+  }
+  absl::StatusOr<std::string> job_id = (*client)->SubmitJob(*spec);
+  if (!job_id.ok()) {
+    PrintError(job_id.status());
+    // A spec the client or the coordinator rejected, or a missing library,
+    // is the caller's to fix.
+    const absl::StatusCode code = job_id.status().code();
+    return code == absl::StatusCode::kInvalidArgument ||
+                   code == absl::StatusCode::kNotFound
+               ? 2
+               : 1;
+  }
+  if (!absl::GetFlag(FLAGS_wait)) {
+    if (options.json) {
+      std::cout << nlohmann::json{{"job_id", *job_id}}.dump() << std::endl;
+    } else {
+      std::cout << *job_id << std::endl;
+    }
+    return 0;
+  }
+  if (!options.json)
+    std::cout << "job " << *job_id << " submitted" << std::endl;
+  return WatchUntilEnd(**client, *job_id, options.json);
+}
+
+}  // namespace cohort::ctl

@@ -1,0 +1,264 @@
+#pragma once
+
+// The replica API that step libraries are written against: the C++ face of
+// tf.distribute's ReplicaContext, mirrored variables and optimizers. Names
+// that mirror tf.distribute keep its spelling (all_reduce, merge_call).
+//
+// A step library is a shared library with three kinds of registered
+// functions:
+//
+//   absl::Status Init(cohort::ReplicaContext& ctx);   // creates variables
+//   absl::Status Step(cohort::ReplicaContext& ctx, const cohort::Batch& b);
+//   absl::StatusOr<std::unique_ptr<cohort::Dataset>> Data(
+//       const cohort::InputContext& input);            // see dataset.h
+//
+//   COHORT_REGISTER_INIT("linear_init", Init);
+//   COHORT_REGISTER_STEP("linear_step", Step);
+//   COHORT_REGISTER_DATASET("linear_data", Data);
+//
+// The agent runs Init once per replica, makes every ON_WRITE variable equal
+// to replica 0's (or restores the last checkpoint), then runs Step once per
+// replica per step, each replica on its own thread and device. Every replica
+// must issue the same collectives in the same order.
+//
+// Build with: add_library(my_steps MODULE my_steps.cc) linked to
+// cohort::step (headers and Abseil only; the runtime lives in the agent).
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cohort/dataset.h"
+
+// The agent refuses a library built against another version of this header.
+#ifndef COHORT_STEP_API_VERSION
+#define COHORT_STEP_API_VERSION 1
+#endif
+
+namespace cohort {
+
+enum class DType { kFloat32, kFloat64, kInt32, kInt64 };
+
+inline size_t DTypeSize(DType dtype) {
+  return dtype == DType::kFloat32 || dtype == DType::kInt32 ? 4 : 8;
+}
+
+enum class ReduceOp { kSum, kMean, kMin, kMax };
+
+// tf.VariableSynchronization: ON_WRITE variables are mirrored (every replica
+// holds the same value, kept equal by applying the same all-reduced update);
+// ON_READ variables are per replica and aggregated when read or saved.
+enum class VariableSync { kOnWrite, kOnRead };
+
+// tf.VariableAggregation, for ON_READ variables.
+enum class Aggregation { kSum, kMean, kOnlyFirstReplica };
+
+// Where a replica runs. Its tensors and variables live there.
+struct Device {
+  enum class Kind { kCpu, kCuda };
+  Kind kind = Kind::kCpu;
+  int index = 0;           // cpu:N, or the CUDA ordinal
+  void* stream = nullptr;  // the replica's cudaStream_t on CUDA devices
+
+  bool is_cuda() const { return kind == Kind::kCuda; }
+};
+
+// A view of `count` elements in the replica's device memory. Not owning.
+struct Tensor {
+  void* data = nullptr;
+  size_t count = 0;
+  DType dtype = DType::kFloat32;
+
+  size_t bytes() const { return count * DTypeSize(dtype); }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data);
+  }
+};
+
+struct VariableOptions {
+  std::string name;  // unique in the job; names it in checkpoints
+  std::vector<int64_t> shape;
+  DType dtype = DType::kFloat32;
+  VariableSync sync = VariableSync::kOnWrite;
+  Aggregation aggregation = Aggregation::kMean;  // ON_READ only
+};
+
+// One replica's copy of a variable, on its device. Owned by the runtime;
+// valid for the whole job. Used from its replica's thread only.
+class Variable {
+ public:
+  virtual ~Variable() = default;
+
+  virtual const VariableOptions& options() const = 0;
+  virtual Tensor tensor() = 0;
+
+  size_t count() const {
+    size_t n = 1;
+    for (int64_t d : options().shape) n *= static_cast<size_t>(d);
+    return n;
+  }
+  template <typename T>
+  T* data() {
+    return tensor().as<T>();
+  }
+};
+
+enum class OptimizerKind { kSgd, kMomentum, kAdam };
+
+struct OptimizerOptions {
+  OptimizerKind kind = OptimizerKind::kSgd;
+  double learning_rate = 0.01;
+  double momentum = 0.9;  // kMomentum
+  bool nesterov = false;  // kMomentum
+  double beta1 = 0.9;     // kAdam
+  double beta2 = 0.999;
+  double epsilon = 1e-7;
+};
+
+// Updates a fixed list of ON_WRITE variables. Its slots (momentum, Adam's
+// moments and step count) are checkpointed with the variables. Owned by the
+// runtime; used from its replica's thread only.
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+
+  // All-reduces `gradients` (MEAN over the replicas, one fused collective),
+  // then applies the update; gradients[i] matches the i-th variable in
+  // count and dtype. Every replica applies the same update to the same
+  // values, so mirrored variables stay bitwise equal.
+  virtual absl::Status apply_gradients(std::span<const Tensor> gradients) = 0;
+};
+
+// Gathered per-replica values given to a merge_call function: values[i][r]
+// is replica r's copy of the i-th tensor passed to merge_call, in host
+// memory.
+struct PerReplica {
+  std::vector<std::vector<std::vector<char>>> values;
+  template <typename T>
+  const T* as(size_t i, int replica) const {
+    return reinterpret_cast<const T*>(values[i][replica].data());
+  }
+};
+
+// The runtime's handle for one replica, as tf.distribute.ReplicaContext.
+// Each replica's context is used from that replica's thread only.
+class ReplicaContext {
+ public:
+  virtual ~ReplicaContext() = default;
+
+  virtual int replica_id_in_sync_group() const = 0;
+  virtual int num_replicas_in_sync() const = 0;
+  virtual const Device& device() const = 0;
+
+  virtual int64_t step() const = 0;         // 0-based; the step being run
+  virtual int64_t total_steps() const = 0;  // the job's steps
+  virtual int64_t global_batch_size() const = 0;
+  virtual uint64_t seed() const = 0;
+  virtual const std::string& config_json() const = 0;
+
+  // --- Variables and optimizers: create them in the init function, in the
+  // same order on every replica. `initial` is host memory holding count()
+  // elements of the variable's dtype, or null for zeros. ON_WRITE values
+  // are then replaced by replica 0's on every replica.
+  virtual absl::StatusOr<Variable*> create_variable(
+      const VariableOptions& options, const void* initial) = 0;
+  virtual Variable* find_variable(std::string_view name) = 0;
+  virtual absl::StatusOr<Optimizer*> create_optimizer(
+      const OptimizerOptions& options, std::vector<Variable*> variables) = 0;
+  // The value of `variable` as a checkpoint would hold it, into host memory
+  // (count() elements): an ON_WRITE variable's own copy, an ON_READ
+  // variable's aggregate. Collective for ON_READ: every replica calls it.
+  virtual absl::Status read_value(Variable& variable, void* host_out) = 0;
+
+  // --- Collectives over every replica of the job, on device memory.
+  // In place, several tensors in one fused operation.
+  virtual absl::Status all_reduce(ReduceOp op,
+                                  std::span<const Tensor> tensors) = 0;
+  absl::Status all_reduce(ReduceOp op, Tensor tensor) {
+    return all_reduce(op, std::span<const Tensor>(&tensor, 1));
+  }
+  // Replica `root`'s values into every replica's `tensor`.
+  virtual absl::Status broadcast(Tensor tensor, int root) = 0;
+  // `output` holds num_replicas_in_sync() * input.count elements, replica
+  // r's block at r * input.count.
+  virtual absl::Status all_gather(Tensor input, Tensor output) = 0;
+  // Runs `fn` in cross-replica context: once per agent, after every replica
+  // reached the call, with every replica's copy of `tensors`. Its status is
+  // returned on every replica. `fn` must be deterministic: each agent runs
+  // it on the same inputs.
+  virtual absl::Status merge_call(
+      const std::function<absl::Status(const PerReplica&)>& fn,
+      std::span<const Tensor> tensors) = 0;
+
+  // A metric for this step (loss, accuracy); replica 0's values are shown
+  // by `cohortctl job`.
+  virtual void report(std::string_view metric, double value) = 0;
+};
+
+using InitFn = absl::Status (*)(ReplicaContext&);
+using StepFn = absl::Status (*)(ReplicaContext&, const Batch&);
+using DatasetFn =
+    absl::StatusOr<std::unique_ptr<Dataset>> (*)(const InputContext&);
+
+namespace internal {
+
+// The functions a library registered, by name. One per library: hidden
+// visibility keeps each library's registry its own.
+struct Registry {
+  std::map<std::string, InitFn> inits;
+  std::map<std::string, StepFn> steps;
+  std::map<std::string, DatasetFn> datasets;
+};
+
+__attribute__((visibility("hidden"))) inline Registry& LibraryRegistry() {
+  static Registry registry;
+  return registry;
+}
+
+template <typename Fn>
+struct Registrar {
+  Registrar(std::map<std::string, Fn>& table, const char* name, Fn fn) {
+    table.emplace(name, fn);
+  }
+};
+
+}  // namespace internal
+}  // namespace cohort
+
+#define COHORT_INTERNAL_CONCAT2(a, b) a##b
+#define COHORT_INTERNAL_CONCAT(a, b) COHORT_INTERNAL_CONCAT2(a, b)
+#define COHORT_INTERNAL_REGISTER(table, type, name, fn)          \
+  static ::cohort::internal::Registrar<::cohort::type>           \
+      COHORT_INTERNAL_CONCAT(cohort_registrar_, __COUNTER__)(    \
+          ::cohort::internal::LibraryRegistry().table, name, fn)
+
+#define COHORT_REGISTER_INIT(name, fn) \
+  COHORT_INTERNAL_REGISTER(inits, InitFn, name, fn)
+#define COHORT_REGISTER_STEP(name, fn) \
+  COHORT_INTERNAL_REGISTER(steps, StepFn, name, fn)
+#define COHORT_REGISTER_DATASET(name, fn) \
+  COHORT_INTERNAL_REGISTER(datasets, DatasetFn, name, fn)
+
+// The library's entry points, looked up by the agent with dlsym. The version
+// is a plain C call, checked before anything else is touched. Weak, so that
+// every translation unit may define them; the agent's own code, which
+// includes this header too, defines COHORT_STEP_RUNTIME and omits them.
+#ifndef COHORT_STEP_RUNTIME
+extern "C" __attribute__((weak, visibility("default"))) int
+cohort_step_api_version() {
+  return COHORT_STEP_API_VERSION;
+}
+extern "C" __attribute__((weak, visibility("default")))
+const ::cohort::internal::Registry*
+cohort_step_registry() {
+  return &::cohort::internal::LibraryRegistry();
+}
+#endif

@@ -1,0 +1,51 @@
+#pragma once
+
+// A job's checkpoints on disk, written by the chief replica. Step `s` is two
+// files in the job's checkpoint directory:
+//
+//   ckpt-<s>.data   every tensor's bytes, back to back
+//   ckpt-<s>.json   the manifest: the step, each tensor's name, dtype,
+//                   shape, offset and size in the data file, and the data
+//                   file's size and CRC-32
+//
+// and `latest` holds the step of the newest complete one. Each file is
+// replaced atomically, data before manifest before `latest`, so a crash
+// leaves the previous checkpoint readable. Thread-compatible: one writer
+// per directory at a time; readers may run beside it.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace cohort {
+
+struct SavedTensor {
+  std::string name;
+  std::string dtype;  // "float32", "float64", "int32", "int64"
+  std::vector<int64_t> shape;
+  std::string bytes;  // little-endian elements, product(shape) of them
+};
+
+// Writes checkpoint `step` of `tensors` into `dir` (created if needed), makes
+// it the latest, then keeps it and the newest `keep` - 1 others, deleting
+// the rest. INVALID_ARGUMENT naming the tensor when a tensor's bytes do not
+// match its dtype and shape, or its name is empty or repeated.
+absl::Status WriteCheckpoint(const std::string& dir, int64_t step,
+                             const std::vector<SavedTensor>& tensors,
+                             int keep = 3);
+
+// The step named by `dir`/latest; NOT_FOUND when there is none, DATA_LOSS
+// when it does not hold a step.
+absl::StatusOr<int64_t> LatestCheckpointStep(const std::string& dir);
+
+// The tensors of checkpoint `step`, in the order they were written.
+// NOT_FOUND when its manifest or data file is missing; DATA_LOSS naming the
+// file when the manifest does not parse or the data file is truncated or
+// fails its CRC-32.
+absl::StatusOr<std::vector<SavedTensor>> ReadCheckpoint(const std::string& dir,
+                                                        int64_t step);
+
+}  // namespace cohort

@@ -1,0 +1,156 @@
+#include "examples/linear_regression/linear_config.h"
+
+#include <cstring>
+#include <random>
+
+#include "nlohmann/json.hpp"
+
+namespace cohort::examples {
+namespace {
+
+using json = nlohmann::json;
+
+absl::Status FieldError(const char* field, const std::string& expected,
+                        const json& got) {
+  return absl::InvalidArgumentError("config field \"" + std::string(field) +
+                                    "\": expected " + expected + ", got " +
+                                    got.dump());
+}
+
+template <typename Int>
+absl::Status GetInt(const json& config, const char* field, Int min, Int max,
+                    Int& out) {
+  auto it = config.find(field);
+  if (it == config.end()) return absl::OkStatus();
+  const std::string expected = "an integer in [" + std::to_string(min) +
+                               ", " + std::to_string(max) + "]";
+  if (!it->is_number_integer()) return FieldError(field, expected, *it);
+  // Non-negative literals parse as unsigned; compare before narrowing.
+  if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(max)) {
+    return FieldError(field, expected, *it);
+  }
+  const int64_t value = it->get<int64_t>();
+  if (value < int64_t(min) || value > int64_t(max)) {
+    return FieldError(field, expected, *it);
+  }
+  out = static_cast<Int>(value);
+  return absl::OkStatus();
+}
+
+absl::Status GetDouble(const json& config, const char* field, double& out) {
+  auto it = config.find(field);
+  if (it == config.end()) return absl::OkStatus();
+  if (!it->is_number()) return FieldError(field, "a number", *it);
+  out = it->get<double>();
+  return absl::OkStatus();
+}
+
+absl::Status GetShardPolicy(const json& config, ShardPolicy& out) {
+  auto it = config.find("shard_policy");
+  if (it == config.end()) return absl::OkStatus();
+  static constexpr std::pair<const char*, ShardPolicy> kPolicies[] = {
+      {"auto", ShardPolicy::kAuto},
+      {"file", ShardPolicy::kFile},
+      {"data", ShardPolicy::kData},
+      {"off", ShardPolicy::kOff}};
+  if (it->is_string()) {
+    for (const auto& [name, policy] : kPolicies) {
+      if (it->get<std::string>() == name) {
+        out = policy;
+        return absl::OkStatus();
+      }
+    }
+  }
+  return FieldError("shard_policy", "\"auto\", \"file\", \"data\" or \"off\"",
+                    *it);
+}
+
+absl::Status GetOptimizer(const json& config, OptimizerOptions& out) {
+  auto it = config.find("optimizer");
+  if (it != config.end()) {
+    const std::string name = it->is_string() ? it->get<std::string>() : "";
+    if (name == "sgd") {
+      out.kind = OptimizerKind::kSgd;
+    } else if (name == "momentum") {
+      out.kind = OptimizerKind::kMomentum;
+    } else if (name == "adam") {
+      out.kind = OptimizerKind::kAdam;
+    } else {
+      return FieldError("optimizer", "\"sgd\", \"momentum\" or \"adam\"", *it);
+    }
+  }
+  it = config.find("learning_rate");
+  if (it == config.end()) return absl::OkStatus();
+  if (!it->is_number() || !(it->get<double>() > 0)) {
+    return FieldError("learning_rate", "a positive number", *it);
+  }
+  out.learning_rate = it->get<double>();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<LinearConfig> ParseLinearConfig(const std::string& text) {
+  const json config = json::parse(text, nullptr, false);
+  if (config.is_discarded() || !config.is_object()) {
+    return absl::InvalidArgumentError("config: expected a JSON object, got " +
+                                      text);
+  }
+  LinearConfig c;
+  absl::Status s = GetInt<int64_t>(config, "num_examples", 1, int64_t{1} << 30,
+                                   c.num_examples);
+  if (s.ok()) s = GetInt(config, "dim", 1, 1 << 20, c.dim);
+  if (s.ok()) s = GetDouble(config, "true_b", c.true_b);
+  if (s.ok()) s = GetShardPolicy(config, c.shard_policy);
+  if (s.ok()) s = GetOptimizer(config, c.optimizer);
+  if (auto it = config.find("shuffle"); s.ok() && it != config.end()) {
+    if (!it->is_boolean()) {
+      s = FieldError("shuffle", "true or false", *it);
+    } else {
+      c.shuffle = it->get<bool>();
+    }
+  }
+  if (!s.ok()) return s;
+
+  if (auto it = config.find("true_w"); it != config.end()) {
+    const std::string expected =
+        "an array of " + std::to_string(c.dim) + " numbers (\"dim\")";
+    if (!it->is_array() || it->size() != static_cast<size_t>(c.dim)) {
+      return FieldError("true_w", expected, *it);
+    }
+    for (const json& w : *it) {
+      if (!w.is_number()) return FieldError("true_w", expected, *it);
+      c.true_w.push_back(w.get<double>());
+    }
+  } else {
+    // Mixed signs and sizes, so that a mix-up of two weights shows.
+    for (int i = 0; i < c.dim; ++i) {
+      c.true_w.push_back((i % 2 ? -1.0 : 1.0) * (0.5 + 0.25 * i));
+    }
+  }
+  return c;
+}
+
+std::vector<std::string> GenerateLinearData(const LinearConfig& config,
+                                            uint64_t seed) {
+  // mt19937_64's output is fixed by the standard; the distributions of
+  // <random> are not, so the mapping to [-1, 1) is written out.
+  std::mt19937_64 rng(seed);
+  const size_t width = static_cast<size_t>(config.dim) + 1;
+  std::vector<double> values(width);
+  std::vector<std::string> elements;
+  elements.reserve(static_cast<size_t>(config.num_examples));
+  for (int64_t n = 0; n < config.num_examples; ++n) {
+    double y = config.true_b;
+    for (int i = 0; i < config.dim; ++i) {
+      values[i] = 2.0 * static_cast<double>(rng() >> 11) * 0x1.0p-53 - 1.0;
+      y += config.true_w[i] * values[i];
+    }
+    values[width - 1] = y;
+    elements.emplace_back(reinterpret_cast<const char*>(values.data()),
+                          width * sizeof(double));
+  }
+  return elements;
+}
+
+}  // namespace cohort::examples

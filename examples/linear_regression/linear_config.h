@@ -1,0 +1,38 @@
+#pragma once
+
+// The linear regression example's settings, read from the job's config JSON,
+// and the data set they describe: y = w·x + b without noise, so the trained
+// weights can be checked against the true ones.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cohort/dataset.h"
+#include "cohort/step.h"
+
+namespace cohort::examples {
+
+struct LinearConfig {
+  int64_t num_examples = 4096;
+  int dim = 8;
+  std::vector<double> true_w;  // dim weights
+  double true_b = 0.3;
+  ShardPolicy shard_policy = ShardPolicy::kData;
+  bool shuffle = false;
+  OptimizerOptions optimizer{.kind = OptimizerKind::kSgd,
+                             .learning_rate = 0.1};
+};
+
+// INVALID_ARGUMENT naming the field for a bad value. Keys: "num_examples",
+// "dim", "true_w", "true_b", "shard_policy", "shuffle", "optimizer",
+// "learning_rate".
+absl::StatusOr<LinearConfig> ParseLinearConfig(const std::string& json);
+
+// config.num_examples elements, each dim + 1 float64 values [x..., y] with
+// x uniform in [-1, 1); the same for the same seed on every machine.
+std::vector<std::string> GenerateLinearData(const LinearConfig& config,
+                                            uint64_t seed);
+
+}  // namespace cohort::examples

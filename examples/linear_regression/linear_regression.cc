@@ -1,0 +1,173 @@
+// Linear regression y = w·x + b by data-parallel gradient descent, on
+// generated data with known weights: the smallest step library that really
+// trains, and a check of the runtime's all-reduce and optimizers. float64
+// throughout, so that runs with different replica counts agree closely.
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cohort/step.h"
+#include "examples/linear_regression/linear_config.h"
+
+namespace cohort::examples {
+namespace {
+
+// What a replica's step needs from its init.
+struct ReplicaState {
+  LinearConfig config;
+  Variable* w = nullptr;
+  Variable* b = nullptr;
+  Optimizer* optimizer = nullptr;
+  std::vector<double> gradient;  // dw..., db
+};
+
+// The runtime gives each replica one context for its init and all its steps
+// and no place for a library's own state, so the state is keyed by the
+// context. Thread-safe: replicas run on threads of their own.
+class ReplicaStates {
+ public:
+  void Set(const ReplicaContext& ctx, std::unique_ptr<ReplicaState> state) {
+    std::lock_guard<std::mutex> lock(mu_);
+    states_[&ctx] = std::move(state);
+  }
+  ReplicaState* Find(const ReplicaContext& ctx) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = states_.find(&ctx);
+    return it == states_.end() ? nullptr : it->second.get();
+  }
+  void Erase(const ReplicaContext& ctx) {
+    std::lock_guard<std::mutex> lock(mu_);
+    states_.erase(&ctx);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<const ReplicaContext*, std::unique_ptr<ReplicaState>> states_;
+};
+
+ReplicaStates& States() {
+  static ReplicaStates* states = new ReplicaStates;
+  return *states;
+}
+
+absl::Status NeedCpu(const ReplicaContext& ctx, const char* fn) {
+  if (!ctx.device().is_cuda()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      std::string(fn) +
+      ": this example computes on the host and needs CPU devices, and "
+      "this replica is on cuda:" +
+      std::to_string(ctx.device().index) +
+      "; run its agents with CUDA_VISIBLE_DEVICES= to get CPU devices");
+}
+
+absl::StatusOr<std::unique_ptr<Dataset>> LinearData(
+    const InputContext& input) {
+  absl::StatusOr<LinearConfig> config = ParseLinearConfig(input.config_json());
+  if (!config.ok()) return config.status();
+  return std::make_unique<InMemoryDataset>(
+      GenerateLinearData(*config, input.seed()),
+      DatasetOptions{.shard_policy = config->shard_policy,
+                     .shuffle = config->shuffle});
+}
+
+absl::Status LinearInit(ReplicaContext& ctx) {
+  if (absl::Status s = NeedCpu(ctx, "linear_init"); !s.ok()) return s;
+  absl::StatusOr<LinearConfig> config = ParseLinearConfig(ctx.config_json());
+  if (!config.ok()) return config.status();
+  auto state = std::make_unique<ReplicaState>();
+  state->config = *std::move(config);
+  const int dim = state->config.dim;
+  state->gradient.resize(static_cast<size_t>(dim) + 1);
+
+  absl::StatusOr<Variable*> w = ctx.create_variable(
+      {.name = "w", .shape = {dim}, .dtype = DType::kFloat64}, nullptr);
+  if (!w.ok()) return w.status();
+  absl::StatusOr<Variable*> b = ctx.create_variable(
+      {.name = "b", .shape = {1}, .dtype = DType::kFloat64}, nullptr);
+  if (!b.ok()) return b.status();
+  absl::StatusOr<Optimizer*> optimizer =
+      ctx.create_optimizer(state->config.optimizer, {*w, *b});
+  if (!optimizer.ok()) return optimizer.status();
+  state->w = *w;
+  state->b = *b;
+  state->optimizer = *optimizer;
+  States().Set(ctx, std::move(state));
+  return absl::OkStatus();
+}
+
+absl::Status LinearStep(ReplicaContext& ctx, const Batch& batch) {
+  ReplicaState* state = States().Find(ctx);
+  if (state == nullptr) {
+    return absl::FailedPreconditionError(
+        "linear_step: no state for this replica; submit the job with "
+        "--init=linear_init");
+  }
+  const size_t dim = static_cast<size_t>(state->config.dim);
+  if (batch.size() == 0) {
+    return absl::InvalidArgumentError("linear_step: the batch is empty");
+  }
+  const double* w = state->w->data<double>();
+  const double b = *state->b->data<double>();
+  std::vector<double>& gradient = state->gradient;
+  std::fill(gradient.begin(), gradient.end(), 0.0);
+
+  // Mean squared error over this replica's batch; the optimizer averages
+  // the gradients over the replicas, which equal shares make the gradient
+  // of the global batch.
+  double loss = 0;
+  for (size_t n = 0; n < batch.size(); ++n) {
+    if (batch.element(n).size() != (dim + 1) * sizeof(double)) {
+      return absl::InvalidArgumentError(
+          "linear_step: an element of " +
+          std::to_string(batch.element(n).size()) + " bytes, expected " +
+          std::to_string(dim + 1) + " float64 values (\"dim\" + 1); is the "
+          "data set linear_data with the same config?");
+    }
+    const std::span<const double> e = batch.As<double>(n);
+    double error = b - e[dim];
+    for (size_t i = 0; i < dim; ++i) error += w[i] * e[i];
+    loss += error * error;
+    for (size_t i = 0; i < dim; ++i) gradient[i] += 2 * error * e[i];
+    gradient[dim] += 2 * error;
+  }
+  const double scale = 1.0 / static_cast<double>(batch.size());
+  loss *= scale;
+  for (double& g : gradient) g *= scale;
+
+  const Tensor gradients[] = {{gradient.data(), dim, DType::kFloat64},
+                              {gradient.data() + dim, 1, DType::kFloat64}};
+  if (absl::Status s = state->optimizer->apply_gradients(gradients); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ctx.all_reduce(ReduceOp::kMean, {&loss, 1, DType::kFloat64});
+      !s.ok()) {
+    return s;
+  }
+  ctx.report("loss", loss);
+
+  if (ctx.step() == ctx.total_steps() - 1) {
+    double max_error = std::abs(*state->b->data<double>() -
+                                state->config.true_b);
+    for (size_t i = 0; i < dim; ++i) {
+      max_error = std::max(max_error, std::abs(state->w->data<double>()[i] -
+                                               state->config.true_w[i]));
+    }
+    ctx.report("max_weight_error", max_error);
+    // There is no end-of-job hook; the last step lets go of the state.
+    States().Erase(ctx);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace cohort::examples
+
+COHORT_REGISTER_DATASET("linear_data", cohort::examples::LinearData);
+COHORT_REGISTER_INIT("linear_init", cohort::examples::LinearInit);
+COHORT_REGISTER_STEP("linear_step", cohort::examples::LinearStep);

@@ -1,0 +1,257 @@
+// A small MLP classifier of two interleaved spirals, on CPU replicas: the
+// forward and backward passes written out, the update left to the runtime's
+// Adam (which all-reduces the gradients), and a held-out accuracy every
+// "eval_every" steps.
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cohort/step.h"
+#include "examples/mlp/mlp_config.h"
+#include "examples/mlp/mlp_model.h"
+
+namespace cohort::examples {
+namespace {
+
+// A replica's model, held-out shard and scratch buffers, made by its init.
+struct ReplicaState {
+  MlpConfig config;
+  std::array<MlpLayerShape, kMlpLayers> shape;
+  std::vector<Variable*> variables;  // kernel, bias of each layer
+  Optimizer* optimizer = nullptr;
+  std::vector<SpiralExample> held_out;
+  std::vector<float> rows;  // the batch, [x0, x1, label] per example
+  // Outputs of each layer: ReLU activations, then the logits.
+  std::array<std::vector<float>, kMlpLayers> outputs;
+  std::vector<std::vector<float>> gradients;  // one per variable
+  std::vector<float> delta, delta_below;
+};
+
+// The runtime gives each replica one context for its init and all its steps
+// and no place for a library's own state, so the state is keyed by the
+// context. Thread-safe: replicas run on threads of their own.
+class ReplicaStates {
+ public:
+  void Set(const ReplicaContext& ctx, std::unique_ptr<ReplicaState> state) {
+    std::lock_guard<std::mutex> lock(mu_);
+    states_[&ctx] = std::move(state);
+  }
+  ReplicaState* Find(const ReplicaContext& ctx) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = states_.find(&ctx);
+    return it == states_.end() ? nullptr : it->second.get();
+  }
+  void Erase(const ReplicaContext& ctx) {
+    std::lock_guard<std::mutex> lock(mu_);
+    states_.erase(&ctx);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<const ReplicaContext*, std::unique_ptr<ReplicaState>> states_;
+};
+
+ReplicaStates& States() {
+  static ReplicaStates* states = new ReplicaStates;
+  return *states;
+}
+
+// out[b, :] = in[b, :] · kernel + bias for `rows` rows, ReLU unless last.
+void Dense(const float* in, size_t in_stride, size_t rows, const float* kernel,
+           const float* bias, const MlpLayerShape& layer, bool relu,
+           float* out) {
+  for (size_t b = 0; b < rows; ++b) {
+    float* o = out + b * layer.out;
+    std::copy_n(bias, layer.out, o);
+    for (int i = 0; i < layer.in; ++i) {
+      const float x = in[b * in_stride + i];
+      const float* w = kernel + static_cast<size_t>(i) * layer.out;
+      for (int j = 0; j < layer.out; ++j) o[j] += x * w[j];
+    }
+    if (relu) {
+      for (int j = 0; j < layer.out; ++j) o[j] = std::max(o[j], 0.0f);
+    }
+  }
+}
+
+// Runs the network on `rows` examples laid out as [x0, x1, label]; the
+// logits end in state.outputs.back().
+void Forward(ReplicaState& state, const float* examples, size_t rows) {
+  const float* in = examples;
+  size_t stride = 3;
+  for (int k = 0; k < kMlpLayers; ++k) {
+    const MlpLayerShape& layer = state.shape[k];
+    state.outputs[k].resize(rows * layer.out);
+    Dense(in, stride, rows, state.variables[2 * k]->data<float>(),
+          state.variables[2 * k + 1]->data<float>(), layer,
+          k + 1 < kMlpLayers, state.outputs[k].data());
+    in = state.outputs[k].data();
+    stride = static_cast<size_t>(layer.out);
+  }
+}
+
+// Mean softmax cross-entropy of the batch in state.rows, and its gradients
+// with respect to every variable into state.gradients.
+double ForwardBackward(ReplicaState& state) {
+  const size_t rows = state.rows.size() / 3;
+  Forward(state, state.rows.data(), rows);
+
+  // d(loss)/d(logits) = (softmax - one_hot) / batch.
+  const std::vector<float>& logits = state.outputs.back();
+  state.delta.resize(rows * kMlpClasses);
+  double loss = 0;
+  for (size_t b = 0; b < rows; ++b) {
+    const float* z = &logits[b * kMlpClasses];
+    const int label = static_cast<int>(state.rows[3 * b + 2]);
+    const float top = *std::max_element(z, z + kMlpClasses);
+    double sum = 0;
+    for (int c = 0; c < kMlpClasses; ++c) sum += std::exp(z[c] - top);
+    loss += std::log(sum) - (z[label] - top);
+    for (int c = 0; c < kMlpClasses; ++c) {
+      const double p = std::exp(z[c] - top) / sum;
+      state.delta[b * kMlpClasses + c] =
+          static_cast<float>((p - (c == label)) / static_cast<double>(rows));
+    }
+  }
+
+  for (int k = kMlpLayers - 1; k >= 0; --k) {
+    const MlpLayerShape& layer = state.shape[k];
+    const float* in = k == 0 ? state.rows.data() : state.outputs[k - 1].data();
+    const size_t stride = k == 0 ? 3 : static_cast<size_t>(layer.in);
+    std::vector<float>& dkernel = state.gradients[2 * k];
+    std::vector<float>& dbias = state.gradients[2 * k + 1];
+    std::fill(dkernel.begin(), dkernel.end(), 0.0f);
+    std::fill(dbias.begin(), dbias.end(), 0.0f);
+    for (size_t b = 0; b < rows; ++b) {
+      const float* d = &state.delta[b * layer.out];
+      for (int i = 0; i < layer.in; ++i) {
+        const float x = in[b * stride + i];
+        float* g = &dkernel[static_cast<size_t>(i) * layer.out];
+        for (int j = 0; j < layer.out; ++j) g[j] += x * d[j];
+      }
+      for (int j = 0; j < layer.out; ++j) dbias[j] += d[j];
+    }
+    if (k == 0) break;
+    // Back through the kernel, then through the ReLU below it.
+    const float* kernel = state.variables[2 * k]->data<float>();
+    state.delta_below.assign(rows * layer.in, 0.0f);
+    for (size_t b = 0; b < rows; ++b) {
+      const float* d = &state.delta[b * layer.out];
+      for (int i = 0; i < layer.in; ++i) {
+        if (in[b * stride + i] <= 0) continue;
+        const float* w = kernel + static_cast<size_t>(i) * layer.out;
+        float sum = 0;
+        for (int j = 0; j < layer.out; ++j) sum += w[j] * d[j];
+        state.delta_below[b * layer.in + i] = sum;
+      }
+    }
+    std::swap(state.delta, state.delta_below);
+  }
+  return loss / static_cast<double>(rows);
+}
+
+// Held-out accuracy: each replica scores its shard, one all-reduce sums.
+absl::StatusOr<double> HeldOutAccuracy(ReplicaContext& ctx,
+                                       ReplicaState& state) {
+  const size_t rows = state.held_out.size();
+  double correct = 0;
+  if (rows > 0) {
+    Forward(state, state.held_out.front().data(), rows);
+    const std::vector<float>& logits = state.outputs.back();
+    for (size_t b = 0; b < rows; ++b) {
+      const int predicted = logits[2 * b + 1] > logits[2 * b] ? 1 : 0;
+      correct += predicted == static_cast<int>(state.held_out[b][2]);
+    }
+  }
+  if (absl::Status s =
+          ctx.all_reduce(ReduceOp::kSum, {&correct, 1, DType::kFloat64});
+      !s.ok()) {
+    return s;
+  }
+  return correct / static_cast<double>(state.config.eval_examples);
+}
+
+absl::Status MlpInit(ReplicaContext& ctx) {
+  if (ctx.device().is_cuda()) {
+    return absl::FailedPreconditionError(
+        "mlp_init: this library computes on the host and needs CPU devices, "
+        "and this replica is on cuda:" +
+        std::to_string(ctx.device().index) +
+        "; use libcohort_example_mlp_cuda.so (mlp_cuda_init, "
+        "mlp_cuda_step) on GPUs");
+  }
+  absl::StatusOr<MlpConfig> config = ParseMlpConfig(ctx.config_json());
+  if (!config.ok()) return config.status();
+  auto state = std::make_unique<ReplicaState>();
+  state->config = *std::move(config);
+  state->shape = MlpShape(state->config.hidden);
+  absl::StatusOr<std::vector<Variable*>> variables =
+      CreateMlpVariables(ctx, state->config.hidden);
+  if (!variables.ok()) return variables.status();
+  state->variables = *std::move(variables);
+  absl::StatusOr<Optimizer*> optimizer = ctx.create_optimizer(
+      {.kind = OptimizerKind::kAdam,
+       .learning_rate = state->config.learning_rate},
+      state->variables);
+  if (!optimizer.ok()) return optimizer.status();
+  state->optimizer = *optimizer;
+  for (Variable* v : state->variables) state->gradients.emplace_back(v->count());
+  state->held_out = HeldOutShard(state->config, ctx.seed(),
+                                 ctx.replica_id_in_sync_group(),
+                                 ctx.num_replicas_in_sync());
+  States().Set(ctx, std::move(state));
+  return absl::OkStatus();
+}
+
+absl::Status MlpStep(ReplicaContext& ctx, const Batch& batch) {
+  ReplicaState* state = States().Find(ctx);
+  if (state == nullptr) {
+    return absl::FailedPreconditionError(
+        "mlp_step: no state for this replica; submit the job with "
+        "--init=mlp_init");
+  }
+  if (batch.size() == 0) {
+    return absl::InvalidArgumentError("mlp_step: the batch is empty");
+  }
+  if (absl::Status s = PackSpiralBatch(batch, "mlp_step", state->rows);
+      !s.ok()) {
+    return s;
+  }
+  double loss = ForwardBackward(*state);
+
+  std::vector<Tensor> gradients;
+  for (std::vector<float>& g : state->gradients) {
+    gradients.push_back({g.data(), g.size(), DType::kFloat32});
+  }
+  if (absl::Status s = state->optimizer->apply_gradients(gradients); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ctx.all_reduce(ReduceOp::kMean, {&loss, 1, DType::kFloat64});
+      !s.ok()) {
+    return s;
+  }
+  ctx.report("loss", loss);
+
+  const bool last = ctx.step() == ctx.total_steps() - 1;
+  if (last || (ctx.step() + 1) % state->config.eval_every == 0) {
+    absl::StatusOr<double> accuracy = HeldOutAccuracy(ctx, *state);
+    if (!accuracy.ok()) return accuracy.status();
+    ctx.report("accuracy", *accuracy);
+  }
+  // There is no end-of-job hook; the last step lets go of the state.
+  if (last) States().Erase(ctx);
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace cohort::examples
+
+COHORT_REGISTER_DATASET("mlp_data", cohort::examples::OpenSpiralRecords);
+COHORT_REGISTER_INIT("mlp_init", cohort::examples::MlpInit);
+COHORT_REGISTER_STEP("mlp_step", cohort::examples::MlpStep);

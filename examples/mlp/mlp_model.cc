@@ -1,0 +1,117 @@
+#include "examples/mlp/mlp_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <system_error>
+
+namespace cohort::examples {
+
+std::array<MlpLayerShape, kMlpLayers> MlpShape(int hidden) {
+  return {{{kMlpInputs, hidden}, {hidden, hidden}, {hidden, kMlpClasses}}};
+}
+
+absl::StatusOr<std::vector<Variable*>> CreateMlpVariables(ReplicaContext& ctx,
+                                                          int hidden) {
+  std::mt19937_64 rng(ctx.seed());
+  std::vector<Variable*> variables;
+  int k = 0;
+  for (const MlpLayerShape& layer : MlpShape(hidden)) {
+    const std::string prefix = "dense" + std::to_string(k++);
+    // Glorot uniform, as Keras' default: limit sqrt(6 / (fan_in + fan_out)).
+    const double limit = std::sqrt(6.0 / (layer.in + layer.out));
+    std::vector<float> kernel(static_cast<size_t>(layer.in) * layer.out);
+    for (float& w : kernel) {
+      w = static_cast<float>(
+          (2.0 * static_cast<double>(rng() >> 11) * 0x1.0p-53 - 1.0) * limit);
+    }
+    absl::StatusOr<Variable*> kernel_var =
+        ctx.create_variable({.name = prefix + "/kernel",
+                             .shape = {layer.in, layer.out},
+                             .dtype = DType::kFloat32},
+                            kernel.data());
+    if (!kernel_var.ok()) return kernel_var.status();
+    absl::StatusOr<Variable*> bias_var = ctx.create_variable(
+        {.name = prefix + "/bias", .shape = {layer.out},
+         .dtype = DType::kFloat32},
+        nullptr);
+    if (!bias_var.ok()) return bias_var.status();
+    variables.push_back(*kernel_var);
+    variables.push_back(*bias_var);
+  }
+  return variables;
+}
+
+std::vector<SpiralExample> HeldOutShard(const MlpConfig& config, uint64_t seed,
+                                        int replica, int num_replicas) {
+  const std::vector<SpiralExample> all =
+      GenerateSpirals(config.eval_examples, seed + kHeldOutSeedOffset);
+  std::vector<SpiralExample> shard;
+  for (size_t i = static_cast<size_t>(replica); i < all.size();
+       i += static_cast<size_t>(num_replicas)) {
+    shard.push_back(all[i]);
+  }
+  return shard;
+}
+
+absl::Status PackSpiralBatch(const Batch& batch, const char* step_name,
+                             std::vector<float>& rows) {
+  rows.resize(batch.size() * 3);
+  for (size_t n = 0; n < batch.size(); ++n) {
+    const std::string_view e = batch.element(n);
+    if (e.size() != kSpiralExampleBytes) {
+      return absl::InvalidArgumentError(
+          std::string(step_name) + ": an element of " +
+          std::to_string(e.size()) +
+          " bytes, expected float32 [x0, x1, label] (12 bytes); is the data "
+          "set made by cohort-example-mlp-data?");
+    }
+    std::copy_n(reinterpret_cast<const char*>(e.data()), kSpiralExampleBytes,
+                reinterpret_cast<char*>(&rows[3 * n]));
+    const float label = rows[3 * n + 2];
+    if (label != 0.0f && label != 1.0f) {
+      return absl::InvalidArgumentError(std::string(step_name) +
+                                        ": an element with label " +
+                                        std::to_string(label) +
+                                        ", expected 0 or 1");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Dataset>> OpenSpiralRecords(
+    const InputContext& input) {
+  absl::StatusOr<MlpConfig> config = ParseMlpConfig(input.config_json());
+  if (!config.ok()) return config.status();
+  if (config->data_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "config field \"data_dir\" is required: the directory that "
+        "cohort-example-mlp-data --out=DIR wrote");
+  }
+  std::error_code error;
+  std::vector<std::string> files;
+  for (std::filesystem::directory_iterator it(config->data_dir, error), end;
+       !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.starts_with("train-") && name.ends_with(".rec")) {
+      files.push_back(it->path().string());
+    }
+  }
+  if (error) {
+    return absl::NotFoundError("config field \"data_dir\": cannot list " +
+                               config->data_dir + ": " + error.message());
+  }
+  if (files.empty()) {
+    return absl::NotFoundError(
+        "config field \"data_dir\": no train-*.rec files in " +
+        config->data_dir + "; make them with cohort-example-mlp-data --out=" +
+        config->data_dir);
+  }
+  std::sort(files.begin(), files.end());
+  return input.OpenRecordFiles(
+      files, {.shard_policy = config->shard_policy, .shuffle = config->shuffle});
+}
+
+}  // namespace cohort::examples

@@ -1,0 +1,55 @@
+#pragma once
+
+// What the CPU and CUDA MLP libraries share: the network's shape and
+// variables, the held-out set, the batch layout and the dataset function.
+// The network is 2 → hidden → hidden → 2, ReLU hidden layers, softmax
+// cross-entropy on the two logits.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cohort/dataset.h"
+#include "cohort/step.h"
+#include "examples/mlp/mlp_config.h"
+#include "examples/mlp/spiral_data.h"
+
+namespace cohort::examples {
+
+inline constexpr int kMlpInputs = 2;
+inline constexpr int kMlpClasses = 2;
+inline constexpr int kMlpLayers = 3;
+// Held-out examples come from the job's seed plus this, away from the seeds
+// that training files are usually made with.
+inline constexpr uint64_t kHeldOutSeedOffset = 1000003;
+
+struct MlpLayerShape {
+  int in = 0;
+  int out = 0;
+};
+std::array<MlpLayerShape, kMlpLayers> MlpShape(int hidden);
+
+// Creates "dense<k>/kernel" [in, out] (row-major) and "dense<k>/bias" [out]
+// for k = 0, 1, 2, in that order, float32 ON_WRITE: Glorot-uniform kernels
+// drawn from the job's seed, zero biases. Returns them in that order.
+absl::StatusOr<std::vector<Variable*>> CreateMlpVariables(ReplicaContext& ctx,
+                                                          int hidden);
+
+// This replica's share of the held-out set: examples r, r + n, r + 2n, ...
+// of config.eval_examples generated from seed + kHeldOutSeedOffset.
+std::vector<SpiralExample> HeldOutShard(const MlpConfig& config, uint64_t seed,
+                                        int replica, int num_replicas);
+
+// The batch as float32 rows [x0, x1, label] in `rows` (3 * size() values);
+// INVALID_ARGUMENT when an element is not such a row. `step_name` prefixes
+// the message.
+absl::Status PackSpiralBatch(const Batch& batch, const char* step_name,
+                             std::vector<float>& rows);
+
+// The dataset function: the train-*.rec files of config "data_dir", sorted.
+absl::StatusOr<std::unique_ptr<Dataset>> OpenSpiralRecords(
+    const InputContext& input);
+
+}  // namespace cohort::examples

@@ -1,0 +1,240 @@
+#include "examples/testing/fake_job.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "examples/testing/fake_runtime.h"
+
+namespace cohort::examples::testing {
+namespace {
+
+template <typename Fn>
+absl::StatusOr<Fn> Lookup(const std::map<std::string, Fn>& table,
+                          const std::string& name) {
+  auto it = table.find(name);
+  if (it == table.end()) {
+    return absl::NotFoundError("the library registers no function \"" + name +
+                               "\"");
+  }
+  return it->second;
+}
+
+// Record files read whole, with their file boundaries kept.
+class RecordFilesDataset final : public Dataset {
+ public:
+  RecordFilesDataset(std::vector<std::string> records,
+                     std::vector<int64_t> file_begins, DatasetOptions options)
+      : records_(std::move(records)),
+        file_begins_(std::move(file_begins)),
+        options_(options) {}
+
+  int64_t size() const override {
+    return static_cast<int64_t>(records_.size());
+  }
+  std::string_view Get(int64_t index) const override {
+    return records_[static_cast<size_t>(index)];
+  }
+  DatasetOptions options() const override { return options_; }
+  int num_files() const override {
+    return static_cast<int>(file_begins_.size());
+  }
+  int64_t file_begin(int file) const override {
+    return file < num_files() ? file_begins_[file] : size();
+  }
+
+ private:
+  const std::vector<std::string> records_;
+  const std::vector<int64_t> file_begins_;
+  const DatasetOptions options_;
+};
+
+// The only input pipeline of the job.
+class FakeInputContext final : public InputContext {
+ public:
+  explicit FakeInputContext(const FakeJobOptions* options)
+      : options_(options) {}
+
+  int input_pipeline_id() const override { return 0; }
+  int num_input_pipelines() const override { return 1; }
+  int num_replicas_in_sync() const override { return options_->replicas; }
+  int64_t per_replica_batch_size(int64_t global_batch_size) const override {
+    return global_batch_size / options_->replicas;
+  }
+  uint64_t seed() const override { return options_->seed; }
+  const std::string& config_json() const override {
+    return options_->config_json;
+  }
+  absl::StatusOr<std::unique_ptr<Dataset>> OpenRecordFiles(
+      const std::vector<std::string>& files,
+      DatasetOptions options) const override {
+    std::vector<std::string> records;
+    std::vector<int64_t> begins;
+    for (const std::string& file : files) {
+      absl::StatusOr<std::vector<std::string>> read = ReadRecordFile(file);
+      if (!read.ok()) return read.status();
+      begins.push_back(static_cast<int64_t>(records.size()));
+      for (std::string& r : *read) records.push_back(std::move(r));
+    }
+    return std::make_unique<RecordFilesDataset>(std::move(records),
+                                                std::move(begins), options);
+  }
+
+ private:
+  const FakeJobOptions* const options_;
+};
+
+// The global batches of a job: the data set in order, or reshuffled each
+// epoch, repeated. Replica r's share of a global batch is its r-th slice.
+class Batches {
+ public:
+  Batches(const Dataset* dataset, const FakeJobOptions* options)
+      : dataset_(dataset), options_(options) {}
+
+  // Replica `rank`'s batch of `step`; views into the data set.
+  Batch Get(int64_t step, int rank) {
+    std::vector<std::string_view> elements;
+    if (dataset_ == nullptr || dataset_->size() == 0) return Batch(elements);
+    const int64_t per_replica =
+        options_->global_batch_size / options_->replicas;
+    const int64_t first = step * options_->global_batch_size +
+                          static_cast<int64_t>(rank) * per_replica;
+    for (int64_t g = first; g < first + per_replica; ++g) {
+      elements.push_back(dataset_->Get(Index(g)));
+    }
+    return Batch(std::move(elements));
+  }
+
+ private:
+  int64_t Index(int64_t position) {
+    const int64_t size = dataset_->size();
+    if (!dataset_->options().shuffle) return position % size;
+    const int64_t epoch = position / size;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (epoch != epoch_) {
+      order_.resize(static_cast<size_t>(size));
+      for (int64_t i = 0; i < size; ++i) order_[i] = i;
+      std::mt19937_64 rng(options_->seed * 1000003 + static_cast<uint64_t>(epoch));
+      std::shuffle(order_.begin(), order_.end(), rng);
+      epoch_ = epoch;
+    }
+    return order_[static_cast<size_t>(position % size)];
+  }
+
+  const Dataset* const dataset_;
+  const FakeJobOptions* const options_;
+  std::mutex mu_;
+  int64_t epoch_ = -1;
+  std::vector<int64_t> order_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<StepLibrary>> StepLibrary::Open(
+    const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* error = dlerror();
+    return absl::FailedPreconditionError("dlopen " + path + ": " +
+                                         (error ? error : "failed"));
+  }
+  using VersionFn = int (*)();
+  using RegistryFn = const internal::Registry* (*)();
+  auto version =
+      reinterpret_cast<VersionFn>(dlsym(handle, "cohort_step_api_version"));
+  auto registry =
+      reinterpret_cast<RegistryFn>(dlsym(handle, "cohort_step_registry"));
+  if (version == nullptr || registry == nullptr) {
+    return absl::FailedPreconditionError(path + " is no Cohort step library");
+  }
+  if (version() != COHORT_STEP_API_VERSION) {
+    return absl::FailedPreconditionError(
+        path + " was built against step API version " +
+        std::to_string(version()));
+  }
+  return std::unique_ptr<StepLibrary>(new StepLibrary(registry()));
+}
+
+double FakeJobResult::Last(const std::string& metric) const {
+  auto it = metrics.find(metric);
+  return it == metrics.end() || it->second.empty() ? std::nan("")
+                                                   : it->second.back().second;
+}
+
+absl::StatusOr<FakeJobResult> RunFakeJob(const StepLibrary& library,
+                                         const FakeJobOptions& options) {
+  if (options.replicas < 1 ||
+      options.global_batch_size % options.replicas != 0) {
+    return absl::InvalidArgumentError(
+        "the global batch must split evenly over the replicas");
+  }
+  const internal::Registry& registry = library.registry();
+  absl::StatusOr<StepFn> step = Lookup(registry.steps, options.step_fn);
+  if (!step.ok()) return step.status();
+  InitFn init = nullptr;
+  if (!options.init_fn.empty()) {
+    absl::StatusOr<InitFn> found = Lookup(registry.inits, options.init_fn);
+    if (!found.ok()) return found.status();
+    init = *found;
+  }
+  std::unique_ptr<Dataset> dataset;
+  if (!options.dataset_fn.empty()) {
+    absl::StatusOr<DatasetFn> fn =
+        Lookup(registry.datasets, options.dataset_fn);
+    if (!fn.ok()) return fn.status();
+    FakeInputContext input(&options);
+    absl::StatusOr<std::unique_ptr<Dataset>> made = (*fn)(input);
+    if (!made.ok()) return made.status();
+    dataset = *std::move(made);
+  }
+  Batches batches(dataset.get(), &options);
+
+  const FakeReplicaContext::Job job{.steps = options.steps,
+                                    .global_batch_size =
+                                        options.global_batch_size,
+                                    .seed = options.seed,
+                                    .config_json = options.config_json};
+  FakeGroup group(options.replicas);
+  std::vector<std::unique_ptr<FakeReplicaContext>> replicas;
+  for (int r = 0; r < options.replicas; ++r) {
+    replicas.push_back(std::make_unique<FakeReplicaContext>(&job, r, &group));
+  }
+  std::mutex mu;
+  absl::Status first_error;
+  auto fail = [&](const absl::Status& status) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (first_error.ok()) first_error = status;
+    group.Abort(absl::AbortedError("another replica failed"));
+  };
+  std::vector<std::thread> threads;
+  for (int r = 0; r < options.replicas; ++r) {
+    threads.emplace_back([&, r] {
+      FakeReplicaContext& ctx = *replicas[r];
+      absl::Status s = init != nullptr ? init(ctx) : absl::OkStatus();
+      if (s.ok()) s = ctx.SyncVariables();
+      for (int64_t i = 0; s.ok() && i < options.steps; ++i) {
+        ctx.set_step(i);
+        s = (*step)(ctx, batches.Get(i, r));
+      }
+      if (!s.ok()) fail(s);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  if (!first_error.ok()) return first_error;
+
+  FakeJobResult result;
+  result.metrics = replicas[0]->metrics();
+  for (const auto& replica : replicas) {
+    result.variables.emplace_back();
+    for (const auto& v : replica->variables()) {
+      result.variables.back()[v->options().name] = v->values();
+    }
+  }
+  return result;
+}
+
+}  // namespace cohort::examples::testing

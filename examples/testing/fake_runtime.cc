@@ -1,0 +1,410 @@
+#include "examples/testing/fake_runtime.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace cohort::examples::testing {
+namespace {
+
+const char* DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+  }
+  return "?";
+}
+
+template <typename T>
+void Combine(ReduceOp op, const T* a, T* b, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    switch (op) {
+      case ReduceOp::kSum:
+      case ReduceOp::kMean:
+        b[i] = a[i] + b[i];
+        break;
+      case ReduceOp::kMin:
+        b[i] = std::min(a[i], b[i]);
+        break;
+      case ReduceOp::kMax:
+        b[i] = std::max(a[i], b[i]);
+        break;
+    }
+  }
+}
+
+template <typename T>
+void Divide(T* b, size_t count, int n) {
+  for (size_t i = 0; i < count; ++i) b[i] = b[i] / static_cast<T>(n);
+}
+
+std::string Bytes(const Tensor& t) {
+  return std::string(static_cast<const char*>(t.data), t.bytes());
+}
+
+void ReduceInto(ReduceOp op, DType dtype, const char* a, char* b,
+                size_t count) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return Combine(op, reinterpret_cast<const float*>(a),
+                     reinterpret_cast<float*>(b), count);
+    case DType::kFloat64:
+      return Combine(op, reinterpret_cast<const double*>(a),
+                     reinterpret_cast<double*>(b), count);
+    case DType::kInt32:
+      return Combine(op, reinterpret_cast<const int32_t*>(a),
+                     reinterpret_cast<int32_t*>(b), count);
+    case DType::kInt64:
+      return Combine(op, reinterpret_cast<const int64_t*>(a),
+                     reinterpret_cast<int64_t*>(b), count);
+  }
+}
+
+}  // namespace
+
+// --- FakeGroup.
+
+absl::StatusOr<std::vector<std::string>> FakeGroup::Exchange(
+    int rank, const std::string& tag, std::string bytes) {
+  absl::MutexLock lock(&mu_);
+  const absl::Time deadline = absl::Now() + timeout_;
+  // A fast replica waits until the previous round's results are read.
+  auto can_enter = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return readers_ == 0 || !aborted_.ok();
+  };
+  if (!mu_.AwaitWithDeadline(absl::Condition(&can_enter), deadline)) {
+    aborted_ = absl::DeadlineExceededError("fake collective: stuck at " + tag);
+  }
+  if (!aborted_.ok()) return aborted_;
+  slots_[rank] = {tag, std::move(bytes)};
+  if (++arrived_ == size_) {
+    result_.clear();
+    for (int r = 0; r < size_; ++r) {
+      if (slots_[r].first != slots_[0].first) {
+        aborted_ = absl::InternalError(
+            "collective mismatch: replica 0 issued " + slots_[0].first +
+            ", replica " + std::to_string(r) + " issued " + slots_[r].first);
+        return aborted_;
+      }
+      result_.push_back(std::move(slots_[r].second));
+    }
+    arrived_ = 0;
+    readers_ = size_;
+  } else {
+    auto complete = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return readers_ > 0 || !aborted_.ok();
+    };
+    if (!mu_.AwaitWithDeadline(absl::Condition(&complete), deadline)) {
+      aborted_ = absl::DeadlineExceededError(
+          "fake collective: replica " + std::to_string(rank) +
+          " waited in vain for the others at " + tag);
+    }
+    if (!aborted_.ok()) return aborted_;
+  }
+  std::vector<std::string> out = result_;
+  --readers_;
+  return out;
+}
+
+void FakeGroup::Abort(const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  if (aborted_.ok()) aborted_ = status;
+}
+
+// --- FakeVariable.
+
+std::vector<double> FakeVariable::values() {
+  std::vector<double> out(count());
+  const Tensor t = tensor();
+  for (size_t i = 0; i < out.size(); ++i) {
+    switch (t.dtype) {
+      case DType::kFloat32:
+        out[i] = t.as<float>()[i];
+        break;
+      case DType::kFloat64:
+        out[i] = t.as<double>()[i];
+        break;
+      case DType::kInt32:
+        out[i] = t.as<int32_t>()[i];
+        break;
+      case DType::kInt64:
+        out[i] = static_cast<double>(t.as<int64_t>()[i]);
+        break;
+    }
+  }
+  return out;
+}
+
+// --- FakeOptimizer: Keras' SGD (with momentum) and Adam.
+
+class FakeOptimizer final : public Optimizer {
+ public:
+  FakeOptimizer(ReplicaContext* ctx, const OptimizerOptions& options,
+                std::vector<Variable*> variables)
+      : ctx_(ctx), options_(options), variables_(std::move(variables)) {
+    for (Variable* v : variables_) {
+      m_.emplace_back(v->count(), 0.0);
+      v_.emplace_back(v->count(), 0.0);
+    }
+  }
+
+  absl::Status apply_gradients(std::span<const Tensor> gradients) override {
+    if (gradients.size() != variables_.size()) {
+      return absl::InvalidArgumentError(
+          "apply_gradients: " + std::to_string(gradients.size()) +
+          " gradients for " + std::to_string(variables_.size()) +
+          " variables");
+    }
+    // The caller's buffers stay as they were; the reduction works on copies.
+    std::vector<std::vector<uint64_t>> copies;
+    std::vector<Tensor> reduced;
+    for (size_t i = 0; i < gradients.size(); ++i) {
+      const Tensor& g = gradients[i];
+      const Tensor v = variables_[i]->tensor();
+      if (g.count != v.count || g.dtype != v.dtype) {
+        return absl::InvalidArgumentError(
+            "apply_gradients: gradient " + std::to_string(i) + " has " +
+            std::to_string(g.count) + " " + DTypeName(g.dtype) +
+            " elements, its variable " + std::to_string(v.count) + " " +
+            DTypeName(v.dtype));
+      }
+      copies.emplace_back((g.bytes() + 7) / 8);
+      std::memcpy(copies.back().data(), g.data, g.bytes());
+      reduced.push_back({copies.back().data(), g.count, g.dtype});
+    }
+    if (absl::Status s = ctx_->all_reduce(ReduceOp::kMean, reduced); !s.ok()) {
+      return s;
+    }
+    ++iterations_;
+    for (size_t i = 0; i < variables_.size(); ++i) {
+      const Tensor v = variables_[i]->tensor();
+      for (size_t j = 0; j < v.count; ++j) {
+        if (v.dtype == DType::kFloat32) {
+          float& w = v.as<float>()[j];
+          w = static_cast<float>(
+              Update(w, reduced[i].as<float>()[j], m_[i][j], v_[i][j]));
+        } else if (v.dtype == DType::kFloat64) {
+          double& w = v.as<double>()[j];
+          w = Update(w, reduced[i].as<double>()[j], m_[i][j], v_[i][j]);
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  double Update(double w, double g, double& m, double& v) const {
+    const OptimizerOptions& o = options_;
+    switch (o.kind) {
+      case OptimizerKind::kSgd:
+        return w - o.learning_rate * g;
+      case OptimizerKind::kMomentum:
+        m = o.momentum * m - o.learning_rate * g;
+        return o.nesterov ? w + o.momentum * m - o.learning_rate * g : w + m;
+      case OptimizerKind::kAdam: {
+        const double t = static_cast<double>(iterations_);
+        const double alpha = o.learning_rate *
+                             std::sqrt(1 - std::pow(o.beta2, t)) /
+                             (1 - std::pow(o.beta1, t));
+        m = o.beta1 * m + (1 - o.beta1) * g;
+        v = o.beta2 * v + (1 - o.beta2) * g * g;
+        return w - alpha * m / (std::sqrt(v) + o.epsilon);
+      }
+    }
+    return w;
+  }
+
+  ReplicaContext* const ctx_;
+  const OptimizerOptions options_;
+  const std::vector<Variable*> variables_;
+  std::vector<std::vector<double>> m_, v_;  // momentum, or Adam's moments
+  int64_t iterations_ = 0;
+};
+
+// --- FakeReplicaContext.
+
+FakeReplicaContext::FakeReplicaContext(const Job* job, int rank,
+                                       FakeGroup* group)
+    : job_(job),
+      rank_(rank),
+      group_(group),
+      device_{.kind = Device::Kind::kCpu, .index = rank} {}
+
+FakeReplicaContext::~FakeReplicaContext() = default;
+
+absl::StatusOr<Variable*> FakeReplicaContext::create_variable(
+    const VariableOptions& options, const void* initial) {
+  if (options.name.empty() || find_variable(options.name) != nullptr) {
+    return absl::InvalidArgumentError("create_variable: bad or taken name \"" +
+                                      options.name + "\"");
+  }
+  for (int64_t d : options.shape) {
+    if (d < 0) return absl::InvalidArgumentError("create_variable: bad shape");
+  }
+  auto variable = std::make_unique<FakeVariable>(options);
+  if (initial != nullptr) {
+    std::memcpy(variable->tensor().data, initial, variable->tensor().bytes());
+  }
+  variables_.push_back(std::move(variable));
+  return variables_.back().get();
+}
+
+Variable* FakeReplicaContext::find_variable(std::string_view name) {
+  for (const auto& v : variables_) {
+    if (v->options().name == name) return v.get();
+  }
+  return nullptr;
+}
+
+absl::StatusOr<Optimizer*> FakeReplicaContext::create_optimizer(
+    const OptimizerOptions& options, std::vector<Variable*> variables) {
+  for (Variable* v : variables) {
+    if (v == nullptr || v->options().sync != VariableSync::kOnWrite) {
+      return absl::InvalidArgumentError(
+          "create_optimizer: only ON_WRITE variables can be optimized");
+    }
+  }
+  optimizers_.push_back(
+      std::make_unique<FakeOptimizer>(this, options, std::move(variables)));
+  return optimizers_.back().get();
+}
+
+absl::Status FakeReplicaContext::read_value(Variable& variable,
+                                            void* host_out) {
+  const Tensor t = variable.tensor();
+  if (variable.options().sync == VariableSync::kOnWrite) {
+    std::memcpy(host_out, t.data, t.bytes());
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<std::string>> all = group_->Exchange(
+      rank_, "read_value " + variable.options().name, Bytes(t));
+  if (!all.ok()) return all.status();
+  std::string acc = (*all)[0];
+  if (variable.options().aggregation != Aggregation::kOnlyFirstReplica) {
+    for (int r = 1; r < group_->size(); ++r) {
+      ReduceInto(ReduceOp::kSum, t.dtype, (*all)[r].data(), acc.data(),
+                 t.count);
+    }
+  }
+  std::memcpy(host_out, acc.data(), acc.size());
+  if (variable.options().aggregation == Aggregation::kMean) {
+    Tensor out{host_out, t.count, t.dtype};
+    if (t.dtype == DType::kFloat32) Divide(out.as<float>(), t.count, group_->size());
+    if (t.dtype == DType::kFloat64) Divide(out.as<double>(), t.count, group_->size());
+    if (t.dtype == DType::kInt32) Divide(out.as<int32_t>(), t.count, group_->size());
+    if (t.dtype == DType::kInt64) Divide(out.as<int64_t>(), t.count, group_->size());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeReplicaContext::all_reduce(ReduceOp op,
+                                            std::span<const Tensor> tensors) {
+  std::string tag = "all_reduce(op " + std::to_string(static_cast<int>(op));
+  std::string bytes;
+  for (const Tensor& t : tensors) {
+    tag += ", " + std::to_string(t.count) + " " + DTypeName(t.dtype);
+    bytes += Bytes(t);
+  }
+  tag += ")";
+  absl::StatusOr<std::vector<std::string>> all =
+      group_->Exchange(rank_, tag, std::move(bytes));
+  if (!all.ok()) return all.status();
+  size_t offset = 0;
+  for (const Tensor& t : tensors) {
+    char* out = static_cast<char*>(t.data);
+    std::memcpy(out, (*all)[0].data() + offset, t.bytes());
+    for (int r = 1; r < group_->size(); ++r) {
+      ReduceInto(op, t.dtype, (*all)[r].data() + offset, out, t.count);
+    }
+    if (op == ReduceOp::kMean) {
+      if (t.dtype == DType::kFloat32) Divide(t.as<float>(), t.count, group_->size());
+      if (t.dtype == DType::kFloat64) Divide(t.as<double>(), t.count, group_->size());
+      if (t.dtype == DType::kInt32) Divide(t.as<int32_t>(), t.count, group_->size());
+      if (t.dtype == DType::kInt64) Divide(t.as<int64_t>(), t.count, group_->size());
+    }
+    offset += t.bytes();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeReplicaContext::broadcast(Tensor tensor, int root) {
+  if (root < 0 || root >= group_->size()) {
+    return absl::InvalidArgumentError("broadcast: bad root");
+  }
+  absl::StatusOr<std::vector<std::string>> all = group_->Exchange(
+      rank_,
+      "broadcast(" + std::to_string(tensor.count) + " " +
+          DTypeName(tensor.dtype) + " from " + std::to_string(root) + ")",
+      Bytes(tensor));
+  if (!all.ok()) return all.status();
+  std::memcpy(tensor.data, (*all)[root].data(), tensor.bytes());
+  return absl::OkStatus();
+}
+
+absl::Status FakeReplicaContext::all_gather(Tensor input, Tensor output) {
+  if (output.dtype != input.dtype ||
+      output.count != input.count * static_cast<size_t>(group_->size())) {
+    return absl::InvalidArgumentError("all_gather: bad output size");
+  }
+  absl::StatusOr<std::vector<std::string>> all = group_->Exchange(
+      rank_,
+      "all_gather(" + std::to_string(input.count) + " " +
+          DTypeName(input.dtype) + ")",
+      Bytes(input));
+  if (!all.ok()) return all.status();
+  for (int r = 0; r < group_->size(); ++r) {
+    std::memcpy(static_cast<char*>(output.data) + r * input.bytes(),
+                (*all)[r].data(), input.bytes());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeReplicaContext::merge_call(
+    const std::function<absl::Status(const PerReplica&)>& fn,
+    std::span<const Tensor> tensors) {
+  PerReplica per_replica;
+  for (const Tensor& t : tensors) {
+    absl::StatusOr<std::vector<std::string>> all =
+        group_->Exchange(rank_, "merge_call", Bytes(t));
+    if (!all.ok()) return all.status();
+    per_replica.values.emplace_back();
+    for (const std::string& bytes : *all) {
+      per_replica.values.back().emplace_back(bytes.begin(), bytes.end());
+    }
+  }
+  // Replica 0 runs the function; the others take its status.
+  std::string result;
+  if (rank_ == 0) {
+    const absl::Status status = fn(per_replica);
+    result = std::to_string(static_cast<int>(status.code())) + ":" +
+             std::string(status.message());
+  }
+  absl::StatusOr<std::vector<std::string>> all =
+      group_->Exchange(rank_, "merge_call status", result);
+  if (!all.ok()) return all.status();
+  const std::string& first = (*all)[0];
+  const size_t colon = first.find(':');
+  return absl::Status(
+      static_cast<absl::StatusCode>(std::stoi(first.substr(0, colon))),
+      first.substr(colon + 1));
+}
+
+void FakeReplicaContext::report(std::string_view metric, double value) {
+  metrics_[std::string(metric)].emplace_back(step_, value);
+}
+
+absl::Status FakeReplicaContext::SyncVariables() {
+  for (const auto& v : variables_) {
+    if (v->options().sync != VariableSync::kOnWrite) continue;
+    if (absl::Status s = broadcast(v->tensor(), 0); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cohort::examples::testing

@@ -1,0 +1,385 @@
+// Jobs end to end: the real coordinator launches two agents of four CPU
+// devices each; step libraries are submitted through the client library and
+// train, fail, crash and restart for real.
+
+#include <signal.h>
+
+#include <cmath>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "cohort/client.h"
+#include "tests/testing/test_cluster.h"
+
+namespace cohort::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Library(const std::string& name) {
+  return absl::StrCat(BinDir(), "/../lib/lib", name, ".so");
+}
+std::string TestLibrary(const std::string& name) {
+  return absl::StrCat(BinDir(), "/../tests/lib", name, ".so");
+}
+
+constexpr char kLinearConfig[] =
+    R"({"dim": 4, "num_examples": 1024, "true_w": [0.5, -1.25, 2.0, 0.75],
+        "true_b": 0.3, "learning_rate": 0.2, "shard_policy": "data"})";
+const double kTrueW[] = {0.5, -1.25, 2.0, 0.75};
+constexpr double kTrueB = 0.3;
+
+JobSpec LinearJob(StrategyKind strategy, int devices_per_agent, int64_t steps) {
+  return JobSpec{.name = "linear",
+                 .strategy = strategy,
+                 .library_path = Library("cohort_example_linear"),
+                 .init_fn = "linear_init",
+                 .step_fn = "linear_step",
+                 .dataset_fn = "linear_data",
+                 .steps = steps,
+                 .global_batch_size = 64,
+                 .seed = 7,
+                 .config_json = kLinearConfig,
+                 .devices_per_agent = devices_per_agent};
+}
+
+class JobsE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir();
+    absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(
+        *dir_, /*workers=*/1, /*ps=*/1,
+        {"--cpu_devices=4", absl::StrCat("--state_dir=", dir_->path(), "/state")});
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    coordinator_ = cluster->coordinator.release();
+    client_ = Client::Connect(coordinator_->address())->release();
+  }
+  static void TearDownTestSuite() {
+    delete client_;
+    delete coordinator_;
+    delete dir_;
+  }
+
+  // Submits and waits for the end; the final status.
+  static v1::JobStatus Run(const JobSpec& spec,
+                           absl::Duration timeout = absl::Seconds(60)) {
+    absl::StatusOr<std::string> id = client_->SubmitJob(spec);
+    EXPECT_TRUE(id.ok()) << id.status();
+    if (!id.ok()) return {};
+    return WaitForEnd(*id, timeout);
+  }
+  static v1::JobStatus WaitForEnd(const std::string& id,
+                                  absl::Duration timeout) {
+    v1::JobStatus last;
+    WaitUntil(
+        [&] {
+          absl::StatusOr<v1::JobStatus> status = client_->GetJob(id);
+          if (status.ok()) last = *status;
+          return status.ok() && (last.state() == v1::JOB_SUCCEEDED ||
+                                 last.state() == v1::JOB_FAILED ||
+                                 last.state() == v1::JOB_CANCELLED);
+        },
+        timeout, absl::Milliseconds(100));
+    return last;
+  }
+  static Checkpoint Final(const v1::JobStatus& status) {
+    absl::StatusOr<Checkpoint> checkpoint =
+        LoadLatestCheckpoint(status.checkpoint_dir());
+    EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
+    return checkpoint.ok() ? *checkpoint : Checkpoint{};
+  }
+  static std::vector<double> Parameters(const v1::JobStatus& status) {
+    const Checkpoint checkpoint = Final(status);
+    std::vector<double> params;
+    for (const char* name : {"w", "b"}) {
+      auto it = checkpoint.tensors.find(name);
+      if (it == checkpoint.tensors.end()) {
+        ADD_FAILURE() << "no " << name << " in the checkpoint";
+        continue;
+      }
+      for (double v : it->second.As<double>()) params.push_back(v);
+    }
+    return params;
+  }
+
+  static ScratchDir* dir_;
+  static CoordinatorProcess* coordinator_;
+  static Client* client_;
+};
+
+ScratchDir* JobsE2eTest::dir_ = nullptr;
+CoordinatorProcess* JobsE2eTest::coordinator_ = nullptr;
+Client* JobsE2eTest::client_ = nullptr;
+
+TEST_F(JobsE2eTest, LinearRegressionLearnsTheTrueWeights) {
+  const v1::JobStatus status =
+      Run(LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 300));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_EQ(status.num_replicas(), 4);
+  EXPECT_EQ(status.step(), 300);
+  const std::vector<double> params = Parameters(status);
+  ASSERT_EQ(params.size(), 5u);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(params[i], kTrueW[i], 1e-3) << i;
+  EXPECT_NEAR(params[4], kTrueB, 1e-3);
+  EXPECT_LT(status.metrics().at("max_weight_error"), 1e-3);
+}
+
+TEST_F(JobsE2eTest, MlpReachesNinetyFivePercentWithFileSharding) {
+  const std::string data = dir_->path() + "/spirals";
+  CommandResult made = RunCommand(
+      {Binary("cohort-example-mlp-data"), "--out=" + data, "--files=4"});
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  const v1::JobStatus status = Run(
+      JobSpec{.name = "mlp",
+              .library_path = Library("cohort_example_mlp"),
+              .init_fn = "mlp_init",
+              .step_fn = "mlp_step",
+              .dataset_fn = "mlp_data",
+              .steps = 600,
+              .global_batch_size = 128,
+              .seed = 3,
+              .config_json = absl::StrCat(R"({"data_dir": ")", data,
+                                          R"(", "shard_policy": "file"})"),
+              .devices_per_agent = 2},
+      absl::Seconds(90));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_GE(status.metrics().at("accuracy"), 0.95);
+}
+
+TEST_F(JobsE2eTest, OneDeviceMirroredAndMultiWorkerAgreeAndRepeatBitwise) {
+  const v1::JobStatus one = Run(LinearJob(StrategyKind::kOneDevice, 0, 40));
+  const v1::JobStatus mirrored = Run(LinearJob(StrategyKind::kMirrored, 4, 40));
+  const v1::JobStatus multi =
+      Run(LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 40));
+  const v1::JobStatus again =
+      Run(LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 40));
+  for (const v1::JobStatus* s : {&one, &mirrored, &multi, &again}) {
+    ASSERT_EQ(s->state(), v1::JOB_SUCCEEDED) << s->error();
+  }
+  EXPECT_EQ(one.num_replicas(), 1);
+  EXPECT_EQ(mirrored.num_replicas(), 4);
+  EXPECT_EQ(multi.num_replicas(), 4);
+  const std::vector<double> a = Parameters(one);
+  const std::vector<double> b = Parameters(mirrored);
+  const std::vector<double> c = Parameters(multi);
+  const std::vector<double> d = Parameters(again);
+  ASSERT_EQ(a.size(), 5u);
+  ASSERT_EQ(b.size(), 5u);
+  ASSERT_EQ(c.size(), 5u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double scale = std::max(std::abs(a[i]), 1e-12);
+    EXPECT_LE(std::abs(a[i] - b[i]) / scale, 1e-5) << i;
+    EXPECT_LE(std::abs(a[i] - c[i]) / scale, 1e-5) << i;
+  }
+  EXPECT_EQ(c, d) << "the same topology must repeat bit for bit";
+}
+
+TEST_F(JobsE2eTest, KilledWorkerAgentRestartsTheJobFromItsCheckpoint) {
+  JobSpec spec = LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 300);
+  spec.checkpoint_every = 20;
+  spec.max_restarts = 2;
+  spec.config_json = std::string(kLinearConfig).replace(
+      1, 0, R"("step_sleep_ms": 10, )");
+  absl::StatusOr<std::string> id = client_->SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        absl::StatusOr<v1::JobStatus> s = client_->GetJob(*id);
+        return s.ok() && s->checkpoint_step() >= 40;
+      },
+      absl::Seconds(30)));
+  absl::StatusOr<v1::ClusterState> state = coordinator_->State();
+  ASSERT_TRUE(state.ok());
+  const v1::TaskStatus* worker = FindTask(*state, "worker", 0);
+  ASSERT_NE(worker, nullptr);
+  ASSERT_EQ(kill(static_cast<pid_t>(worker->pid()), SIGKILL), 0);
+  const absl::Time killed = absl::Now();
+
+  // The chief's replicas stop within 5 s: the attempt ends, the job waits.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        absl::StatusOr<v1::JobStatus> s = client_->GetJob(*id);
+        return s.ok() && s->restarts_size() >= 1;
+      },
+      absl::Seconds(5)))
+      << "the job did not notice the lost agent in 5 s";
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(5));
+
+  const v1::JobStatus status = WaitForEnd(*id, absl::Seconds(60));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  ASSERT_GE(status.restarts_size(), 1);
+  EXPECT_THAT(status.restarts(0).cause(), HasSubstr("worker:0 died"));
+  EXPECT_GE(status.restarts(0).resumed_from_step(), 40);
+  const std::vector<double> params = Parameters(status);
+  ASSERT_EQ(params.size(), 5u);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(params[i], kTrueW[i], 1e-3) << i;
+  EXPECT_NEAR(params[4], kTrueB, 1e-3);
+}
+
+struct BadJob {
+  std::string name;
+  std::function<JobSpec(const ScratchDir&)> spec;
+  std::string error;
+};
+
+TEST_F(JobsE2eTest, BadJobsFailWithAReasonAndTheClusterRunsTheNextJob) {
+  const std::vector<BadJob> cases = {
+      {"not a shared library",
+       [](const ScratchDir& dir) {
+         JobSpec spec = LinearJob(StrategyKind::kOneDevice, 0, 5);
+         spec.library_path = dir.Write("libnotes.so", "just some text\n");
+         return spec;
+       },
+       "not a loadable shared library"},
+      {"no step symbol",
+       [](const ScratchDir&) {
+         JobSpec spec = LinearJob(StrategyKind::kOneDevice, 0, 5);
+         spec.library_path = TestLibrary("cohort_test_plain");
+         spec.init_fn = spec.dataset_fn = "";
+         return spec;
+       },
+       "not a Cohort step library"},
+      {"API version mismatch",
+       [](const ScratchDir&) {
+         JobSpec spec = LinearJob(StrategyKind::kOneDevice, 0, 5);
+         spec.library_path = TestLibrary("cohort_test_old_api_steps");
+         spec.init_fn = spec.dataset_fn = "";
+         spec.step_fn = "step";
+         return spec;
+       },
+       "built against step API version 99"},
+      {"unknown step name",
+       [](const ScratchDir&) {
+         JobSpec spec = LinearJob(StrategyKind::kOneDevice, 0, 5);
+         spec.step_fn = "linear_stepp";
+         return spec;
+       },
+       "no step function named \"linear_stepp\""},
+      {"batch not divisible",
+       [](const ScratchDir&) {
+         JobSpec spec = LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 5);
+         spec.global_batch_size = 10;
+         return spec;
+       },
+       "global batch size 10 is not divisible by the 4 replicas"},
+      {"FILE sharding with one file",
+       [](const ScratchDir& dir) {
+         const std::string data = dir.path() + "/one-file";
+         RunCommand({Binary("cohort-example-mlp-data"), "--out=" + data,
+                     "--files=1", "--examples=512"});
+         return JobSpec{.library_path = Library("cohort_example_mlp"),
+                        .init_fn = "mlp_init",
+                        .step_fn = "mlp_step",
+                        .dataset_fn = "mlp_data",
+                        .steps = 5,
+                        .global_batch_size = 8,
+                        .config_json = absl::StrCat(R"({"data_dir": ")", data,
+                                                    R"(", "shard_policy": "file"})"),
+                        .devices_per_agent = 1};
+       },
+       "kData"},
+      {"step returns an error",
+       [](const ScratchDir&) {
+         return JobSpec{.library_path = TestLibrary("cohort_test_steps"),
+                        .step_fn = "fail_step",
+                        .steps = 10,
+                        .global_batch_size = 4,
+                        .max_restarts = 2,
+                        .devices_per_agent = 2};
+       },
+       "the loss became NaN at step 3"},
+      {"step crashes the agent",
+       [](const ScratchDir&) {
+         return JobSpec{.library_path = TestLibrary("cohort_test_steps"),
+                        .step_fn = "crash_step",
+                        .steps = 10,
+                        .global_batch_size = 4,
+                        .max_restarts = 1,
+                        .devices_per_agent = 2};
+       },
+       "worker:0 died: process killed by signal 11"},
+  };
+  for (const BadJob& bad : cases) {
+    SCOPED_TRACE(bad.name);
+    const v1::JobStatus status = Run(bad.spec(*dir_));
+    EXPECT_EQ(status.state(), v1::JOB_FAILED) << v1::JobState_Name(status.state());
+    EXPECT_THAT(status.error(), HasSubstr(bad.error));
+  }
+  ASSERT_TRUE(coordinator_->WaitAllReady(absl::Seconds(20)).ok());
+  const v1::JobStatus next = Run(LinearJob(StrategyKind::kOneDevice, 0, 5));
+  EXPECT_EQ(next.state(), v1::JOB_SUCCEEDED) << next.error();
+}
+
+TEST_F(JobsE2eTest, CohortctlSubmitWaitShowsProgressAndJobJsonHasTheStatus) {
+  const std::vector<std::string> submit = {
+      Binary("cohortctl"), "--coordinator=" + coordinator_->address(),
+      "submit", "--library=" + Library("cohort_example_linear"),
+      "--init=linear_init", "--step=linear_step", "--dataset=linear_data",
+      "--steps=200", "--global_batch=64", "--devices_per_agent=2",
+      std::string("--config=") +
+          R"({"dim": 4, "step_sleep_ms": 5, "true_w": [1, 2, 3, 4]})",
+      "--wait"};
+  // Not a terminal: plain progress lines, then the summary.
+  CommandResult plain = RunCommand(submit, absl::Seconds(60));
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_THAT(plain.output, HasSubstr("steps/s"));
+  EXPECT_THAT(plain.output, HasSubstr("SUCCEEDED"));
+  EXPECT_THAT(plain.output, ::testing::Not(HasSubstr("\r")));
+
+  // On a terminal (script(1) gives it one): a bar redrawn in place.
+  std::string line;
+  for (const std::string& arg : submit) absl::StrAppend(&line, "'", arg, "' ");
+  CommandResult tty = RunCommand({"script", "-qfec", line, "/dev/null"},
+                                 absl::Seconds(60), {{"TERM", "xterm"}});
+  ASSERT_EQ(tty.exit_code, 0) << tty.output;
+  EXPECT_THAT(tty.output, HasSubstr("\r["));
+  EXPECT_THAT(tty.output, HasSubstr("#"));
+
+  absl::StatusOr<std::vector<v1::JobStatus>> jobs = client_->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_FALSE(jobs->empty());
+  CommandResult json = RunCommand(
+      {Binary("cohortctl"), "--coordinator=" + coordinator_->address(), "job",
+       jobs->back().job_id(), "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  for (const char* field : {"state", "step", "metrics", "loss", "restarts"}) {
+    EXPECT_THAT(json.output, HasSubstr(field));
+  }
+  EXPECT_THAT(json.output, ::testing::ContainsRegex("steps_?[pP]er_?[sS]econd"));
+}
+
+TEST_F(JobsE2eTest, RestartedCoordinatorStillListsTheJobs) {
+  // Covered with a coordinator of its own, so as not to disturb the others.
+  ScratchDir dir;
+  const std::string state = dir.path() + "/state";
+  std::string id;
+  {
+    absl::StatusOr<ReadyCluster> cluster =
+        StartReadyCluster(dir, 0, 0, {"--state_dir=" + state});
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    std::unique_ptr<Client> client =
+        *Client::Connect(cluster->coordinator->address());
+    absl::StatusOr<std::string> submitted =
+        client->SubmitJob(LinearJob(StrategyKind::kOneDevice, 0, 5));
+    ASSERT_TRUE(submitted.ok()) << submitted.status();
+    id = *submitted;
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          absl::StatusOr<v1::JobStatus> s = client->GetJob(id);
+          return s.ok() && s->state() == v1::JOB_SUCCEEDED;
+        },
+        absl::Seconds(30)));
+  }
+  absl::StatusOr<ReadyCluster> again =
+      StartReadyCluster(dir, 0, 0, {"--state_dir=" + state});
+  ASSERT_TRUE(again.ok()) << again.status();
+  std::unique_ptr<Client> client = *Client::Connect(again->coordinator->address());
+  absl::StatusOr<v1::JobStatus> status = client->GetJob(id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state(), v1::JOB_SUCCEEDED);
+}
+
+}  // namespace
+}  // namespace cohort::testing

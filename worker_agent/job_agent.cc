@@ -1,0 +1,123 @@
+#include "worker_agent/job_agent.h"
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/digest.h"
+#include "common/file_util.h"
+#include "rpc/status_conversion.h"
+#include "spdlog/spdlog.h"
+
+namespace cohort::agent {
+
+JobAgent::JobAgent(JobAgentOptions options)
+    : options_(std::move(options)),
+      connection_(options_.coordinator, options_.security),
+      stub_(v1::JobControl::NewStub(connection_.channel())) {}
+
+JobAgent::~JobAgent() { Shutdown(); }
+
+void JobAgent::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void JobAgent::Shutdown() {
+  if (!thread_.joinable()) return;
+  stop_.Notify();
+  thread_.join();
+  runner_.reset();
+}
+
+void JobAgent::Run() {
+  absl::Duration interval = absl::Milliseconds(200);
+  absl::Time last_warning = absl::InfinitePast();
+  do {
+    v1::AgentJobReport report;
+    if (runner_ != nullptr) report = runner_->Report();
+    report.mutable_task()->set_type(options_.task.type);
+    report.mutable_task()->set_index(options_.task.index);
+    v1::AgentSyncResponse response;
+    std::unique_ptr<grpc::ClientContext> context =
+        connection_.NewContext(absl::Seconds(2));
+    const grpc::Status status = stub_->Sync(context.get(), report, &response);
+    if (!status.ok()) {
+      // The coordinator may be restarting; the job keeps running meanwhile.
+      if (absl::Now() - last_warning > absl::Seconds(10)) {
+        spdlog::warn("job sync: {}",
+                     connection_.Annotate("JobControl.Sync", status).ToString());
+        last_warning = absl::Now();
+      }
+      continue;
+    }
+    if (response.sync_interval_ms() > 0) {
+      interval = absl::Milliseconds(response.sync_interval_ms());
+    }
+    Apply(response.assignment());
+  } while (!stop_.WaitForNotificationWithTimeout(interval));
+}
+
+void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
+  const bool same = runner_ != nullptr &&
+                    runner_->assignment().job_id() == assignment.job_id() &&
+                    runner_->assignment().attempt() == assignment.attempt();
+  if (same) return;
+  if (runner_ != nullptr) {
+    const v1::AgentJobAssignment& old = runner_->assignment();
+    if (!runner_->done()) {
+      spdlog::info("job {} attempt {}: stopping ({})", old.job_id(),
+                   old.attempt(),
+                   assignment.job_id().empty()
+                       ? "the coordinator ended it"
+                       : absl::StrCat("attempt ", assignment.attempt(),
+                                      " replaces it"));
+    }
+    runner_->Abort(absl::AbortedError(absl::StrCat(
+        "job ", old.job_id(), " attempt ", old.attempt(),
+        " was ended by the coordinator")));
+    runner_.reset();  // joins
+  }
+  if (assignment.job_id().empty()) return;
+  runner_ = std::make_unique<JobRunner>(RunnerOptions{
+      .assignment = assignment,
+      .devices = options_.devices,
+      .coordinator = options_.coordinator,
+      .security = options_.security,
+      .peer_listen_host = options_.peer_listen_host,
+      .fetch_library = [this](const std::string& digest) {
+        return FetchLibrary(digest);
+      }});
+  runner_->Start();
+}
+
+absl::StatusOr<std::string> JobAgent::FetchLibrary(const std::string& digest) {
+  if (!IsSha256Hex(digest)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad library digest \"", digest, "\""));
+  }
+  const std::string path = absl::StrCat(options_.cache_dir, "/", digest, ".so");
+  if (access(path.c_str(), R_OK) == 0) return path;
+  v1::FetchLibraryRequest request;
+  request.set_digest(digest);
+  v1::FetchLibraryResponse response;
+  std::unique_ptr<grpc::ClientContext> context =
+      connection_.NewContext(absl::Seconds(60));
+  const grpc::Status status =
+      stub_->FetchLibrary(context.get(), request, &response);
+  if (!status.ok()) {
+    return connection_.Annotate("JobControl.FetchLibrary", status);
+  }
+  if (Sha256Hex(response.library()) != digest) {
+    return absl::DataLossError(
+        "the fetched step library does not match its digest");
+  }
+  if (absl::Status made = MakeDirectories(options_.cache_dir); !made.ok()) {
+    return made;
+  }
+  if (absl::Status written = WriteFileAtomically(path, response.library());
+      !written.ok()) {
+    return written;
+  }
+  return path;
+}
+
+}  // namespace cohort::agent

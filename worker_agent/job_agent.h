@@ -1,0 +1,54 @@
+#pragma once
+
+// The agent's side of the job control loop: every sync interval it reports
+// its job to the coordinator and learns which job it should run, then
+// starts, replaces or stops its JobRunner to match. Step libraries are
+// fetched once per digest into a cache directory.
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "cohort/v1/job.grpc.pb.h"
+#include "common/cluster_spec.h"
+#include "rpc/channel.h"
+#include "worker_agent/job_runner.h"
+
+namespace cohort::agent {
+
+struct JobAgentOptions {
+  TaskId task;
+  std::string coordinator;
+  rpc::Security security;
+  std::vector<Device> devices;
+  std::string peer_listen_host;
+  std::string cache_dir;  // where fetched libraries are kept
+};
+
+// Owns its thread between Start() and Shutdown() (idempotent), and the
+// current runner. Start/Shutdown from one thread.
+class JobAgent {
+ public:
+  explicit JobAgent(JobAgentOptions options);
+  ~JobAgent();
+
+  void Start();
+  void Shutdown();
+
+ private:
+  void Run();
+  void Apply(const v1::AgentJobAssignment& assignment);
+  // The local path of the library with `digest`, fetching it when needed.
+  absl::StatusOr<std::string> FetchLibrary(const std::string& digest);
+
+  const JobAgentOptions options_;
+  rpc::Connection connection_;
+  std::unique_ptr<v1::JobControl::Stub> stub_;
+  absl::Notification stop_;
+  std::thread thread_;
+  std::unique_ptr<JobRunner> runner_;  // only the loop thread touches it
+};
+
+}  // namespace cohort::agent

@@ -1,0 +1,393 @@
+#include "worker_agent/job_runner.h"
+
+#include "absl/strings/str_cat.h"
+#include "collective/algorithmic_communicator.h"
+#include "collective/grpc_store.h"
+#include "collective/hierarchical_communicator.h"
+#include "collective/transports/grpc_transport.h"
+#include "common/status_macros.h"
+#include "spdlog/spdlog.h"
+#include "worker_agent/record_dataset.h"
+#ifdef COHORT_HAVE_NCCL
+#include "collective/nccl/nccl_communicator.h"
+#endif
+
+namespace cohort::agent {
+namespace {
+
+// Peers that vanish or abort make a retryable failure; anything else a
+// collective reports (mismatched calls, bad arguments) is the job's own.
+bool IsPeerFailure(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kCancelled:
+      return true;
+    default:
+      return false;
+  }
+}
+
+class InputContextImpl final : public InputContext {
+ public:
+  InputContextImpl(const v1::AgentJobAssignment& a, const JobInfo& job)
+      : assignment_(a), job_(job) {}
+
+  int input_pipeline_id() const override { return assignment_.node(); }
+  int num_input_pipelines() const override { return assignment_.num_nodes(); }
+  int num_replicas_in_sync() const override {
+    return assignment_.num_replicas();
+  }
+  int64_t per_replica_batch_size(int64_t global) const override {
+    return global / assignment_.num_replicas();
+  }
+  uint64_t seed() const override { return job_.seed; }
+  const std::string& config_json() const override { return job_.config_json; }
+  absl::StatusOr<std::unique_ptr<Dataset>> OpenRecordFiles(
+      const std::vector<std::string>& files,
+      DatasetOptions options) const override {
+    return agent::OpenRecordFiles(files, options);
+  }
+
+ private:
+  const v1::AgentJobAssignment& assignment_;
+  const JobInfo& job_;
+};
+
+}  // namespace
+
+JobRunner::JobRunner(RunnerOptions options) : options_(std::move(options)) {
+  const v1::JobSpec& spec = options_.assignment.spec();
+  job_.steps = spec.steps();
+  job_.global_batch_size = spec.global_batch_size();
+  job_.seed = spec.seed();
+  job_.config_json = spec.config_json();
+  job_.num_replicas = options_.assignment.num_replicas();
+  job_.checkpoint_dir = options_.assignment.checkpoint_dir();
+  if (spec.collective_timeout_ms() > 0) {
+    job_.collective_timeout = absl::Milliseconds(spec.collective_timeout_ms());
+  }
+  steps_done_.assign(options_.assignment.local_replicas(), 0);
+  rate_time_ = absl::Now();
+}
+
+JobRunner::~JobRunner() {
+  Abort(absl::CancelledError("the agent stopped the job"));
+  if (thread_.joinable()) thread_.join();
+}
+
+void JobRunner::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+bool JobRunner::done() const {
+  absl::MutexLock lock(&mu_);
+  return state_ == v1::AgentJobReport::FINISHED ||
+         state_ == v1::AgentJobReport::FAILED;
+}
+
+void JobRunner::Abort(const absl::Status& status) {
+  aborted_ = true;
+  std::vector<collective::Communicator*> comms;
+  {
+    absl::MutexLock lock(&mu_);
+    comms = comms_;
+  }
+  for (collective::Communicator* comm : comms) comm->Abort(status);
+  merge_.Abort(status);
+}
+
+void JobRunner::Fail(const absl::Status& status, bool permanent) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!error_.ok()) return;
+    error_ = status;
+    permanent_ = permanent;
+  }
+  spdlog::error("job {} attempt {}: {}", options_.assignment.job_id(),
+                options_.assignment.attempt(), status.ToString());
+  Abort(absl::AbortedError(absl::StrCat(
+      "replicas of ", options_.assignment.group(), " were stopped: ",
+      status.message())));
+}
+
+void JobRunner::Progress(int local, int64_t steps_done) {
+  absl::MutexLock lock(&mu_);
+  steps_done_[local] = steps_done;
+  if (state_ == v1::AgentJobReport::LOADING) {
+    state_ = v1::AgentJobReport::RUNNING;
+  }
+  const int64_t done = *std::min_element(steps_done_.begin(), steps_done_.end());
+  const absl::Time now = absl::Now();
+  if (rate_steps_ < 0) {
+    // The first report: the rate is timed from here, not from loading.
+    rate_steps_ = done;
+    rate_time_ = now;
+  } else if (now - rate_time_ >= absl::Milliseconds(500) ||
+             steps_per_second_ == 0) {
+    const double seconds = absl::ToDoubleSeconds(now - rate_time_);
+    if (seconds > 0 && done > rate_steps_) {
+      steps_per_second_ = static_cast<double>(done - rate_steps_) / seconds;
+    }
+    if (now - rate_time_ >= absl::Milliseconds(500)) {
+      rate_steps_ = done;
+      rate_time_ = now;
+    }
+  }
+}
+
+v1::AgentJobReport JobRunner::Report() const {
+  v1::AgentJobReport report;
+  report.set_job_id(options_.assignment.job_id());
+  report.set_attempt(options_.assignment.attempt());
+  absl::MutexLock lock(&mu_);
+  report.set_state(state_);
+  report.set_step(*std::min_element(steps_done_.begin(), steps_done_.end()));
+  report.set_steps_per_second(steps_per_second_);
+  report.set_checkpoint_step(checkpoint_step_);
+  if (!error_.ok()) {
+    report.set_error(std::string(error_.message()));
+    report.set_permanent(permanent_);
+  }
+  if (!replicas_.empty() && replicas_[0] != nullptr) {
+    for (const auto& [metric, value] : replicas_[0]->last_metrics()) {
+      (*report.mutable_metrics())[metric] = value;
+    }
+  }
+  return report;
+}
+
+absl::Status JobRunner::Prepare() {
+  const v1::AgentJobAssignment& a = options_.assignment;
+  const v1::JobSpec& spec = a.spec();
+  absl::StatusOr<std::string> path = options_.fetch_library(spec.library_digest());
+  if (!path.ok()) return path.status();
+  absl::StatusOr<StepFunctions> functions = LoadStepLibrary(
+      *path, spec.library_name().empty() ? *path : spec.library_name(),
+      spec.init_fn(), spec.step_fn(), spec.dataset_fn());
+  if (!functions.ok()) return functions.status();
+  functions_ = *functions;
+  if (functions_.dataset != nullptr) {
+    InputContextImpl input(a, job_);
+    absl::StatusOr<std::unique_ptr<Dataset>> dataset =
+        functions_.dataset(input);
+    if (!dataset.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("dataset function \"", spec.dataset_fn(),
+                       "\" failed: ", dataset.status().message()));
+    }
+    if (*dataset == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "dataset function \"", spec.dataset_fn(), "\" returned no dataset"));
+    }
+    absl::StatusOr<std::unique_ptr<InputPipeline>> pipeline =
+        InputPipeline::Create(*std::move(dataset), a.node(), a.num_nodes(),
+                              a.local_replicas(), spec.global_batch_size(),
+                              spec.seed());
+    if (!pipeline.ok()) return pipeline.status();
+    pipeline_ = *std::move(pipeline);
+    spdlog::info("job {}: input pipeline {} of {}: {}", a.job_id(), a.node(),
+                 a.num_nodes(), pipeline_->description());
+  }
+  for (int index : a.device_indices()) {
+    if (index < 0 || index >= static_cast<int>(options_.devices.size())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the job was assigned device ", index, ", and this agent has ",
+          options_.devices.size()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void JobRunner::Run() {
+  const v1::AgentJobAssignment& a = options_.assignment;
+  spdlog::info("job {} attempt {}: node {} of {}, replicas {}..{} of {}, {}",
+               a.job_id(), a.attempt(), a.node(), a.num_nodes(),
+               a.first_rank(), a.first_rank() + a.local_replicas() - 1,
+               a.num_replicas(), v1::Communication_Name(a.communication()));
+  if (absl::Status prepared = Prepare(); !prepared.ok()) {
+    Fail(prepared, /*permanent=*/true);
+    absl::MutexLock lock(&mu_);
+    state_ = v1::AgentJobReport::FAILED;
+    return;
+  }
+  store_ = std::make_unique<collective::GrpcStore>(options_.coordinator,
+                                                   options_.security);
+  if (a.communication() == v1::COMMUNICATION_HIERARCHICAL) {
+    hub_ = std::make_unique<collective::LocalHub>(a.local_replicas());
+  }
+  replicas_.resize(a.local_replicas());
+  comm_owners_.resize(a.local_replicas());
+  std::vector<std::thread> threads;
+  for (int local = 0; local < a.local_replicas(); ++local) {
+    threads.emplace_back([this, local] { RunReplica(local); });
+  }
+  for (std::thread& thread : threads) thread.join();
+  absl::MutexLock lock(&mu_);
+  state_ = error_.ok() ? v1::AgentJobReport::FINISHED
+                       : v1::AgentJobReport::FAILED;
+  comms_.clear();
+  if (error_.ok()) {
+    spdlog::info("job {} attempt {}: all {} local replicas finished {} steps",
+                 a.job_id(), a.attempt(), a.local_replicas(), job_.steps);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<collective::Communicator>> JobRunner::Connect(
+    int local) {
+  const v1::AgentJobAssignment& a = options_.assignment;
+  const Device& device = options_.devices[a.device_indices(local)];
+  const int rank = a.first_rank() + local;
+  collective::CommunicatorOptions comm_options{.timeout =
+                                                   job_.collective_timeout};
+  auto grpc_options = [&](std::string suffix, int r, int size) {
+    collective::GrpcTransportOptions o;
+    o.group = absl::StrCat(a.group(), "/", suffix);
+    o.rank = r;
+    o.size = size;
+    o.listen = absl::StrCat(options_.peer_listen_host, ":0");
+    o.security = options_.security;
+    o.connect_timeout = absl::Seconds(30);
+    return o;
+  };
+  switch (a.communication()) {
+    case v1::COMMUNICATION_RING: {
+      COHORT_ASSIGN_OR_RETURN(
+          std::unique_ptr<collective::GrpcTransport> transport,
+          collective::GrpcTransport::Create(
+              grpc_options("ring", rank, a.num_replicas()), *store_));
+      return std::unique_ptr<collective::Communicator>(
+          new collective::AlgorithmicCommunicator(std::move(transport),
+                                                  comm_options));
+    }
+    case v1::COMMUNICATION_HIERARCHICAL: {
+      auto local_comm = std::make_unique<collective::AlgorithmicCommunicator>(
+          hub_->Connect(local), comm_options);
+      if (a.num_nodes() == 1) {
+        return std::unique_ptr<collective::Communicator>(std::move(local_comm));
+      }
+      std::unique_ptr<collective::Communicator> cross;
+      if (local == 0) {
+        COHORT_ASSIGN_OR_RETURN(
+            std::unique_ptr<collective::GrpcTransport> transport,
+            collective::GrpcTransport::Create(
+                grpc_options("cross", a.node(), a.num_nodes()), *store_));
+        cross = std::make_unique<collective::AlgorithmicCommunicator>(
+            std::move(transport), comm_options);
+      }
+      return std::unique_ptr<collective::Communicator>(
+          new collective::HierarchicalCommunicator(
+              std::move(local_comm), std::move(cross), a.num_nodes(),
+              a.node()));
+    }
+    case v1::COMMUNICATION_NCCL: {
+#ifdef COHORT_HAVE_NCCL
+      collective::NcclOptions o{.group = absl::StrCat(a.group(), "/nccl"),
+                                .rank = rank,
+                                .size = a.num_replicas(),
+                                .device = device.index,
+                                .communicator = comm_options};
+      COHORT_ASSIGN_OR_RETURN(std::unique_ptr<collective::NcclCommunicator> c,
+                              collective::NcclCommunicator::Create(o, *store_));
+      return std::unique_ptr<collective::Communicator>(std::move(c));
+#else
+      (void)device;
+      return absl::FailedPreconditionError(
+          "communication NCCL: this agent was built without NCCL");
+#endif
+    }
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown communication ", a.communication()));
+  }
+}
+
+void JobRunner::RunReplica(int local) {
+  const v1::AgentJobAssignment& a = options_.assignment;
+  const v1::JobSpec& spec = a.spec();
+  const int replica = a.first_rank() + local;
+  Device device = options_.devices[a.device_indices(local)];
+  if (device.is_cuda()) {
+    absl::StatusOr<void*> stream = CreateStream(device.index);
+    if (!stream.ok()) return Fail(stream.status(), false);
+    device.stream = *stream;
+  }
+  struct StreamGuard {
+    Device device;
+    ~StreamGuard() {
+      if (device.is_cuda()) DestroyStream(device.index, device.stream);
+    }
+  } stream_guard{device};
+
+  absl::StatusOr<std::unique_ptr<collective::Communicator>> comm =
+      Connect(local);
+  if (!comm.ok()) {
+    return Fail(absl::Status(comm.status().code(),
+                             absl::StrCat("replica ", replica,
+                                          " could not join the group: ",
+                                          comm.status().message())),
+                !IsPeerFailure(comm.status()));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    comm_owners_[local] = *std::move(comm);
+    comms_.push_back(comm_owners_[local].get());
+    replicas_[local] = std::make_unique<ReplicaContextImpl>(
+        &job_, replica, local, device, comm_owners_[local].get(), &merge_);
+  }
+  if (aborted_) comm_owners_[local]->Abort(absl::AbortedError("aborted"));
+  ReplicaContextImpl& ctx = *replicas_[local];
+
+  // A failure inside a user function is the job's own, unless a collective
+  // under it failed first (a lost peer): then the job may be retried.
+  auto user_failure = [&](const absl::Status& status, const std::string& what) {
+    const absl::Status& collective = ctx.collective_status();
+    if (!collective.ok()) return Fail(collective, !IsPeerFailure(collective));
+    Fail(absl::Status(status.code(),
+                      absl::StrCat(what, " failed on replica ", replica, ": ",
+                                   status.message())),
+         true);
+  };
+  if (functions_.init != nullptr) {
+    if (absl::Status init = functions_.init(ctx); !init.ok()) {
+      return user_failure(init,
+                          absl::StrCat("init function \"", spec.init_fn(), "\""));
+    }
+  }
+  absl::StatusOr<int64_t> start = ctx.RestoreOrSync();
+  if (!start.ok()) return Fail(start.status(), !IsPeerFailure(start.status()));
+  if (*start > 0 && replica == 0) {
+    spdlog::info("job {}: resumed from the checkpoint at step {}", a.job_id(),
+                 *start);
+  }
+  Progress(local, *start);
+  const int64_t every = spec.checkpoint_every();
+  for (int64_t step = *start; step < job_.steps; ++step) {
+    if (aborted_) return;
+    ctx.set_step(step);
+    Batch batch;
+    if (pipeline_ != nullptr) batch = pipeline_->BatchesForStep(step)[local];
+    if (absl::Status status = functions_.step(ctx, batch); !status.ok()) {
+      return user_failure(
+          status, absl::StrCat("step function \"", spec.step_fn(),
+                               "\" at step ", step));
+    }
+    const int64_t done = step + 1;
+    if (done == job_.steps || (every > 0 && done % every == 0)) {
+      if (absl::Status saved = ctx.SaveCheckpoint(done); !saved.ok()) {
+        return Fail(absl::Status(saved.code(),
+                                 absl::StrCat("checkpoint at step ", done,
+                                              ": ", saved.message())),
+                    false);
+      }
+      if (replica == 0) {
+        absl::MutexLock lock(&mu_);
+        checkpoint_step_ = done;
+      }
+    }
+    Progress(local, done);
+  }
+}
+
+}  // namespace cohort::agent

@@ -1,0 +1,99 @@
+#pragma once
+
+// One attempt of a job on one agent: loads the step library, builds the
+// input pipeline and one replica per assigned device, each on its own thread
+// with its own communicator, and runs the step loop. The chief's replica 0
+// writes checkpoints.
+//
+// A failing replica aborts the others' communicators, and those of the
+// other agents through the collective layer, so that no replica waits for
+// one that will not come.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "cohort/v1/job.pb.h"
+#include "collective/communicator.h"
+#include "collective/store.h"
+#include "collective/transports/local_transport.h"
+#include "rpc/security.h"
+#include "worker_agent/input_pipeline.h"
+#include "worker_agent/replica_context.h"
+#include "worker_agent/step_library.h"
+
+namespace cohort::agent {
+
+// Fetches a job's step library by digest; returns its local path.
+using LibraryFetcher =
+    std::function<absl::StatusOr<std::string>(const std::string& digest)>;
+
+struct RunnerOptions {
+  v1::AgentJobAssignment assignment;
+  std::vector<Device> devices;   // this agent's, by index
+  std::string coordinator;       // for the rendezvous store
+  rpc::Security security;        // for the store and the peer servers
+  std::string peer_listen_host;  // where this agent's peer servers bind
+  LibraryFetcher fetch_library;
+};
+
+// Owns its threads between Start() and destruction. Report() and Abort()
+// are thread-safe.
+class JobRunner {
+ public:
+  explicit JobRunner(RunnerOptions options);
+  // Aborts if still running, and joins.
+  ~JobRunner();
+
+  const v1::AgentJobAssignment& assignment() const {
+    return options_.assignment;
+  }
+
+  void Start();
+  // Ends the attempt: communicators fail with `status`, replicas stop at
+  // their next step or collective.
+  void Abort(const absl::Status& status);
+  v1::AgentJobReport Report() const;
+  bool done() const;
+
+ private:
+  void Run();
+  absl::Status Prepare();
+  void RunReplica(int local);
+  absl::StatusOr<std::unique_ptr<collective::Communicator>> Connect(int local);
+  // Records the first failure and aborts everything else.
+  void Fail(const absl::Status& status, bool permanent);
+  void Progress(int local, int64_t steps_done);
+
+  const RunnerOptions options_;
+  JobInfo job_;
+  StepFunctions functions_;
+  std::unique_ptr<InputPipeline> pipeline_;
+  LocalMerge merge_;
+  std::unique_ptr<collective::Store> store_;
+  std::unique_ptr<collective::LocalHub> hub_;  // hierarchical: this agent's
+  std::vector<std::unique_ptr<collective::Communicator>> comm_owners_;
+  std::vector<std::unique_ptr<ReplicaContextImpl>> replicas_;
+  std::thread thread_;
+  std::atomic<bool> aborted_{false};
+
+  mutable absl::Mutex mu_;
+  v1::AgentJobReport::State state_ ABSL_GUARDED_BY(mu_) =
+      v1::AgentJobReport::LOADING;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  bool permanent_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<int64_t> steps_done_ ABSL_GUARDED_BY(mu_);
+  int64_t checkpoint_step_ ABSL_GUARDED_BY(mu_) = 0;
+  // For steps/s: the step count and time of the last rate sample.
+  int64_t rate_steps_ ABSL_GUARDED_BY(mu_) = -1;
+  absl::Time rate_time_ ABSL_GUARDED_BY(mu_);
+  double steps_per_second_ ABSL_GUARDED_BY(mu_) = 0;
+  // Communicators in use, to abort them from another thread.
+  std::vector<collective::Communicator*> comms_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace cohort::agent

@@ -1,0 +1,176 @@
+#include "worker_agent/optimizer_kernels.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace cohort::agent {
+
+#ifdef COHORT_HAVE_CUDA
+// Defined in optimizer_kernels.cu, which nvcc builds as C++17 without Abseil
+// or step.h; plain arguments keep the two sides in step (a mismatch fails to
+// link). `kind` is OptimizerKind's value; the coefficients are already
+// rounded to the variable's precision. Returns a cudaError_t.
+int LaunchOptimizerUpdate(int kind, bool nesterov, bool f64, void* var,
+                          const void* grad, void* slot0, void* slot1,
+                          size_t count, double lr, double momentum,
+                          double beta1, double beta2, double epsilon,
+                          double lr_t, void* stream);
+const char* CudaErrorName(int error);
+#endif
+
+namespace {
+
+// The hyperparameters rounded to T, as the update uses them.
+template <typename T>
+struct Coefficients {
+  T lr, momentum, beta1, beta2, epsilon;
+  T lr_t;  // Adam's bias-corrected rate for this t
+};
+
+template <typename T>
+Coefficients<T> MakeCoefficients(const OptimizerOptions& o, int64_t t) {
+  Coefficients<T> c{static_cast<T>(o.learning_rate), static_cast<T>(o.momentum),
+                    static_cast<T>(o.beta1),         static_cast<T>(o.beta2),
+                    static_cast<T>(o.epsilon),       T(0)};
+  if (o.kind == OptimizerKind::kAdam) {
+    const T step = static_cast<T>(t);
+    const T beta1_power = std::pow(c.beta1, step);
+    const T beta2_power = std::pow(c.beta2, step);
+    c.lr_t = c.lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
+  }
+  return c;
+}
+
+template <typename T>
+void Update(OptimizerKind kind, bool nesterov, const Coefficients<T>& c, T* var,
+            const T* grad, T* m, T* v, size_t count) {
+  switch (kind) {
+    case OptimizerKind::kSgd:
+      for (size_t i = 0; i < count; ++i) var[i] -= c.lr * grad[i];
+      break;
+    case OptimizerKind::kMomentum:
+      for (size_t i = 0; i < count; ++i) {
+        m[i] = c.momentum * m[i] - c.lr * grad[i];
+        var[i] += nesterov ? c.momentum * m[i] - c.lr * grad[i] : m[i];
+      }
+      break;
+    case OptimizerKind::kAdam:
+      for (size_t i = 0; i < count; ++i) {
+        const T g = grad[i];
+        m[i] = c.beta1 * m[i] + (T(1) - c.beta1) * g;
+        v[i] = c.beta2 * v[i] + (T(1) - c.beta2) * g * g;
+        var[i] -= c.lr_t * m[i] / (std::sqrt(v[i]) + c.epsilon);
+      }
+      break;
+  }
+}
+
+absl::Status CheckArgs(const OptimizerOptions& options, DType dtype,
+                       const void* var, const void* grad, const void* slot0,
+                       const void* slot1, size_t count, int64_t t) {
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
+    return absl::InvalidArgumentError(
+        "optimizer update: variables must be float32 or float64");
+  }
+  const int slots = SlotCount(options.kind);
+  if (slots < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer update: unknown optimizer kind ",
+                     static_cast<int>(options.kind)));
+  }
+  if (count == 0) return absl::OkStatus();
+  if (var == nullptr || grad == nullptr) {
+    return absl::InvalidArgumentError(
+        "optimizer update: null variable or gradient");
+  }
+  if ((slots > 0 && slot0 == nullptr) || (slots > 1 && slot1 == nullptr)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer update: the optimizer needs ", slots,
+                     " slot buffer(s) and was given fewer"));
+  }
+  if (options.kind == OptimizerKind::kAdam && t < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer update: Adam's update count is ", t, "; it starts at 1"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int SlotCount(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kSgd:
+      return 0;
+    case OptimizerKind::kMomentum:
+      return 1;
+    case OptimizerKind::kAdam:
+      return 2;
+  }
+  return -1;
+}
+
+const char* SlotName(OptimizerKind kind, int slot) {
+  if (kind == OptimizerKind::kMomentum && slot == 0) return "momentum";
+  if (kind == OptimizerKind::kAdam && slot == 0) return "m";
+  if (kind == OptimizerKind::kAdam && slot == 1) return "v";
+  return nullptr;
+}
+
+absl::Status ApplyUpdateHost(const OptimizerOptions& options, DType dtype,
+                             void* var, const void* grad, void* slot0,
+                             void* slot1, size_t count, int64_t t) {
+  if (absl::Status checked =
+          CheckArgs(options, dtype, var, grad, slot0, slot1, count, t);
+      !checked.ok() || count == 0) {
+    return checked;
+  }
+  if (dtype == DType::kFloat32) {
+    Update(options.kind, options.nesterov, MakeCoefficients<float>(options, t),
+           static_cast<float*>(var), static_cast<const float*>(grad),
+           static_cast<float*>(slot0), static_cast<float*>(slot1), count);
+  } else {
+    Update(options.kind, options.nesterov, MakeCoefficients<double>(options, t),
+           static_cast<double*>(var), static_cast<const double*>(grad),
+           static_cast<double*>(slot0), static_cast<double*>(slot1), count);
+  }
+  return absl::OkStatus();
+}
+
+#ifdef COHORT_HAVE_CUDA
+namespace {
+
+template <typename T>
+int Launch(const OptimizerOptions& options, void* var, const void* grad,
+           void* slot0, void* slot1, size_t count, int64_t t, void* stream) {
+  const Coefficients<T> c = MakeCoefficients<T>(options, t);
+  return LaunchOptimizerUpdate(static_cast<int>(options.kind), options.nesterov,
+                               sizeof(T) == 8, var, grad, slot0, slot1, count,
+                               c.lr, c.momentum, c.beta1, c.beta2, c.epsilon,
+                               c.lr_t, stream);
+}
+
+}  // namespace
+
+absl::Status ApplyUpdateCuda(const OptimizerOptions& options, DType dtype,
+                             void* var, const void* grad, void* slot0,
+                             void* slot1, size_t count, int64_t t,
+                             void* stream) {
+  if (absl::Status checked =
+          CheckArgs(options, dtype, var, grad, slot0, slot1, count, t);
+      !checked.ok() || count == 0) {
+    return checked;
+  }
+  const int error =
+      dtype == DType::kFloat32
+          ? Launch<float>(options, var, grad, slot0, slot1, count, t, stream)
+          : Launch<double>(options, var, grad, slot0, slot1, count, t, stream);
+  if (error != 0) {
+    return absl::InternalError(absl::StrCat(
+        "optimizer update kernel launch failed: ", CudaErrorName(error)));
+  }
+  return absl::OkStatus();
+}
+#endif
+
+}  // namespace cohort::agent

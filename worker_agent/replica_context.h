@@ -1,0 +1,133 @@
+#pragma once
+
+// The runtime behind cohort::ReplicaContext: one replica's variables,
+// optimizers and collectives, on its device, over its communicator. Also
+// the collective parts of a job's state: making the replicas' starting
+// values equal (or restoring a checkpoint) and saving checkpoints.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cohort/step.h"
+#include "collective/communicator.h"
+#include "worker_agent/device_memory.h"
+
+namespace cohort::agent {
+
+// What every replica of a job knows about it. Immutable.
+struct JobInfo {
+  int64_t steps = 0;
+  int64_t global_batch_size = 0;
+  uint64_t seed = 0;
+  std::string config_json;
+  int num_replicas = 1;
+  std::string checkpoint_dir;
+  absl::Duration collective_timeout = absl::Seconds(60);
+};
+
+// merge_call's meeting point for the replicas of one agent: local replica 0
+// runs the function, the others wait for its status. Thread-safe.
+class LocalMerge {
+ public:
+  // Local replica 0: publishes the status of merge number `generation`.
+  void Publish(int64_t generation, absl::Status status);
+  // The others: waits for that publication, or DEADLINE_EXCEEDED.
+  absl::Status Await(int64_t generation, absl::Time deadline);
+  // Ends every wait with `status`.
+  void Abort(const absl::Status& status);
+
+ private:
+  absl::Mutex mu_;
+  int64_t published_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  absl::Status aborted_ ABSL_GUARDED_BY(mu_);
+};
+
+class VariableImpl;
+class OptimizerImpl;
+
+// One replica. `job`, `comm` and `merge` are not owned and outlive it. Used
+// from its replica's thread only, except last_metrics(), which is
+// thread-safe.
+class ReplicaContextImpl final : public ReplicaContext {
+ public:
+  ReplicaContextImpl(const JobInfo* job, int replica_id, int local_index,
+                     Device device, collective::Communicator* comm,
+                     LocalMerge* merge);
+  ~ReplicaContextImpl() override;
+
+  // --- cohort::ReplicaContext.
+  int replica_id_in_sync_group() const override { return replica_id_; }
+  int num_replicas_in_sync() const override { return job_->num_replicas; }
+  const Device& device() const override { return device_; }
+  int64_t step() const override { return step_; }
+  int64_t total_steps() const override { return job_->steps; }
+  int64_t global_batch_size() const override {
+    return job_->global_batch_size;
+  }
+  uint64_t seed() const override { return job_->seed; }
+  const std::string& config_json() const override { return job_->config_json; }
+  absl::StatusOr<Variable*> create_variable(const VariableOptions& options,
+                                            const void* initial) override;
+  Variable* find_variable(std::string_view name) override;
+  absl::StatusOr<Optimizer*> create_optimizer(
+      const OptimizerOptions& options,
+      std::vector<Variable*> variables) override;
+  absl::Status read_value(Variable& variable, void* host_out) override;
+  absl::Status all_reduce(ReduceOp op,
+                          std::span<const Tensor> tensors) override;
+  using ReplicaContext::all_reduce;
+  absl::Status broadcast(Tensor tensor, int root) override;
+  absl::Status all_gather(Tensor input, Tensor output) override;
+  absl::Status merge_call(
+      const std::function<absl::Status(const PerReplica&)>& fn,
+      std::span<const Tensor> tensors) override;
+  void report(std::string_view metric, double value) override;
+
+  // --- For the runner.
+  void set_step(int64_t step) { step_ = step; }
+  // The first collective failure, if any: tells a lost peer (retry the
+  // job) from a step's own error (fail it).
+  const absl::Status& collective_status() const { return collective_status_; }
+  std::map<std::string, double> last_metrics() const;
+
+  // After the init function: restores the latest checkpoint of the job into
+  // replica 0 when there is one, then makes every replica's ON_WRITE
+  // variables and optimizer slots equal to replica 0's. Collective. Returns
+  // the step to start from.
+  absl::StatusOr<int64_t> RestoreOrSync();
+  // Writes a checkpoint of the state after `step` steps: ON_READ variables
+  // are aggregated (collective), replica 0 writes. Collective.
+  absl::Status SaveCheckpoint(int64_t step);
+
+ private:
+  // Records the first failure of the communicator, which stays failed.
+  absl::Status Collective(absl::Status status);
+  absl::Status BroadcastHost(void* host, size_t count, DType dtype, int root);
+
+  const JobInfo* const job_;
+  const int replica_id_;
+  const int local_index_;
+  const Device device_;
+  collective::Communicator* const comm_;
+  LocalMerge* const merge_;
+  int64_t step_ = 0;
+  int64_t merges_ = 0;
+  absl::Status collective_status_;
+  std::vector<std::unique_ptr<VariableImpl>> variables_;  // creation order
+  std::vector<std::unique_ptr<OptimizerImpl>> optimizers_;
+  std::vector<char> staging_;  // host buffer of fused collectives
+  mutable absl::Mutex metrics_mu_;
+  std::map<std::string, double> metrics_ ABSL_GUARDED_BY(metrics_mu_);
+};
+
+collective::DType ToCollective(DType dtype);
+collective::ReduceOp ToCollective(ReduceOp op);
+const char* DTypeName(DType dtype);
+
+}  // namespace cohort::agent

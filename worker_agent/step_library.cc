@@ -1,0 +1,83 @@
+#include "worker_agent/step_library.h"
+
+#include <dlfcn.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace cohort::agent {
+namespace {
+
+template <typename Fn>
+absl::StatusOr<Fn> Lookup(const std::map<std::string, Fn>& table,
+                          const std::string& kind, const std::string& name,
+                          const std::string& library) {
+  auto it = table.find(name);
+  if (it != table.end()) return it->second;
+  std::vector<std::string> names;
+  for (const auto& [known, fn] : table) names.push_back(known);
+  return absl::FailedPreconditionError(absl::StrCat(
+      "no ", kind, " function named \"", name, "\" in ", library,
+      names.empty() ? absl::StrCat("; it registers no ", kind, " functions")
+                    : absl::StrCat("; it registers: ",
+                                   absl::StrJoin(names, ", "))));
+}
+
+}  // namespace
+
+absl::StatusOr<StepFunctions> LoadStepLibrary(const std::string& path,
+                                              const std::string& display_name,
+                                              const std::string& init_name,
+                                              const std::string& step_name,
+                                              const std::string& dataset_name) {
+  // RTLD_LOCAL: each library keeps its own registry and symbols.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* error = dlerror();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot load step library ", display_name,
+        ": it is not a loadable shared library for this machine (",
+        error != nullptr ? error : "unknown dlopen error", ")"));
+  }
+  using VersionFn = int (*)();
+  using RegistryFn = const internal::Registry* (*)();
+  auto version_fn =
+      reinterpret_cast<VersionFn>(dlsym(handle, "cohort_step_api_version"));
+  auto registry_fn =
+      reinterpret_cast<RegistryFn>(dlsym(handle, "cohort_step_registry"));
+  if (version_fn == nullptr || registry_fn == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        display_name,
+        " is a shared library but not a Cohort step library: it has no "
+        "cohort_step_api_version/cohort_step_registry symbols. Include "
+        "<cohort/step.h> and register functions with COHORT_REGISTER_STEP"));
+  }
+  const int version = version_fn();
+  if (version != COHORT_STEP_API_VERSION) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        display_name, " was built against step API version ", version,
+        ", and this agent runs version ", COHORT_STEP_API_VERSION,
+        ": rebuild it against this Cohort's <cohort/step.h>"));
+  }
+  const internal::Registry& registry = *registry_fn();
+  StepFunctions functions;
+  absl::StatusOr<StepFn> step =
+      Lookup(registry.steps, "step", step_name, display_name);
+  if (!step.ok()) return step.status();
+  functions.step = *step;
+  if (!init_name.empty()) {
+    absl::StatusOr<InitFn> init =
+        Lookup(registry.inits, "init", init_name, display_name);
+    if (!init.ok()) return init.status();
+    functions.init = *init;
+  }
+  if (!dataset_name.empty()) {
+    absl::StatusOr<DatasetFn> dataset =
+        Lookup(registry.datasets, "dataset", dataset_name, display_name);
+    if (!dataset.ok()) return dataset.status();
+    functions.dataset = *dataset;
+  }
+  return functions;
+}
+
+}  // namespace cohort::agent

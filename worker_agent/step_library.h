@@ -1,0 +1,33 @@
+#pragma once
+
+// A loaded step library: dlopen, the API version check, and its registered
+// init, step and dataset functions.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cohort/step.h"
+
+namespace cohort::agent {
+
+// The functions one job uses. Libraries stay loaded for the life of the
+// process (their code may still be on a stack being unwound), so the
+// function pointers never dangle. Immutable, so thread-safe.
+struct StepFunctions {
+  InitFn init = nullptr;        // null when the job names none
+  StepFn step = nullptr;
+  DatasetFn dataset = nullptr;  // null when the job names none
+};
+
+// Loads the library at `path` (named `display_name` in messages) and looks
+// up the job's functions. FAILED_PRECONDITION, with what to do about it, for
+// a file that is not a shared library, one that is not a Cohort step
+// library, one built against another API version, or a missing name.
+absl::StatusOr<StepFunctions> LoadStepLibrary(const std::string& path,
+                                              const std::string& display_name,
+                                              const std::string& init_name,
+                                              const std::string& step_name,
+                                              const std::string& dataset_name);
+
+}  // namespace cohort::agent
