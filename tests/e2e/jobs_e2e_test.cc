@@ -357,7 +357,7 @@ TEST_F(JobsE2eTest, RestartedCoordinatorStillListsTheJobs) {
   std::string id;
   {
     absl::StatusOr<ReadyCluster> cluster =
-        StartReadyCluster(dir, 0, 0, {"--state_dir=" + state});
+        StartReadyCluster(dir, 1, 0, {"--state_dir=" + state});
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     std::unique_ptr<Client> client =
         *Client::Connect(cluster->coordinator->address());
@@ -373,7 +373,7 @@ TEST_F(JobsE2eTest, RestartedCoordinatorStillListsTheJobs) {
         absl::Seconds(30)));
   }
   absl::StatusOr<ReadyCluster> again =
-      StartReadyCluster(dir, 0, 0, {"--state_dir=" + state});
+      StartReadyCluster(dir, 1, 0, {"--state_dir=" + state});
   ASSERT_TRUE(again.ok()) << again.status();
   std::unique_ptr<Client> client = *Client::Connect(again->coordinator->address());
   absl::StatusOr<v1::JobStatus> status = client->GetJob(id);
