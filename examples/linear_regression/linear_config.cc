@@ -22,8 +22,8 @@ absl::Status GetInt(const json& config, const char* field, Int min, Int max,
                     Int& out) {
   auto it = config.find(field);
   if (it == config.end()) return absl::OkStatus();
-  const std::string expected = "an integer in [" + std::to_string(min) +
-                               ", " + std::to_string(max) + "]";
+  const std::string expected = "an integer in [" + std::to_string(min) + ", " +
+                               std::to_string(max) + "]";
   if (!it->is_number_integer()) return FieldError(field, expected, *it);
   // Non-negative literals parse as unsigned; compare before narrowing.
   if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(max)) {
@@ -100,6 +100,7 @@ absl::StatusOr<LinearConfig> ParseLinearConfig(const std::string& text) {
   absl::Status s = GetInt<int64_t>(config, "num_examples", 1, int64_t{1} << 30,
                                    c.num_examples);
   if (s.ok()) s = GetInt(config, "dim", 1, 1 << 20, c.dim);
+  if (s.ok()) s = GetInt(config, "step_sleep_ms", 0, 60'000, c.step_sleep_ms);
   if (s.ok()) s = GetDouble(config, "true_b", c.true_b);
   if (s.ok()) s = GetShardPolicy(config, c.shard_policy);
   if (s.ok()) s = GetOptimizer(config, c.optimizer);

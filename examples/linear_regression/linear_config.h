@@ -21,13 +21,15 @@ struct LinearConfig {
   double true_b = 0.3;
   ShardPolicy shard_policy = ShardPolicy::kData;
   bool shuffle = false;
-  OptimizerOptions optimizer{.kind = OptimizerKind::kSgd,
-                             .learning_rate = 0.1};
+  OptimizerOptions optimizer{.kind = OptimizerKind::kSgd, .learning_rate = 0.1};
+  // Extra time each step takes, to stand in for a heavier model (tests use
+  // it to act in the middle of a job).
+  int step_sleep_ms = 0;
 };
 
 // INVALID_ARGUMENT naming the field for a bad value. Keys: "num_examples",
 // "dim", "true_w", "true_b", "shard_policy", "shuffle", "optimizer",
-// "learning_rate".
+// "learning_rate", "step_sleep_ms".
 absl::StatusOr<LinearConfig> ParseLinearConfig(const std::string& json);
 
 // config.num_examples elements, each dim + 1 float64 values [x..., y] with

@@ -4,11 +4,13 @@
 // throughout, so that runs with different replica counts agree closely.
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cohort/step.h"
@@ -65,8 +67,7 @@ absl::Status NeedCpu(const ReplicaContext& ctx, const char* fn) {
       "; run its agents with CUDA_VISIBLE_DEVICES= to get CPU devices");
 }
 
-absl::StatusOr<std::unique_ptr<Dataset>> LinearData(
-    const InputContext& input) {
+absl::StatusOr<std::unique_ptr<Dataset>> LinearData(const InputContext& input) {
   absl::StatusOr<LinearConfig> config = ParseLinearConfig(input.config_json());
   if (!config.ok()) return config.status();
   return std::make_unique<InMemoryDataset>(
@@ -107,6 +108,10 @@ absl::Status LinearStep(ReplicaContext& ctx, const Batch& batch) {
         "linear_step: no state for this replica; submit the job with "
         "--init=linear_init");
   }
+  if (state->config.step_sleep_ms > 0) {
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(state->config.step_sleep_ms));
+  }
   const size_t dim = static_cast<size_t>(state->config.dim);
   if (batch.size() == 0) {
     return absl::InvalidArgumentError("linear_step: the batch is empty");
@@ -125,7 +130,8 @@ absl::Status LinearStep(ReplicaContext& ctx, const Batch& batch) {
       return absl::InvalidArgumentError(
           "linear_step: an element of " +
           std::to_string(batch.element(n).size()) + " bytes, expected " +
-          std::to_string(dim + 1) + " float64 values (\"dim\" + 1); is the "
+          std::to_string(dim + 1) +
+          " float64 values (\"dim\" + 1); is the "
           "data set linear_data with the same config?");
     }
     const std::span<const double> e = batch.As<double>(n);
@@ -152,8 +158,8 @@ absl::Status LinearStep(ReplicaContext& ctx, const Batch& batch) {
   ctx.report("loss", loss);
 
   if (ctx.step() == ctx.total_steps() - 1) {
-    double max_error = std::abs(*state->b->data<double>() -
-                                state->config.true_b);
+    double max_error =
+        std::abs(*state->b->data<double>() - state->config.true_b);
     for (size_t i = 0; i < dim; ++i) {
       max_error = std::max(max_error, std::abs(state->w->data<double>()[i] -
                                                state->config.true_w[i]));

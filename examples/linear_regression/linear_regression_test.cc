@@ -36,8 +36,8 @@ FakeJobOptions Job(int replicas, const std::string& config) {
           .config_json = config};
 }
 
-double MaxError(const FakeJobResult& result,
-                const std::vector<double>& true_w, double true_b) {
+double MaxError(const FakeJobResult& result, const std::vector<double>& true_w,
+                double true_b) {
   const std::vector<double>& w = result.variables[0].at("w");
   double error = std::abs(result.variables[0].at("b")[0] - true_b);
   for (size_t i = 0; i < w.size(); ++i) {
@@ -99,8 +99,7 @@ TEST(LinearRegressionTest, EveryOptimizerConverges) {
 
 TEST(LinearRegressionTest, TrueWeightsFromTheConfig) {
   absl::StatusOr<FakeJobResult> result = RunFakeJob(
-      Library(),
-      Job(2, R"({"dim": 3, "true_w": [1, -2, 0.5], "true_b": -1,
+      Library(), Job(2, R"({"dim": 3, "true_w": [1, -2, 0.5], "true_b": -1,
                  "num_examples": 512, "shuffle": true})"));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_LT(MaxError(*result, {1, -2, 0.5}, -1), 1e-3);

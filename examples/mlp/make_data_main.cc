@@ -84,14 +84,14 @@ int main(int argc, char** argv) {
     cohort::ExitWithConfigError(absl::InvalidArgumentError(
         "--examples must be at least --files, so that no file is empty"));
   }
-  if (absl::Status s = WriteFiles(out, files, examples, absl::GetFlag(FLAGS_seed));
+  if (absl::Status s =
+          WriteFiles(out, files, examples, absl::GetFlag(FLAGS_seed));
       !s.ok()) {
     std::fprintf(stderr, "cohort-example-mlp-data: %s\n",
                  std::string(s.message()).c_str());
     return 1;
   }
-  std::printf(
-      "%lld examples of two spirals, float32 [x0, x1, label], in %s\n",
-      static_cast<long long>(examples), out.c_str());
+  std::printf("%lld examples of two spirals, float32 [x0, x1, label], in %s\n",
+              static_cast<long long>(examples), out.c_str());
   return 0;
 }

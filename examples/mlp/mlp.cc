@@ -88,8 +88,8 @@ void Forward(ReplicaState& state, const float* examples, size_t rows) {
     const MlpLayerShape& layer = state.shape[k];
     state.outputs[k].resize(rows * layer.out);
     Dense(in, stride, rows, state.variables[2 * k]->data<float>(),
-          state.variables[2 * k + 1]->data<float>(), layer,
-          k + 1 < kMlpLayers, state.outputs[k].data());
+          state.variables[2 * k + 1]->data<float>(), layer, k + 1 < kMlpLayers,
+          state.outputs[k].data());
     in = state.outputs[k].data();
     stride = static_cast<size_t>(layer.out);
   }
@@ -194,16 +194,17 @@ absl::Status MlpInit(ReplicaContext& ctx) {
       CreateMlpVariables(ctx, state->config.hidden);
   if (!variables.ok()) return variables.status();
   state->variables = *std::move(variables);
-  absl::StatusOr<Optimizer*> optimizer = ctx.create_optimizer(
-      {.kind = OptimizerKind::kAdam,
-       .learning_rate = state->config.learning_rate},
-      state->variables);
+  absl::StatusOr<Optimizer*> optimizer =
+      ctx.create_optimizer({.kind = OptimizerKind::kAdam,
+                            .learning_rate = state->config.learning_rate},
+                           state->variables);
   if (!optimizer.ok()) return optimizer.status();
   state->optimizer = *optimizer;
-  for (Variable* v : state->variables) state->gradients.emplace_back(v->count());
-  state->held_out = HeldOutShard(state->config, ctx.seed(),
-                                 ctx.replica_id_in_sync_group(),
-                                 ctx.num_replicas_in_sync());
+  for (Variable* v : state->variables)
+    state->gradients.emplace_back(v->count());
+  state->held_out =
+      HeldOutShard(state->config, ctx.seed(), ctx.replica_id_in_sync_group(),
+                   ctx.num_replicas_in_sync());
   States().Set(ctx, std::move(state));
   return absl::OkStatus();
 }

@@ -21,8 +21,8 @@ absl::Status GetInt(const json& config, const char* field, Int min, Int max,
                     Int& out) {
   auto it = config.find(field);
   if (it == config.end()) return absl::OkStatus();
-  const std::string expected = "an integer in [" + std::to_string(min) +
-                               ", " + std::to_string(max) + "]";
+  const std::string expected = "an integer in [" + std::to_string(min) + ", " +
+                               std::to_string(max) + "]";
   if (!it->is_number_integer()) return FieldError(field, expected, *it);
   // Non-negative literals parse as unsigned; compare before narrowing.
   if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(max)) {

@@ -15,7 +15,7 @@ struct MlpConfig {
   std::string data_dir;  // train-*.rec from cohort-example-mlp-data
   ShardPolicy shard_policy = ShardPolicy::kAuto;
   bool shuffle = true;
-  int hidden = 32;  // units of each of the two hidden layers
+  int hidden = 32;              // units of each of the two hidden layers
   double learning_rate = 0.01;  // Adam
   int64_t eval_examples = 2000;
   int64_t eval_every = 100;  // steps between held-out accuracy reports

@@ -33,10 +33,11 @@ absl::StatusOr<std::vector<Variable*>> CreateMlpVariables(ReplicaContext& ctx,
                              .dtype = DType::kFloat32},
                             kernel.data());
     if (!kernel_var.ok()) return kernel_var.status();
-    absl::StatusOr<Variable*> bias_var = ctx.create_variable(
-        {.name = prefix + "/bias", .shape = {layer.out},
-         .dtype = DType::kFloat32},
-        nullptr);
+    absl::StatusOr<Variable*> bias_var =
+        ctx.create_variable({.name = prefix + "/bias",
+                             .shape = {layer.out},
+                             .dtype = DType::kFloat32},
+                            nullptr);
     if (!bias_var.ok()) return bias_var.status();
     variables.push_back(*kernel_var);
     variables.push_back(*bias_var);
@@ -72,10 +73,9 @@ absl::Status PackSpiralBatch(const Batch& batch, const char* step_name,
                 reinterpret_cast<char*>(&rows[3 * n]));
     const float label = rows[3 * n + 2];
     if (label != 0.0f && label != 1.0f) {
-      return absl::InvalidArgumentError(std::string(step_name) +
-                                        ": an element with label " +
-                                        std::to_string(label) +
-                                        ", expected 0 or 1");
+      return absl::InvalidArgumentError(
+          std::string(step_name) + ": an element with label " +
+          std::to_string(label) + ", expected 0 or 1");
     }
   }
   return absl::OkStatus();
@@ -106,12 +106,12 @@ absl::StatusOr<std::unique_ptr<Dataset>> OpenSpiralRecords(
   if (files.empty()) {
     return absl::NotFoundError(
         "config field \"data_dir\": no train-*.rec files in " +
-        config->data_dir + "; make them with cohort-example-mlp-data --out=" +
-        config->data_dir);
+        config->data_dir +
+        "; make them with cohort-example-mlp-data --out=" + config->data_dir);
   }
   std::sort(files.begin(), files.end());
-  return input.OpenRecordFiles(
-      files, {.shard_policy = config->shard_policy, .shuffle = config->shuffle});
+  return input.OpenRecordFiles(files, {.shard_policy = config->shard_policy,
+                                       .shuffle = config->shuffle});
 }
 
 }  // namespace cohort::examples

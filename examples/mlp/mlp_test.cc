@@ -122,8 +122,8 @@ TEST_F(MlpTest, BadConfigNamesTheField) {
   for (const char* field : {"hidden", "learning_rate", "eval_every",
                             "eval_examples", "shuffle", "shard_policy"}) {
     FakeJobOptions job = Job(1);
-    job.config_json = R"({"data_dir": ")" + *dir_ + R"(", ")" + field +
-                      R"(": "x"})";
+    job.config_json =
+        R"({"data_dir": ")" + *dir_ + R"(", ")" + field + R"(": "x"})";
     absl::StatusOr<FakeJobResult> result = RunFakeJob(Library(), job);
     EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument)
         << field;

@@ -30,7 +30,9 @@ inline std::vector<SpiralExample> GenerateSpirals(int64_t count,
   // mt19937_64's output is fixed by the standard and <random>'s
   // distributions are not, so the uniform and normal draws are written out.
   std::mt19937_64 rng(seed);
-  auto uniform = [&rng] { return static_cast<double>(rng() >> 11) * 0x1.0p-53; };
+  auto uniform = [&rng] {
+    return static_cast<double>(rng() >> 11) * 0x1.0p-53;
+  };
   std::vector<SpiralExample> examples;
   examples.reserve(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
@@ -40,10 +42,11 @@ inline std::vector<SpiralExample> GenerateSpirals(int64_t count,
     // Box-Muller: two independent standard normal draws.
     const double r = std::sqrt(-2 * std::log(1 - uniform()));
     const double theta = 2 * kPi * uniform();
-    examples.push_back(
-        {static_cast<float>(t * std::cos(angle) + kSpiralNoise * r * std::cos(theta)),
-         static_cast<float>(t * std::sin(angle) + kSpiralNoise * r * std::sin(theta)),
-         static_cast<float>(label)});
+    examples.push_back({static_cast<float>(t * std::cos(angle) +
+                                           kSpiralNoise * r * std::cos(theta)),
+                        static_cast<float>(t * std::sin(angle) +
+                                           kSpiralNoise * r * std::sin(theta)),
+                        static_cast<float>(label)});
   }
   return examples;
 }

@@ -23,8 +23,8 @@ namespace {
 
 absl::Status Cuda(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return absl::OkStatus();
-  const std::string message = std::string("mlp_cuda: ") + what + ": " +
-                              cudaGetErrorString(error);
+  const std::string message =
+      std::string("mlp_cuda: ") + what + ": " + cudaGetErrorString(error);
   return error == cudaErrorMemoryAllocation
              ? absl::ResourceExhaustedError(message)
              : absl::InternalError(message);
@@ -36,10 +36,11 @@ absl::Status Cublas(cublasStatus_t status, const char* what) {
                              cublasGetStatusString(status));
 }
 
-#define MLP_CUDA_RETURN_IF_ERROR(expr)   \
-  do {                                   \
-    absl::Status _status = (expr);       \
-    if (!_status.ok()) return _status;   \
+// A step library sees only the public headers, which have no such macro.
+#define MLP_CUDA_RETURN_IF_ERROR(expr) \
+  do {                                 \
+    absl::Status _status = (expr);     \
+    if (!_status.ok()) return _status; \
   } while (false)
 
 struct CudaFree {
@@ -73,7 +74,7 @@ struct ReplicaState {
   std::vector<Variable*> variables;  // kernel, bias of each layer
   Optimizer* optimizer = nullptr;
   int held_out_rows = 0;
-  DeviceFloats held_out;  // [held_out_rows, 3]
+  DeviceFloats held_out;   // [held_out_rows, 3]
   DeviceFloats gradients;  // every variable's, back to back
   std::vector<Tensor> gradient_tensors;
   DeviceFloats scalar;  // the loss, or the count of correct predictions
@@ -159,11 +160,11 @@ absl::Status Forward(ReplicaState& s, const float* examples, int rows) {
 // into s.scalar.
 absl::Status ForwardBackward(ReplicaState& s, int rows) {
   MLP_CUDA_RETURN_IF_ERROR(Forward(s, s.batch.get(), rows));
-  MLP_CUDA_RETURN_IF_ERROR(Cuda(
-      cuda::SoftmaxCrossEntropy(s.outputs.back().get(), s.batch.get(), rows,
-                                kMlpClasses, s.per_row.get(), s.delta.get(),
-                                s.stream),
-      "softmax cross-entropy"));
+  MLP_CUDA_RETURN_IF_ERROR(
+      Cuda(cuda::SoftmaxCrossEntropy(s.outputs.back().get(), s.batch.get(),
+                                     rows, kMlpClasses, s.per_row.get(),
+                                     s.delta.get(), s.stream),
+           "softmax cross-entropy"));
   MLP_CUDA_RETURN_IF_ERROR(
       Cuda(cuda::Sum(s.per_row.get(), rows, 1.0f / static_cast<float>(rows),
                      s.scalar.get(), s.stream),
@@ -176,22 +177,22 @@ absl::Status ForwardBackward(ReplicaState& s, int rows) {
     float* dkernel = s.gradient_tensors[2 * k].as<float>();
     float* dbias = s.gradient_tensors[2 * k + 1].as<float>();
     // dkernel = in^T · delta; column-major: delta^T · in.
-    MLP_CUDA_RETURN_IF_ERROR(Cublas(
-        cublasSgemm(s.cublas, CUBLAS_OP_N, CUBLAS_OP_T, layer.out, layer.in,
-                    rows, &one, s.delta.get(), layer.out, in, ld, &zero,
-                    dkernel, layer.out),
-        "kernel gradient sgemm"));
+    MLP_CUDA_RETURN_IF_ERROR(
+        Cublas(cublasSgemm(s.cublas, CUBLAS_OP_N, CUBLAS_OP_T, layer.out,
+                           layer.in, rows, &one, s.delta.get(), layer.out, in,
+                           ld, &zero, dkernel, layer.out),
+               "kernel gradient sgemm"));
     MLP_CUDA_RETURN_IF_ERROR(
         Cuda(cuda::ColumnSums(s.delta.get(), rows, layer.out, dbias, s.stream),
              "bias gradient"));
     if (k == 0) break;
     // delta_below = delta · kernel^T, then back through the ReLU.
-    MLP_CUDA_RETURN_IF_ERROR(Cublas(
-        cublasSgemm(s.cublas, CUBLAS_OP_T, CUBLAS_OP_N, layer.in, rows,
-                    layer.out, &one, s.variables[2 * k]->data<float>(),
-                    layer.out, s.delta.get(), layer.out, &zero,
-                    s.delta_below.get(), layer.in),
-        "backward sgemm"));
+    MLP_CUDA_RETURN_IF_ERROR(
+        Cublas(cublasSgemm(s.cublas, CUBLAS_OP_T, CUBLAS_OP_N, layer.in, rows,
+                           layer.out, &one, s.variables[2 * k]->data<float>(),
+                           layer.out, s.delta.get(), layer.out, &zero,
+                           s.delta_below.get(), layer.in),
+               "backward sgemm"));
     MLP_CUDA_RETURN_IF_ERROR(
         Cuda(cuda::ReluGrad(s.delta_below.get(), s.outputs[k - 1].get(),
                             rows * layer.in, s.stream),
@@ -219,15 +220,13 @@ absl::StatusOr<float> ReduceScalar(ReplicaContext& ctx, ReplicaState& s,
 // Held-out accuracy: each replica scores its shard, one all-reduce sums.
 absl::StatusOr<double> HeldOutAccuracy(ReplicaContext& ctx, ReplicaState& s) {
   MLP_CUDA_RETURN_IF_ERROR(Forward(s, s.held_out.get(), s.held_out_rows));
-  MLP_CUDA_RETURN_IF_ERROR(
-      Cuda(cuda::Correct(s.outputs.back().get(), s.held_out.get(),
-                         s.held_out_rows, kMlpClasses, s.per_row.get(),
-                         s.stream),
-           "correct"));
   MLP_CUDA_RETURN_IF_ERROR(Cuda(
-      cuda::Sum(s.per_row.get(), s.held_out_rows, 1.0f, s.scalar.get(),
-                s.stream),
-      "correct sum"));
+      cuda::Correct(s.outputs.back().get(), s.held_out.get(), s.held_out_rows,
+                    kMlpClasses, s.per_row.get(), s.stream),
+      "correct"));
+  MLP_CUDA_RETURN_IF_ERROR(Cuda(cuda::Sum(s.per_row.get(), s.held_out_rows,
+                                          1.0f, s.scalar.get(), s.stream),
+                                "correct sum"));
   absl::StatusOr<float> correct = ReduceScalar(ctx, s, ReduceOp::kSum);
   if (!correct.ok()) return correct.status();
   return *correct / static_cast<double>(s.config.eval_examples);
@@ -282,8 +281,8 @@ absl::Status SetUp(ReplicaContext& ctx, ReplicaState& s) {
       Cublas(cublasSetStream(s.cublas, s.stream), "cublasSetStream"));
   const int64_t per_replica =
       ctx.global_batch_size() / std::max(ctx.num_replicas_in_sync(), 1);
-  return Reserve(s, static_cast<int>(std::max<int64_t>(
-                        per_replica, s.held_out_rows)));
+  return Reserve(
+      s, static_cast<int>(std::max<int64_t>(per_replica, s.held_out_rows)));
 }
 
 absl::Status MlpCudaInit(ReplicaContext& ctx) {

@@ -118,7 +118,8 @@ class Batches {
     if (epoch != epoch_) {
       order_.resize(static_cast<size_t>(size));
       for (int64_t i = 0; i < size; ++i) order_[i] = i;
-      std::mt19937_64 rng(options_->seed * 1000003 + static_cast<uint64_t>(epoch));
+      std::mt19937_64 rng(options_->seed * 1000003 +
+                          static_cast<uint64_t>(epoch));
       std::shuffle(order_.begin(), order_.end(), rng);
       epoch_ = epoch;
     }
@@ -193,11 +194,11 @@ absl::StatusOr<FakeJobResult> RunFakeJob(const StepLibrary& library,
   }
   Batches batches(dataset.get(), &options);
 
-  const FakeReplicaContext::Job job{.steps = options.steps,
-                                    .global_batch_size =
-                                        options.global_batch_size,
-                                    .seed = options.seed,
-                                    .config_json = options.config_json};
+  const FakeReplicaContext::Job job{
+      .steps = options.steps,
+      .global_batch_size = options.global_batch_size,
+      .seed = options.seed,
+      .config_json = options.config_json};
   FakeGroup group(options.replicas);
   std::vector<std::unique_ptr<FakeReplicaContext>> replicas;
   for (int r = 0; r < options.replicas; ++r) {

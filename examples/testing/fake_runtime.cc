@@ -158,8 +158,7 @@ class FakeOptimizer final : public Optimizer {
     if (gradients.size() != variables_.size()) {
       return absl::InvalidArgumentError(
           "apply_gradients: " + std::to_string(gradients.size()) +
-          " gradients for " + std::to_string(variables_.size()) +
-          " variables");
+          " gradients for " + std::to_string(variables_.size()) + " variables");
     }
     // The caller's buffers stay as they were; the reduction works on copies.
     std::vector<std::vector<uint64_t>> copies;
@@ -295,10 +294,14 @@ absl::Status FakeReplicaContext::read_value(Variable& variable,
   std::memcpy(host_out, acc.data(), acc.size());
   if (variable.options().aggregation == Aggregation::kMean) {
     Tensor out{host_out, t.count, t.dtype};
-    if (t.dtype == DType::kFloat32) Divide(out.as<float>(), t.count, group_->size());
-    if (t.dtype == DType::kFloat64) Divide(out.as<double>(), t.count, group_->size());
-    if (t.dtype == DType::kInt32) Divide(out.as<int32_t>(), t.count, group_->size());
-    if (t.dtype == DType::kInt64) Divide(out.as<int64_t>(), t.count, group_->size());
+    if (t.dtype == DType::kFloat32)
+      Divide(out.as<float>(), t.count, group_->size());
+    if (t.dtype == DType::kFloat64)
+      Divide(out.as<double>(), t.count, group_->size());
+    if (t.dtype == DType::kInt32)
+      Divide(out.as<int32_t>(), t.count, group_->size());
+    if (t.dtype == DType::kInt64)
+      Divide(out.as<int64_t>(), t.count, group_->size());
   }
   return absl::OkStatus();
 }
@@ -323,10 +326,14 @@ absl::Status FakeReplicaContext::all_reduce(ReduceOp op,
       ReduceInto(op, t.dtype, (*all)[r].data() + offset, out, t.count);
     }
     if (op == ReduceOp::kMean) {
-      if (t.dtype == DType::kFloat32) Divide(t.as<float>(), t.count, group_->size());
-      if (t.dtype == DType::kFloat64) Divide(t.as<double>(), t.count, group_->size());
-      if (t.dtype == DType::kInt32) Divide(t.as<int32_t>(), t.count, group_->size());
-      if (t.dtype == DType::kInt64) Divide(t.as<int64_t>(), t.count, group_->size());
+      if (t.dtype == DType::kFloat32)
+        Divide(t.as<float>(), t.count, group_->size());
+      if (t.dtype == DType::kFloat64)
+        Divide(t.as<double>(), t.count, group_->size());
+      if (t.dtype == DType::kInt32)
+        Divide(t.as<int32_t>(), t.count, group_->size());
+      if (t.dtype == DType::kInt64)
+        Divide(t.as<int64_t>(), t.count, group_->size());
     }
     offset += t.bytes();
   }
@@ -352,11 +359,11 @@ absl::Status FakeReplicaContext::all_gather(Tensor input, Tensor output) {
       output.count != input.count * static_cast<size_t>(group_->size())) {
     return absl::InvalidArgumentError("all_gather: bad output size");
   }
-  absl::StatusOr<std::vector<std::string>> all = group_->Exchange(
-      rank_,
-      "all_gather(" + std::to_string(input.count) + " " +
-          DTypeName(input.dtype) + ")",
-      Bytes(input));
+  absl::StatusOr<std::vector<std::string>> all =
+      group_->Exchange(rank_,
+                       "all_gather(" + std::to_string(input.count) + " " +
+                           DTypeName(input.dtype) + ")",
+                       Bytes(input));
   if (!all.ok()) return all.status();
   for (int r = 0; r < group_->size(); ++r) {
     std::memcpy(static_cast<char*>(output.data) + r * input.bytes(),

@@ -72,9 +72,7 @@ class FakeReplicaContext final : public ReplicaContext {
   const Device& device() const override { return device_; }
   int64_t step() const override { return step_; }
   int64_t total_steps() const override { return job_->steps; }
-  int64_t global_batch_size() const override {
-    return job_->global_batch_size;
-  }
+  int64_t global_batch_size() const override { return job_->global_batch_size; }
   uint64_t seed() const override { return job_->seed; }
   const std::string& config_json() const override { return job_->config_json; }
   absl::StatusOr<Variable*> create_variable(const VariableOptions& options,

@@ -331,10 +331,10 @@ TEST_F(JobsE2eTest, CohortctlSubmitWaitShowsProgressAndJobJsonHasTheStatus) {
   // On a terminal (script(1) gives it one): a bar redrawn in place.
   std::string line;
   for (const std::string& arg : submit) absl::StrAppend(&line, "'", arg, "' ");
-  CommandResult tty = RunCommand({"script", "-qfec", line, "/dev/null"},
+  CommandResult tty = RunCommand({"/usr/bin/script", "-qfec", line, "/dev/null"},
                                  absl::Seconds(60), {{"TERM", "xterm"}});
   ASSERT_EQ(tty.exit_code, 0) << tty.output;
-  EXPECT_THAT(tty.output, HasSubstr("\r["));
+  EXPECT_THAT(tty.output, HasSubstr("\r\x1B[K["));
   EXPECT_THAT(tty.output, HasSubstr("#"));
 
   absl::StatusOr<std::vector<v1::JobStatus>> jobs = client_->ListJobs();

@@ -1,0 +1,217 @@
+#include "worker_agent/replica_context.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+#include "collective/algorithmic_communicator.h"
+#include "collective/transports/local_transport.h"
+
+namespace cohort::agent {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// `n` replicas as threads of this process, over a LocalHub: the agent's own
+// wiring for one node.
+class Replicas {
+ public:
+  Replicas(int n, std::string checkpoint_dir) : hub_(n) {
+    job_.steps = 10;
+    job_.num_replicas = n;
+    job_.checkpoint_dir = std::move(checkpoint_dir);
+    job_.collective_timeout = absl::Seconds(10);
+    for (int r = 0; r < n; ++r) {
+      comms_.push_back(std::make_unique<collective::AlgorithmicCommunicator>(
+          hub_.Connect(r), collective::CommunicatorOptions{
+                               .timeout = absl::Seconds(10)}));
+      contexts_.push_back(std::make_unique<ReplicaContextImpl>(
+          &job_, r, r, Device{}, comms_.back().get(), &merge_));
+    }
+  }
+
+  // Runs `fn` on every replica at once; the statuses by replica.
+  std::vector<absl::Status> Run(
+      const std::function<absl::Status(ReplicaContextImpl&)>& fn) {
+    std::vector<absl::Status> statuses(contexts_.size());
+    std::vector<std::thread> threads;
+    for (size_t r = 0; r < contexts_.size(); ++r) {
+      threads.emplace_back([&, r] { statuses[r] = fn(*contexts_[r]); });
+    }
+    for (std::thread& t : threads) t.join();
+    return statuses;
+  }
+
+ private:
+  JobInfo job_;
+  collective::LocalHub hub_;
+  LocalMerge merge_;
+  std::vector<std::unique_ptr<collective::Communicator>> comms_;
+  std::vector<std::unique_ptr<ReplicaContextImpl>> contexts_;
+};
+
+void ExpectAllOk(const std::vector<absl::Status>& statuses) {
+  for (const absl::Status& s : statuses) EXPECT_TRUE(s.ok()) << s;
+}
+
+// Each replica starts its variables from its own id, as an init function
+// with per-replica randomness would.
+absl::Status CreateState(ReplicaContextImpl& ctx, Optimizer** optimizer) {
+  const double w0[2] = {1.0 + ctx.replica_id_in_sync_group(), 2.0};
+  absl::StatusOr<Variable*> w = ctx.create_variable(
+      {.name = "w", .shape = {2}, .dtype = DType::kFloat64}, w0);
+  if (!w.ok()) return w.status();
+  const double count = 10.0 * (ctx.replica_id_in_sync_group() + 1);
+  for (auto [name, aggregation] :
+       {std::pair{"sum", Aggregation::kSum}, {"mean", Aggregation::kMean},
+        {"first", Aggregation::kOnlyFirstReplica}}) {
+    absl::StatusOr<Variable*> v = ctx.create_variable(
+        {.name = name,
+         .shape = {1},
+         .dtype = DType::kFloat64,
+         .sync = VariableSync::kOnRead,
+         .aggregation = aggregation},
+        &count);
+    if (!v.ok()) return v.status();
+  }
+  absl::StatusOr<Optimizer*> opt = ctx.create_optimizer(
+      {.kind = OptimizerKind::kMomentum, .learning_rate = 0.5}, {*w});
+  if (!opt.ok()) return opt.status();
+  *optimizer = *opt;
+  return absl::OkStatus();
+}
+
+double Read(ReplicaContextImpl& ctx, const char* name) {
+  double value = 0;
+  EXPECT_TRUE(ctx.read_value(*ctx.find_variable(name), &value).ok());
+  return value;
+}
+
+TEST(ReplicaContextTest, StartEqualTrainEqualAndAggregateOnRead) {
+  Replicas replicas(3, "");
+  std::vector<std::vector<double>> w(3);
+  std::vector<std::vector<double>> aggregates(3);
+  ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+    Optimizer* optimizer = nullptr;
+    if (absl::Status s = CreateState(ctx, &optimizer); !s.ok()) return s;
+    absl::StatusOr<int64_t> start = ctx.RestoreOrSync();
+    if (!start.ok()) return start.status();
+    EXPECT_EQ(*start, 0);
+    // Gradients differ per replica; the update uses their mean (2, 4).
+    double grad[2] = {1.0 + ctx.replica_id_in_sync_group(),
+                      2.0 * (1 + ctx.replica_id_in_sync_group())};
+    if (absl::Status s = optimizer->apply_gradients(
+            std::vector<Tensor>{Tensor{grad, 2, DType::kFloat64}});
+        !s.ok()) {
+      return s;
+    }
+    double* data = ctx.find_variable("w")->data<double>();
+    w[ctx.replica_id_in_sync_group()] = {data[0], data[1]};
+    aggregates[ctx.replica_id_in_sync_group()] = {
+        Read(ctx, "sum"), Read(ctx, "mean"), Read(ctx, "first")};
+    return absl::OkStatus();
+  }));
+  // Replica 0's start (1, 2), momentum update m = -0.5 * (2, 4).
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_THAT(w[r], ElementsAre(0.0, 0.0)) << r;
+    EXPECT_THAT(aggregates[r], ElementsAre(60.0, 20.0, 10.0)) << r;
+  }
+}
+
+TEST(ReplicaContextTest, MergeCallRunsOncePerAgentWithEveryReplicasValues) {
+  Replicas replicas(4, "");
+  std::atomic<int> runs{0};
+  ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) {
+    int32_t mine = 100 + ctx.replica_id_in_sync_group();
+    return ctx.merge_call(
+        [&](const PerReplica& values) -> absl::Status {
+          ++runs;
+          for (int r = 0; r < 4; ++r) {
+            EXPECT_EQ(*values.as<int32_t>(0, r), 100 + r);
+          }
+          return absl::OkStatus();
+        },
+        std::vector<Tensor>{Tensor{&mine, 1, DType::kInt32}});
+  }));
+  EXPECT_EQ(runs.load(), 1);
+
+  const std::vector<absl::Status> failed =
+      replicas.Run([&](ReplicaContextImpl& ctx) {
+        return ctx.merge_call(
+            [](const PerReplica&) {
+              return absl::InternalError("the merge found a NaN");
+            },
+            {});
+      });
+  for (const absl::Status& s : failed) {
+    EXPECT_THAT(s.message(), HasSubstr("the merge found a NaN"));
+  }
+}
+
+TEST(ReplicaContextTest, CheckpointRestoresReplicaZerosStateEverywhere) {
+  const std::string dir = ::testing::TempDir() + "/replica_ckpt";
+  std::filesystem::remove_all(dir);
+  {
+    Replicas first(2, dir);
+    ExpectAllOk(first.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+      Optimizer* optimizer = nullptr;
+      if (absl::Status s = CreateState(ctx, &optimizer); !s.ok()) return s;
+      if (absl::StatusOr<int64_t> start = ctx.RestoreOrSync(); !start.ok()) {
+        return start.status();
+      }
+      double grad[2] = {1, 1};
+      if (absl::Status s = optimizer->apply_gradients(
+              std::vector<Tensor>{Tensor{grad, 2, DType::kFloat64}});
+          !s.ok()) {
+        return s;
+      }
+      return ctx.SaveCheckpoint(7);
+    }));
+  }
+  Replicas second(2, dir);
+  ExpectAllOk(second.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+    Optimizer* optimizer = nullptr;
+    if (absl::Status s = CreateState(ctx, &optimizer); !s.ok()) return s;
+    absl::StatusOr<int64_t> start = ctx.RestoreOrSync();
+    if (!start.ok()) return start.status();
+    EXPECT_EQ(*start, 7);
+    const double* w = ctx.find_variable("w")->data<double>();
+    EXPECT_EQ(w[0], 0.5);  // 1 - 0.5 * 1
+    EXPECT_EQ(w[1], 1.5);
+    // The saved sum (30) is carried by replica 0 alone, so it stays 30.
+    const double own = *ctx.find_variable("sum")->data<double>();
+    EXPECT_EQ(own, ctx.replica_id_in_sync_group() == 0 ? 30.0 : 0.0);
+    EXPECT_EQ(Read(ctx, "sum"), 30.0);
+    EXPECT_EQ(Read(ctx, "mean"), 15.0);
+    return absl::OkStatus();
+  }));
+}
+
+TEST(ReplicaContextTest, MisuseIsReportedNamingTheProblem) {
+  Replicas replicas(1, "");
+  ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+    EXPECT_TRUE(ctx.create_variable({.name = "v", .shape = {2}}, nullptr).ok());
+    EXPECT_THAT(
+        ctx.create_variable({.name = "v", .shape = {2}}, nullptr).status().message(),
+        HasSubstr("exists already"));
+    absl::StatusOr<Optimizer*> opt = ctx.create_optimizer(
+        {}, {ctx.find_variable("v")});
+    EXPECT_TRUE(opt.ok());
+    float wrong[3] = {};
+    EXPECT_THAT((*opt)->apply_gradients(
+                        std::vector<Tensor>{Tensor{wrong, 3, DType::kFloat32}})
+                    .message(),
+                HasSubstr("the gradient of \"v\" has 3"));
+    EXPECT_THAT(ctx.broadcast(Tensor{wrong, 1, DType::kFloat32}, 5).message(),
+                HasSubstr("root 5 is not a replica"));
+    return absl::OkStatus();
+  }));
+}
+
+}  // namespace
+}  // namespace cohort::agent
