@@ -54,8 +54,10 @@ TEST(CohortctlE2eTest, UpWithNoArgumentsBringsUpTheDefaultCluster) {
     EXPECT_GT(task["pid"].get<int64_t>(), 0) << task.dump();
     pids.push_back(task["pid"].get<int64_t>());
     if (task["type"] != "ps") {
-      ASSERT_EQ(task["devices"].size(), 1) << task.dump();
+      // The default local cluster's agents have 2 CPU devices each.
+      ASSERT_EQ(task["devices"].size(), 2) << task.dump();
       EXPECT_EQ(task["devices"][0]["name"], "cpu:0");
+      EXPECT_EQ(task["devices"][1]["name"], "cpu:1");
     }
   }
   EXPECT_EQ(types, (std::map<std::string, int>{
