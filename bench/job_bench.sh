@@ -10,7 +10,7 @@ state="$(mktemp -d "${TMPDIR:-/tmp}/cohort-job-bench.XXXXXX")"
 export XDG_STATE_HOME="$state"
 "$bin/cohortctl" up --cpu_devices=2 >"$state/up.log" 2>&1 &
 up_pid=$!
-trap 'kill -TERM "$up_pid" 2>/dev/null || true; wait "$up_pid" 2>/dev/null || true' EXIT
+trap 'kill -TERM "$up_pid" 2>/dev/null || true; wait "$up_pid" 2>/dev/null || true; rm -rf "$state"' EXIT
 
 address=""
 for _ in $(seq 1 100); do

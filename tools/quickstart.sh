@@ -16,6 +16,7 @@ up_pid=$!
 cleanup() {
   kill -TERM "$up_pid" 2>/dev/null || true
   wait "$up_pid" 2>/dev/null || true
+  rm -rf "$state"
 }
 trap cleanup EXIT
 
