@@ -88,6 +88,10 @@ class ReplicaContextImpl final : public ReplicaContext {
       const std::function<absl::Status(const PerReplica&)>& fn,
       std::span<const Tensor> tensors) override;
   void report(std::string_view metric, double value) override;
+  void set_user_state(std::shared_ptr<void> state) override {
+    user_state_ = std::move(state);
+  }
+  void* user_state() const override { return user_state_.get(); }
 
   // --- For the runner.
   void set_step(int64_t step) { step_ = step; }
@@ -122,6 +126,7 @@ class ReplicaContextImpl final : public ReplicaContext {
   std::vector<std::unique_ptr<VariableImpl>> variables_;  // creation order
   std::vector<std::unique_ptr<OptimizerImpl>> optimizers_;
   std::vector<char> staging_;  // host buffer of fused collectives
+  std::shared_ptr<void> user_state_;
   mutable absl::Mutex metrics_mu_;
   std::map<std::string, double> metrics_ ABSL_GUARDED_BY(metrics_mu_);
 };

@@ -6,9 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,34 +26,6 @@ struct ReplicaState {
   std::vector<double> gradient;  // dw..., db
 };
 
-// The runtime gives each replica one context for its init and all its steps
-// and no place for a library's own state, so the state is keyed by the
-// context. Thread-safe: replicas run on threads of their own.
-class ReplicaStates {
- public:
-  void Set(const ReplicaContext& ctx, std::unique_ptr<ReplicaState> state) {
-    std::lock_guard<std::mutex> lock(mu_);
-    states_[&ctx] = std::move(state);
-  }
-  ReplicaState* Find(const ReplicaContext& ctx) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = states_.find(&ctx);
-    return it == states_.end() ? nullptr : it->second.get();
-  }
-  void Erase(const ReplicaContext& ctx) {
-    std::lock_guard<std::mutex> lock(mu_);
-    states_.erase(&ctx);
-  }
-
- private:
-  std::mutex mu_;
-  std::map<const ReplicaContext*, std::unique_ptr<ReplicaState>> states_;
-};
-
-ReplicaStates& States() {
-  static ReplicaStates* states = new ReplicaStates;
-  return *states;
-}
 
 absl::Status NeedCpu(const ReplicaContext& ctx, const char* fn) {
   if (!ctx.device().is_cuda()) return absl::OkStatus();
@@ -97,12 +67,12 @@ absl::Status LinearInit(ReplicaContext& ctx) {
   state->w = *w;
   state->b = *b;
   state->optimizer = *optimizer;
-  States().Set(ctx, std::move(state));
+  ctx.set_user_state(std::shared_ptr<ReplicaState>(std::move(state)));
   return absl::OkStatus();
 }
 
 absl::Status LinearStep(ReplicaContext& ctx, const Batch& batch) {
-  ReplicaState* state = States().Find(ctx);
+  ReplicaState* state = ctx.state<ReplicaState>();
   if (state == nullptr) {
     return absl::FailedPreconditionError(
         "linear_step: no state for this replica; submit the job with "
@@ -165,8 +135,6 @@ absl::Status LinearStep(ReplicaContext& ctx, const Batch& batch) {
                                                state->config.true_w[i]));
     }
     ctx.report("max_weight_error", max_error);
-    // There is no end-of-job hook; the last step lets go of the state.
-    States().Erase(ctx);
   }
   return absl::OkStatus();
 }

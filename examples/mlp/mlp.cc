@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -32,34 +30,6 @@ struct ReplicaState {
   std::vector<float> delta, delta_below;
 };
 
-// The runtime gives each replica one context for its init and all its steps
-// and no place for a library's own state, so the state is keyed by the
-// context. Thread-safe: replicas run on threads of their own.
-class ReplicaStates {
- public:
-  void Set(const ReplicaContext& ctx, std::unique_ptr<ReplicaState> state) {
-    std::lock_guard<std::mutex> lock(mu_);
-    states_[&ctx] = std::move(state);
-  }
-  ReplicaState* Find(const ReplicaContext& ctx) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = states_.find(&ctx);
-    return it == states_.end() ? nullptr : it->second.get();
-  }
-  void Erase(const ReplicaContext& ctx) {
-    std::lock_guard<std::mutex> lock(mu_);
-    states_.erase(&ctx);
-  }
-
- private:
-  std::mutex mu_;
-  std::map<const ReplicaContext*, std::unique_ptr<ReplicaState>> states_;
-};
-
-ReplicaStates& States() {
-  static ReplicaStates* states = new ReplicaStates;
-  return *states;
-}
 
 // out[b, :] = in[b, :] · kernel + bias for `rows` rows, ReLU unless last.
 void Dense(const float* in, size_t in_stride, size_t rows, const float* kernel,
@@ -205,12 +175,12 @@ absl::Status MlpInit(ReplicaContext& ctx) {
   state->held_out =
       HeldOutShard(state->config, ctx.seed(), ctx.replica_id_in_sync_group(),
                    ctx.num_replicas_in_sync());
-  States().Set(ctx, std::move(state));
+  ctx.set_user_state(std::shared_ptr<ReplicaState>(std::move(state)));
   return absl::OkStatus();
 }
 
 absl::Status MlpStep(ReplicaContext& ctx, const Batch& batch) {
-  ReplicaState* state = States().Find(ctx);
+  ReplicaState* state = ctx.state<ReplicaState>();
   if (state == nullptr) {
     return absl::FailedPreconditionError(
         "mlp_step: no state for this replica; submit the job with "
@@ -245,8 +215,6 @@ absl::Status MlpStep(ReplicaContext& ctx, const Batch& batch) {
     if (!accuracy.ok()) return accuracy.status();
     ctx.report("accuracy", *accuracy);
   }
-  // There is no end-of-job hook; the last step lets go of the state.
-  if (last) States().Erase(ctx);
   return absl::OkStatus();
 }
 

@@ -7,9 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -87,34 +85,6 @@ struct ReplicaState {
   std::vector<float> host_rows;
 };
 
-// The runtime gives each replica one context for its init and all its steps
-// and no place for a library's own state, so the state is keyed by the
-// context. Thread-safe: replicas run on threads of their own.
-class ReplicaStates {
- public:
-  void Set(const ReplicaContext& ctx, std::unique_ptr<ReplicaState> state) {
-    std::lock_guard<std::mutex> lock(mu_);
-    states_[&ctx] = std::move(state);
-  }
-  ReplicaState* Find(const ReplicaContext& ctx) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = states_.find(&ctx);
-    return it == states_.end() ? nullptr : it->second.get();
-  }
-  void Erase(const ReplicaContext& ctx) {
-    std::lock_guard<std::mutex> lock(mu_);
-    states_.erase(&ctx);
-  }
-
- private:
-  std::mutex mu_;
-  std::map<const ReplicaContext*, std::unique_ptr<ReplicaState>> states_;
-};
-
-ReplicaStates& States() {
-  static ReplicaStates* states = new ReplicaStates;
-  return *states;
-}
 
 absl::Status Reserve(ReplicaState& s, int rows) {
   if (rows <= s.capacity) return absl::OkStatus();
@@ -295,12 +265,12 @@ absl::Status MlpCudaInit(ReplicaContext& ctx) {
   }
   auto state = std::make_unique<ReplicaState>();
   MLP_CUDA_RETURN_IF_ERROR(SetUp(ctx, *state));
-  States().Set(ctx, std::move(state));
+  ctx.set_user_state(std::shared_ptr<ReplicaState>(std::move(state)));
   return absl::OkStatus();
 }
 
 absl::Status MlpCudaStep(ReplicaContext& ctx, const Batch& batch) {
-  ReplicaState* s = States().Find(ctx);
+  ReplicaState* s = ctx.state<ReplicaState>();
   if (s == nullptr) {
     return absl::FailedPreconditionError(
         "mlp_cuda_step: no state for this replica; submit the job with "
@@ -331,8 +301,6 @@ absl::Status MlpCudaStep(ReplicaContext& ctx, const Batch& batch) {
     if (!accuracy.ok()) return accuracy.status();
     ctx.report("accuracy", *accuracy);
   }
-  // There is no end-of-job hook; the last step lets go of the state.
-  if (last) States().Erase(ctx);
   return absl::OkStatus();
 }
 

@@ -91,6 +91,10 @@ class FakeReplicaContext final : public ReplicaContext {
       const std::function<absl::Status(const PerReplica&)>& fn,
       std::span<const Tensor> tensors) override;
   void report(std::string_view metric, double value) override;
+  void set_user_state(std::shared_ptr<void> state) override {
+    user_state_ = std::move(state);
+  }
+  void* user_state() const override { return user_state_.get(); }
 
   // --- For the runner.
   void set_step(int64_t step) { step_ = step; }
@@ -115,6 +119,7 @@ class FakeReplicaContext final : public ReplicaContext {
   std::vector<std::unique_ptr<FakeVariable>> variables_;
   std::vector<std::unique_ptr<FakeOptimizer>> optimizers_;
   std::map<std::string, std::vector<std::pair<int64_t, double>>> metrics_;
+  std::shared_ptr<void> user_state_;
 };
 
 // A variable in host memory. Used from its replica's thread only.

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -201,6 +202,16 @@ class ReplicaContext {
   // A metric for this step (loss, accuracy); replica 0's values are shown
   // by `cohortctl job`.
   virtual void report(std::string_view metric, double value) = 0;
+
+  // --- The library's own state for this replica (its optimizer, scratch
+  // buffers): set it in the init function, read it in the step function.
+  // The context owns it and destroys it with the replica.
+  virtual void set_user_state(std::shared_ptr<void> state) = 0;
+  virtual void* user_state() const = 0;
+  template <typename T>
+  T* state() const {
+    return static_cast<T*>(user_state());
+  }
 };
 
 using InitFn = absl::Status (*)(ReplicaContext&);
