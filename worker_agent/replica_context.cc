@@ -38,17 +38,8 @@ collective::ReduceOp ToCollective(ReduceOp op) {
 }
 
 const char* DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return "float32";
-    case DType::kFloat64:
-      return "float64";
-    case DType::kInt32:
-      return "int32";
-    case DType::kInt64:
-      return "int64";
-  }
-  return "unknown";
+  // The collective layer's names are string literals.
+  return collective::DTypeName(ToCollective(dtype)).data();
 }
 
 void LocalMerge::Publish(int64_t generation, absl::Status status) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "client_lib/cohortctl/table.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -121,20 +122,7 @@ std::string ClusterStateToTable(const v1::ClusterState& state) {
                     HeartbeatAge(task.last_heartbeat_age_ms()),
                     TaskDetail(task)});
   }
-  std::vector<size_t> widths(header.size(), 0);
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); ++i)
-      widths[i] = std::max(widths[i], row[i].size());
-  }
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      absl::StrAppend(&line, row[i]);
-      if (i + 1 < row.size()) line.append(widths[i] - row[i].size() + 2, ' ');
-    }
-    absl::StrAppend(&out, line, "\n");
-  }
-  return out;
+  return out + AlignColumns(rows);
 }
 
 }  // namespace cohort::ctl

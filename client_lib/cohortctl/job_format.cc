@@ -6,6 +6,7 @@
 #include <map>
 #include <utility>
 
+#include "client_lib/cohortctl/table.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -54,25 +55,6 @@ std::string Shorten(const std::string& text, size_t max_chars) {
 
 std::string StepOfSteps(const v1::JobStatus& job) {
   return absl::StrCat(job.step(), "/", job.spec().steps());
-}
-
-std::string AlignColumns(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> widths;
-  for (const auto& row : rows) {
-    widths.resize(std::max(widths.size(), row.size()), 0);
-    for (size_t i = 0; i < row.size(); ++i)
-      widths[i] = std::max(widths[i], row[i].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      absl::StrAppend(&line, row[i]);
-      if (i + 1 < row.size()) line.append(widths[i] - row[i].size() + 2, ' ');
-    }
-    absl::StrAppend(&out, line, "\n");
-  }
-  return out;
 }
 
 absl::Time FromUnixMs(int64_t ms) { return absl::FromUnixMillis(ms); }

@@ -3,67 +3,13 @@
 #include <cstring>
 #include <random>
 
+#include "examples/common/config_fields.h"
 #include "nlohmann/json.hpp"
 
 namespace cohort::examples {
 namespace {
 
 using json = nlohmann::json;
-
-absl::Status FieldError(const char* field, const std::string& expected,
-                        const json& got) {
-  return absl::InvalidArgumentError("config field \"" + std::string(field) +
-                                    "\": expected " + expected + ", got " +
-                                    got.dump());
-}
-
-template <typename Int>
-absl::Status GetInt(const json& config, const char* field, Int min, Int max,
-                    Int& out) {
-  auto it = config.find(field);
-  if (it == config.end()) return absl::OkStatus();
-  const std::string expected = "an integer in [" + std::to_string(min) + ", " +
-                               std::to_string(max) + "]";
-  if (!it->is_number_integer()) return FieldError(field, expected, *it);
-  // Non-negative literals parse as unsigned; compare before narrowing.
-  if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(max)) {
-    return FieldError(field, expected, *it);
-  }
-  const int64_t value = it->get<int64_t>();
-  if (value < int64_t(min) || value > int64_t(max)) {
-    return FieldError(field, expected, *it);
-  }
-  out = static_cast<Int>(value);
-  return absl::OkStatus();
-}
-
-absl::Status GetDouble(const json& config, const char* field, double& out) {
-  auto it = config.find(field);
-  if (it == config.end()) return absl::OkStatus();
-  if (!it->is_number()) return FieldError(field, "a number", *it);
-  out = it->get<double>();
-  return absl::OkStatus();
-}
-
-absl::Status GetShardPolicy(const json& config, ShardPolicy& out) {
-  auto it = config.find("shard_policy");
-  if (it == config.end()) return absl::OkStatus();
-  static constexpr std::pair<const char*, ShardPolicy> kPolicies[] = {
-      {"auto", ShardPolicy::kAuto},
-      {"file", ShardPolicy::kFile},
-      {"data", ShardPolicy::kData},
-      {"off", ShardPolicy::kOff}};
-  if (it->is_string()) {
-    for (const auto& [name, policy] : kPolicies) {
-      if (it->get<std::string>() == name) {
-        out = policy;
-        return absl::OkStatus();
-      }
-    }
-  }
-  return FieldError("shard_policy", "\"auto\", \"file\", \"data\" or \"off\"",
-                    *it);
-}
 
 absl::Status GetOptimizer(const json& config, OptimizerOptions& out) {
   auto it = config.find("optimizer");
@@ -104,13 +50,7 @@ absl::StatusOr<LinearConfig> ParseLinearConfig(const std::string& text) {
   if (s.ok()) s = GetDouble(config, "true_b", c.true_b);
   if (s.ok()) s = GetShardPolicy(config, c.shard_policy);
   if (s.ok()) s = GetOptimizer(config, c.optimizer);
-  if (auto it = config.find("shuffle"); s.ok() && it != config.end()) {
-    if (!it->is_boolean()) {
-      s = FieldError("shuffle", "true or false", *it);
-    } else {
-      c.shuffle = it->get<bool>();
-    }
-  }
+  if (s.ok()) s = GetBool(config, "shuffle", c.shuffle);
   if (!s.ok()) return s;
 
   if (auto it = config.find("true_w"); it != config.end()) {

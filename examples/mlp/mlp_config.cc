@@ -2,61 +2,11 @@
 
 #include <utility>
 
+#include "examples/common/config_fields.h"
 #include "nlohmann/json.hpp"
 
 namespace cohort::examples {
-namespace {
-
 using json = nlohmann::json;
-
-absl::Status FieldError(const char* field, const std::string& expected,
-                        const json& got) {
-  return absl::InvalidArgumentError("config field \"" + std::string(field) +
-                                    "\": expected " + expected + ", got " +
-                                    got.dump());
-}
-
-template <typename Int>
-absl::Status GetInt(const json& config, const char* field, Int min, Int max,
-                    Int& out) {
-  auto it = config.find(field);
-  if (it == config.end()) return absl::OkStatus();
-  const std::string expected = "an integer in [" + std::to_string(min) + ", " +
-                               std::to_string(max) + "]";
-  if (!it->is_number_integer()) return FieldError(field, expected, *it);
-  // Non-negative literals parse as unsigned; compare before narrowing.
-  if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(max)) {
-    return FieldError(field, expected, *it);
-  }
-  const int64_t value = it->get<int64_t>();
-  if (value < int64_t(min) || value > int64_t(max)) {
-    return FieldError(field, expected, *it);
-  }
-  out = static_cast<Int>(value);
-  return absl::OkStatus();
-}
-
-absl::Status GetShardPolicy(const json& config, ShardPolicy& out) {
-  auto it = config.find("shard_policy");
-  if (it == config.end()) return absl::OkStatus();
-  static constexpr std::pair<const char*, ShardPolicy> kPolicies[] = {
-      {"auto", ShardPolicy::kAuto},
-      {"file", ShardPolicy::kFile},
-      {"data", ShardPolicy::kData},
-      {"off", ShardPolicy::kOff}};
-  if (it->is_string()) {
-    for (const auto& [name, policy] : kPolicies) {
-      if (it->get<std::string>() == name) {
-        out = policy;
-        return absl::OkStatus();
-      }
-    }
-  }
-  return FieldError("shard_policy", "\"auto\", \"file\", \"data\" or \"off\"",
-                    *it);
-}
-
-}  // namespace
 
 absl::StatusOr<MlpConfig> ParseMlpConfig(const std::string& text) {
   const json config = json::parse(text, nullptr, false);
@@ -71,9 +21,8 @@ absl::StatusOr<MlpConfig> ParseMlpConfig(const std::string& text) {
     }
     c.data_dir = it->get<std::string>();
   }
-  if (auto it = config.find("shuffle"); it != config.end()) {
-    if (!it->is_boolean()) return FieldError("shuffle", "true or false", *it);
-    c.shuffle = it->get<bool>();
+  if (absl::Status s = GetBool(config, "shuffle", c.shuffle); !s.ok()) {
+    return s;
   }
   if (auto it = config.find("learning_rate"); it != config.end()) {
     if (!it->is_number() || !(it->get<double>() > 0)) {
