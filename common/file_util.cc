@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -45,8 +46,11 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 
 absl::Status WriteFileAtomically(const std::string& path,
                                  const std::string& contents) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  // Unique per call: threads of one process may write the same path at once.
+  static std::atomic<uint64_t> counter{0};
+  const std::string tmp =
+      absl::StrCat(path, ".tmp.", getpid(), ".", counter.fetch_add(1));
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
   if (fd < 0) return ErrnoError(tmp, "cannot create");
   size_t written = 0;
   while (written < contents.size()) {

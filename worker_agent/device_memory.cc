@@ -74,7 +74,11 @@ absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(const Device& device,
     return buffer;
   }
 #ifdef COHORT_HAVE_CUDA
-  cudaSetDevice(device.index);
+  if (absl::Status set = CudaStatus(cudaSetDevice(device.index),
+                                    "cudaSetDevice", device);
+      !set.ok()) {
+    return set;
+  }
   void* data = nullptr;
   if (cudaError_t error = cudaMalloc(&data, size); error != cudaSuccess) {
     return absl::ResourceExhaustedError(
@@ -82,11 +86,15 @@ absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(const Device& device,
                      device.index, ": ", cudaGetErrorString(error)));
   }
   buffer.data_ = data;
-  if (absl::Status zero = CudaStatus(cudaMemset(data, 0, size), "cudaMemset",
-                                     device);
+  // On the replica's stream, and finished before anything is copied in:
+  // a non-blocking stream does not wait for the legacy default stream.
+  if (absl::Status zero = CudaStatus(
+          cudaMemsetAsync(data, 0, size, StreamOf(device)), "cudaMemset",
+          device);
       !zero.ok()) {
     return zero;
   }
+  if (absl::Status synced = Synchronize(device); !synced.ok()) return synced;
   return buffer;
 #else
   return NoCuda();
