@@ -12,7 +12,10 @@ std::vector<AgentView> AgentViews(const ClusterManager& cluster,
                                   absl::Time now) {
   std::vector<AgentView> views;
   for (const v1::TaskStatus& task : cluster.Snapshot(now)) {
-    if (task.task().type() != kChief && task.task().type() != kWorker) continue;
+    if (task.task().type() != kChief && task.task().type() != kWorker &&
+        task.task().type() != kPs) {
+      continue;
+    }
     AgentView view;
     view.task = TaskId{task.task().type(), task.task().index()};
     view.state = task.state();
@@ -80,7 +83,9 @@ void JobLoop::Save(absl::Time now, bool force) {
   if (!table.has_value()) return;
   absl::Status saved = WriteFileAtomically(table_path_, *table);
   if (!saved.ok()) {
-    spdlog::error("cannot save the job table: {}", saved.ToString());
+    spdlog::error("cannot save the job table (will retry): {}",
+                  saved.ToString());
+    jobs_->MarkUnsaved();
   }
 }
 

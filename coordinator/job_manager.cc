@@ -32,7 +32,9 @@ const char* StrategyName(v1::Strategy strategy) {
   }
 }
 
-absl::Status ValidateSpec(const v1::JobSpec& spec) {
+}  // namespace
+
+absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   auto bad = [](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat("job spec: ", parts...));
   };
@@ -40,12 +42,11 @@ absl::Status ValidateSpec(const v1::JobSpec& spec) {
     case v1::MULTI_WORKER_MIRRORED:
     case v1::MIRRORED:
     case v1::ONE_DEVICE:
-      break;
     case v1::CENTRAL_STORAGE:
+      break;
     case v1::PARAMETER_SERVER:
-      return bad("strategy ", StrategyName(spec.strategy()),
-                 " is not available in this version; use "
-                 "MultiWorkerMirrored, Mirrored or OneDevice");
+      if (absl::Status ps = ValidatePsOptions(spec.ps()); !ps.ok()) return ps;
+      break;
     default:
       return bad("strategy is missing or unknown (", spec.strategy(), ")");
   }
@@ -84,6 +85,29 @@ absl::Status ValidateSpec(const v1::JobSpec& spec) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// CentralStorage keeps the one copy of the variables in one agent's memory,
+// so it runs on exactly one agent; in a cluster of several it would leave
+// all but one idle, which is never what was meant.
+absl::Status CheckCentralStorage(const ClusterSpec& cluster,
+                                 const v1::JobSpec& spec) {
+  if (spec.strategy() != v1::CENTRAL_STORAGE) return absl::OkStatus();
+  std::vector<std::string> agents;
+  for (const TaskId& task : cluster.tasks()) {
+    if (task.type == kChief || task.type == kWorker) {
+      agents.push_back(task.ToString());
+    }
+  }
+  if (agents.size() <= 1) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "strategy CentralStorage runs on exactly one agent, and the cluster "
+      "has ",
+      agents.size(), " (", absl::StrJoin(agents, ", "),
+      "); use MultiWorkerMirrored to train on several agents, or a cluster "
+      "spec with one chief or worker"));
+}
+
 int SpentRestarts(const v1::JobStatus& status) {
   return static_cast<int>(
       std::count_if(status.restarts().begin(), status.restarts().end(),
@@ -106,10 +130,18 @@ JobManager::JobManager(ClusterSpec spec, JobManagerOptions options)
 
 absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
                                                absl::Time now) {
-  if (absl::Status valid = ValidateSpec(spec); !valid.ok()) return valid;
+  if (absl::Status valid = ValidateJobSpec(spec); !valid.ok()) return valid;
   if (JobTasks(spec).empty()) {
     return absl::FailedPreconditionError(
         "the cluster has no chief or worker task to run a job on");
+  }
+  if (absl::Status one = CheckCentralStorage(spec_, spec); !one.ok()) {
+    return one;
+  }
+  if (spec.strategy() == v1::PARAMETER_SERVER && PsTasks().empty()) {
+    return absl::FailedPreconditionError(
+        "strategy ParameterServer needs ps tasks, and the cluster spec has "
+        "none; add a \"ps\" list to it");
   }
   absl::MutexLock lock(&mu_);
   const int64_t id = next_id_++;
@@ -185,8 +217,10 @@ v1::AgentSyncResponse JobManager::Sync(const v1::AgentJobReport& report,
   auto assignment = job->assignments.find(task);
   if (assignment == job->assignments.end()) return response;
 
+  const bool ps = job->status.spec().strategy() == v1::PARAMETER_SERVER;
   const bool current = report.job_id() == job->status.job_id() &&
-                       report.attempt() == job->status.attempt();
+                       report.attempt() == job->status.attempt() &&
+                       (!ps || report.group() == assignment->second.group());
   if (current) {
     job->reports[task] = report;
     if (report.state() == v1::AgentJobReport::FAILED &&
@@ -194,7 +228,14 @@ v1::AgentSyncResponse JobManager::Sync(const v1::AgentJobReport& report,
       job->failing_since = now;
     }
     progressed_ = true;
-    UpdateProgress(*job);
+    if (!ps) UpdateProgress(*job);
+  } else if (ps) {
+    // A worker whose agent restarted between two ticks: its closures run
+    // again, and the new group starts it afresh.
+    if (job->reports.count(task) > 0) {
+      LoseWorker(*job, task, "the agent restarted", now);
+      job->lost.erase(task);
+    }
   } else if (auto known = job->reports.find(task);
              known != job->reports.end() &&
              known->second.state() != v1::AgentJobReport::FAILED) {
@@ -216,7 +257,8 @@ std::vector<TaskId> JobManager::JobTasks(const v1::JobSpec& spec) const {
   for (const TaskId& task : spec_.tasks()) {
     if (task.type == kChief || task.type == kWorker) tasks.push_back(task);
   }
-  if (spec.strategy() != v1::MULTI_WORKER_MIRRORED && tasks.size() > 1) {
+  if (spec.strategy() != v1::MULTI_WORKER_MIRRORED &&
+      spec.strategy() != v1::PARAMETER_SERVER && tasks.size() > 1) {
     tasks.resize(1);
   }
   return tasks;
@@ -237,10 +279,12 @@ void JobManager::Tick(const std::vector<AgentView>& agents, absl::Time now) {
     }
   }
   if (job == nullptr) return;
+  const bool ps = job->status.spec().strategy() == v1::PARAMETER_SERVER;
   if (job->assignments.empty()) {
-    Place(*job, agents, now);
+    ps ? PlaceParameterServer(*job, agents, now) : Place(*job, agents, now);
   } else {
-    CheckAttempt(*job, agents, now);
+    ps ? CheckParameterServer(*job, agents, now)
+       : CheckAttempt(*job, agents, now);
   }
 }
 
@@ -248,6 +292,11 @@ void JobManager::Place(Job& job, const std::vector<AgentView>& agents,
                        absl::Time now) {
   const v1::JobSpec& spec = job.status.spec();
   const std::vector<TaskId> tasks = JobTasks(spec);
+  if (tasks.empty()) {
+    Finish(job, v1::JOB_FAILED,
+           "the cluster has no chief or worker task to run the job on", now);
+    return;
+  }
   std::vector<const AgentView*> views;
   std::vector<std::string> not_ready;
   for (const TaskId& task : tasks) {
@@ -328,12 +377,39 @@ void JobManager::Place(Job& job, const std::vector<AgentView>& agents,
 
   const bool cuda = std::all_of(views.begin(), views.end(),
                                 [](const AgentView* v) { return v->cuda; });
+  const bool any_cuda = std::any_of(views.begin(), views.end(),
+                                    [](const AgentView* v) { return v->cuda; });
+  if (any_cuda && !cuda) {
+    Finish(job, v1::JOB_FAILED,
+           "some of the job's agents have CUDA devices and some CPU devices; "
+           "a job's replicas must all be on one kind (set "
+           "CUDA_VISIBLE_DEVICES= on the GPU agents to run on CPUs)",
+           now);
+    return;
+  }
+  if (spec.strategy() == v1::CENTRAL_STORAGE && cuda && local > 1) {
+    // Several GPUs would all have to read one copy in host memory.
+    Finish(job, v1::JOB_FAILED,
+           absl::StrCat("CentralStorage over ", local,
+                        " CUDA devices is not supported: set "
+                        "devices_per_agent=1 to keep the variables on one GPU, "
+                        "or use Mirrored"),
+           now);
+    return;
+  }
   const bool nccl = std::all_of(views.begin(), views.end(),
                                 [](const AgentView* v) { return v->nccl; });
   v1::Communication communication = spec.communication();
   std::string note;
   if (communication == v1::COMMUNICATION_AUTO) {
-    if (cuda && nccl) {
+    if (cuda && !nccl) {
+      Finish(job, v1::JOB_FAILED,
+             "the replicas are on CUDA devices, whose collectives need NCCL, "
+             "and the agents were built without it",
+             now);
+      return;
+    }
+    if (cuda) {
       communication = v1::COMMUNICATION_NCCL;
       note = "AUTO picked NCCL: every replica is on a CUDA device";
     } else {
@@ -370,6 +446,7 @@ void JobManager::Place(Job& job, const std::vector<AgentView>& agents,
   }
 
   v1::JobStatus& status = job.status;
+  job.placing_since = now;  // the attempt must start within the timeout
   status.set_attempt(status.attempt() + 1);
   status.set_num_replicas(replicas);
   status.set_communication_note(note);
@@ -435,10 +512,27 @@ void JobManager::CheckAttempt(Job& job, const std::vector<AgentView>& agents,
     return;
   }
   if (failed == nullptr && dead == nullptr) {
-    if (running + finished == agents_in_job &&
-        job.status.state() != v1::JOB_RUNNING) {
-      job.status.set_state(v1::JOB_RUNNING);
-      changed_ = true;
+    if (running + finished == agents_in_job) {
+      if (job.status.state() != v1::JOB_RUNNING) {
+        job.status.set_state(v1::JOB_RUNNING);
+        changed_ = true;
+      }
+    } else if (job.status.state() != v1::JOB_RUNNING &&
+               now - job.placing_since > options_.placement_timeout) {
+      std::vector<std::string> slow;
+      for (const auto& [task, assignment] : job.assignments) {
+        auto it = job.reports.find(task);
+        if (it == job.reports.end() ||
+            it->second.state() == v1::AgentJobReport::LOADING) {
+          slow.push_back(task);
+        }
+      }
+      EndAttempt(job,
+                 absl::StrCat("the attempt did not start within ",
+                              absl::FormatDuration(options_.placement_timeout),
+                              ": no replicas running on ",
+                              absl::StrJoin(slow, ", ")),
+                 false, now);
     }
     return;
   }
@@ -491,6 +585,7 @@ void JobManager::EndAttempt(Job& job, const std::string& cause, bool permanent,
   record->set_spent(true);
   job.status.set_state(v1::JOB_RESTARTING);
   job.status.set_steps_per_second(0);
+  job.status.set_step(job.status.checkpoint_step());
   job.placing_since = now;
 }
 
@@ -518,7 +613,9 @@ void JobManager::UpdateProgress(Job& job) {
       continue;
     }
     // The chief's replica 0 speaks for the job.
-    if (report.step() >= job.status.step()) job.status.set_step(report.step());
+    // Reports are of the current attempt only, which may have resumed from
+    // a checkpoint behind the last step seen.
+    job.status.set_step(report.step());
     job.status.set_steps_per_second(report.steps_per_second());
     for (const auto& [metric, value] : report.metrics()) {
       (*job.status.mutable_metrics())[metric] = value;
@@ -542,11 +639,17 @@ std::optional<std::string> JobManager::TakeSnapshotIfChanged(
     std::string json;
     if (!google::protobuf::util::MessageToJsonString(job.status, &json, print)
              .ok()) {
-      continue;
+      changed_ = true;  // try again next time rather than drop the job
+      return std::nullopt;
     }
     table["jobs"].push_back(nlohmann::json::parse(json, nullptr, false));
   }
   return table.dump(1);
+}
+
+void JobManager::MarkUnsaved() {
+  absl::MutexLock lock(&mu_);
+  changed_ = true;
 }
 
 absl::Status JobManager::Restore(const std::string& text, absl::Time now) {
@@ -572,6 +675,13 @@ absl::Status JobManager::Restore(const std::string& text, absl::Time now) {
           absl::StrCat("a saved job has a bad id \"", job.status.job_id(), "\""));
     }
     if (!IsTerminal(job.status.state()) &&
+        job.status.state() != v1::JOB_SUBMITTED &&
+        job.status.spec().strategy() == v1::PARAMETER_SERVER) {
+      // The closure table survives in the status: completed closures stay
+      // completed; those in flight run again.
+      job.status.set_state(v1::JOB_RESTARTING);
+      job.placing_since = now;
+    } else if (!IsTerminal(job.status.state()) &&
         job.status.state() != v1::JOB_SUBMITTED) {
       v1::RestartRecord* record = job.status.add_restarts();
       record->set_attempt(job.status.attempt() + 1);
@@ -579,6 +689,7 @@ absl::Status JobManager::Restore(const std::string& text, absl::Time now) {
       record->set_cause("the coordinator restarted");
       record->set_resumed_from_step(job.status.checkpoint_step());
       job.status.set_state(v1::JOB_RESTARTING);
+      job.status.set_step(job.status.checkpoint_step());
       job.placing_since = now;
     }
     next_id_ = std::max(next_id_, id + 1);

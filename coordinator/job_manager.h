@@ -19,7 +19,9 @@
 // the tasks' states, so unit tests drive it with fakes.
 
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,10 +31,12 @@
 #include "absl/time/time.h"
 #include "cohort/v1/job.pb.h"
 #include "common/cluster_spec.h"
+#include "coordinator/closure_scheduler.h"
 
 namespace cohort::coordinator {
 
-// What the job manager needs to know about one agent task.
+// What the job manager needs to know about one task (agents, and the ps
+// tasks of ParameterServer jobs).
 struct AgentView {
   TaskId task;
   v1::TaskState state = v1::STARTING;
@@ -70,6 +74,12 @@ class JobManager {
   // An agent's report; returns the job it should be running.
   v1::AgentSyncResponse Sync(const v1::AgentJobReport& report, absl::Time now);
 
+  // ParameterServer jobs: a worker executor's results and its request for
+  // the next closure. FAILED_PRECONDITION when the job is not running that
+  // attempt on that task any more.
+  absl::StatusOr<v1::ClosureResponse> RunClosures(
+      const v1::ClosureRequest& request, absl::Time now);
+
   // Advances the active job: placement, failure decisions, restarts, the
   // next job in the queue. Call periodically (every 100 ms or so).
   void Tick(const std::vector<AgentView>& agents, absl::Time now);
@@ -78,6 +88,8 @@ class JobManager {
   // last call (progress alone counts once per `progress_period`).
   std::optional<std::string> TakeSnapshotIfChanged(
       absl::Time now, absl::Duration progress_period);
+  // The last snapshot taken could not be saved: take the next one anyway.
+  void MarkUnsaved();
   // Restores a table saved by an earlier coordinator. Jobs that were active
   // resume from their last checkpoint, without spending a restart.
   absl::Status Restore(const std::string& json, absl::Time now);
@@ -93,6 +105,20 @@ class JobManager {
     // The first failure of the current attempt, while its cause is decided.
     std::optional<absl::Time> failing_since;
     bool active() const;
+
+    // --- ParameterServer jobs.
+    std::unique_ptr<ClosureScheduler> closures;
+    std::map<std::string, int> epochs;  // per worker: bumped when it is lost
+    std::set<std::string> lost;         // workers whose closures re-queued
+    std::map<std::string, absl::Time> ps_down_since;
+    // Per (ps index, incarnation): the event's index in status.events, the
+    // updates its snapshot held, and the most any worker saw acknowledged.
+    struct Recovery {
+      int event = 0;
+      int64_t restored = 0;
+      int64_t seen = 0;
+    };
+    std::map<std::pair<int, uint64_t>, Recovery> recoveries;
   };
 
   Job* Find(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -107,6 +133,18 @@ class JobManager {
   void Finish(Job& job, v1::JobState state, const std::string& error,
               absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateProgress(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ParameterServer jobs (job_manager_ps.cc).
+  void PlaceParameterServer(Job& job, const std::vector<AgentView>& agents,
+                            absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CheckParameterServer(Job& job, const std::vector<AgentView>& agents,
+                            absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LoseWorker(Job& job, const std::string& task, const std::string& why,
+                  absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordRecovery(Job& job, const v1::PsRecovery& recovery,
+                      absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddEvent(Job& job, std::string text, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<TaskId> PsTasks() const;
   // The agents a job runs on, in rank order.
   std::vector<TaskId> JobTasks(const v1::JobSpec& spec) const;
 
@@ -119,6 +157,10 @@ class JobManager {
   bool progressed_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time last_snapshot_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
+
+// INVALID_ARGUMENT naming the field of a malformed spec.
+absl::Status ValidateJobSpec(const v1::JobSpec& spec);
+absl::Status ValidatePsOptions(const v1::ParameterServerOptions& ps);
 
 // Whether a job in `state` has ended.
 bool IsTerminal(v1::JobState state);

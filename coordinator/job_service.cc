@@ -17,6 +17,8 @@ grpc::ServerUnaryReactor* JobsService::SubmitJob(
     v1::SubmitJobResponse* response) {
   return HandleUnary(context, auth_, [&]() -> absl::Status {
     const v1::JobSpec& spec = request->spec();
+    // A spec that will be refused leaves no library behind.
+    if (absl::Status valid = ValidateJobSpec(spec); !valid.ok()) return valid;
     if (!request->library().empty()) {
       absl::Status stored =
           libraries_->Put(spec.library_digest(), request->library());
@@ -92,6 +94,18 @@ grpc::ServerUnaryReactor* JobControlService::FetchLibrary(
     absl::StatusOr<std::string> bytes = libraries_->Get(request->digest());
     if (!bytes.ok()) return bytes.status();
     response->set_library(*std::move(bytes));
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* JobControlService::RunClosures(
+    grpc::CallbackServerContext* context, const v1::ClosureRequest* request,
+    v1::ClosureResponse* response) {
+  return HandleUnary(context, auth_, [&]() -> absl::Status {
+    absl::StatusOr<v1::ClosureResponse> result =
+        manager_->RunClosures(*request, absl::Now());
+    if (!result.ok()) return result.status();
+    *response = *std::move(result);
     return absl::OkStatus();
   });
 }

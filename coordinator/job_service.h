@@ -50,6 +50,9 @@ class JobControlService final : public v1::JobControl::CallbackService {
       grpc::CallbackServerContext* context,
       const v1::FetchLibraryRequest* request,
       v1::FetchLibraryResponse* response) override;
+  grpc::ServerUnaryReactor* RunClosures(grpc::CallbackServerContext* context,
+                                        const v1::ClosureRequest* request,
+                                        v1::ClosureResponse* response) override;
 
  private:
   JobManager* const manager_;

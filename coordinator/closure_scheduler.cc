@@ -1,0 +1,124 @@
+#include "coordinator/closure_scheduler.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace cohort::coordinator {
+namespace {
+
+constexpr size_t kRecentResults = 20;
+constexpr absl::Duration kRatePeriod = absl::Seconds(1);
+
+}  // namespace
+
+ClosureScheduler::ClosureScheduler(int64_t steps, const v1::JobStatus& status)
+    : steps_(steps) {
+  prefix_ = std::min(status.completed_prefix(), steps);
+  for (int64_t id : status.completed_beyond()) {
+    if (id >= prefix_ && id < steps) completed_beyond_.insert(id);
+  }
+  completed_count_ = prefix_ + static_cast<int64_t>(completed_beyond_.size());
+  next_ = prefix_;
+  recent_.assign(status.recent_results().begin(),
+                 status.recent_results().end());
+  rerun_ = status.closures_rerun();
+}
+
+void ClosureScheduler::Complete(const v1::ClosureResult& result) {
+  const int64_t id = result.closure();
+  if (id < 0 || id >= steps_) return;
+  if (id < prefix_ || completed_beyond_.count(id) > 0) return;  // a re-run
+  completed_beyond_.insert(id);
+  ++completed_count_;
+  while (!completed_beyond_.empty() && *completed_beyond_.begin() == prefix_) {
+    completed_beyond_.erase(completed_beyond_.begin());
+    ++prefix_;
+  }
+  recent_.push_back(result);
+  if (recent_.size() > kRecentResults) recent_.pop_front();
+}
+
+v1::ClosureResponse ClosureScheduler::Exchange(
+    const std::string& slot, const std::vector<v1::ClosureResult>& completed,
+    int want) {
+  for (const v1::ClosureResult& result : completed) {
+    auto it = inflight_.find(result.closure());
+    if (it != inflight_.end() && it->second == slot) inflight_.erase(it);
+    Complete(result);
+  }
+  v1::ClosureResponse response;
+  for (int i = 0; i < want; ++i) {
+    int64_t id = -1;
+    while (!requeued_.empty() && id < 0) {
+      const int64_t candidate = requeued_.front();
+      requeued_.pop_front();
+      const bool finished =
+          candidate < prefix_ || completed_beyond_.count(candidate) > 0;
+      if (!finished) id = candidate;
+    }
+    // Skip ids a restored table already has.
+    while (id < 0 && next_ < steps_) {
+      const int64_t candidate = next_++;
+      if (completed_beyond_.count(candidate) == 0 && candidate >= prefix_) {
+        id = candidate;
+      }
+    }
+    if (id < 0) break;
+    inflight_[id] = slot;
+    response.add_closures(id);
+  }
+  if (done()) {
+    response.set_done(true);
+  } else if (response.closures().empty() && want > 0) {
+    response.set_retry_after_ms(50);
+  }
+  return response;
+}
+
+int ClosureScheduler::Requeue(const std::string& task) {
+  const std::string prefix = absl::StrCat(task, "/");
+  int count = 0;
+  for (auto it = inflight_.begin(); it != inflight_.end();) {
+    if (absl::StartsWith(it->second, prefix)) {
+      requeued_.push_back(it->first);
+      it = inflight_.erase(it);
+      ++count;
+    } else {
+      ++it;
+    }
+  }
+  rerun_ += count;
+  return count;
+}
+
+double ClosureScheduler::rate(absl::Time now) {
+  if (rate_time_ == absl::InfinitePast()) {
+    rate_time_ = now;
+    rate_count_ = completed_count_;
+  } else if (now - rate_time_ >= kRatePeriod) {
+    rate_ = static_cast<double>(completed_count_ - rate_count_) /
+            absl::ToDoubleSeconds(now - rate_time_);
+    rate_time_ = now;
+    rate_count_ = completed_count_;
+  }
+  return rate_;
+}
+
+void ClosureScheduler::Fill(v1::JobStatus& status) const {
+  status.set_step(completed_count_);
+  status.set_completed_prefix(prefix_);
+  status.clear_completed_beyond();
+  for (int64_t id : completed_beyond_) status.add_completed_beyond(id);
+  status.set_closures_rerun(rerun_);
+  status.clear_recent_results();
+  for (const v1::ClosureResult& result : recent_) {
+    *status.add_recent_results() = result;
+  }
+  if (!recent_.empty()) {
+    for (const auto& [name, value] : recent_.back().values()) {
+      (*status.mutable_metrics())[name] = value;
+    }
+  }
+}
+
+}  // namespace cohort::coordinator

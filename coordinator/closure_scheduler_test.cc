@@ -1,0 +1,75 @@
+#include "coordinator/closure_scheduler.h"
+
+#include <gtest/gtest.h>
+
+namespace cohort::coordinator {
+namespace {
+
+v1::ClosureResult Result(int64_t closure, double loss = 1.0) {
+  v1::ClosureResult r;
+  r.set_closure(closure);
+  (*r.mutable_values())["loss"] = loss;
+  return r;
+}
+
+std::vector<int64_t> Ids(const v1::ClosureResponse& response) {
+  return {response.closures().begin(), response.closures().end()};
+}
+
+TEST(ClosureSchedulerTest, HandsOutEveryClosureOnceAndFinishes) {
+  ClosureScheduler scheduler(3, v1::JobStatus());
+  EXPECT_EQ(Ids(scheduler.Exchange("worker:0/0", {}, 1)),
+            std::vector<int64_t>{0});
+  EXPECT_EQ(Ids(scheduler.Exchange("worker:1/0", {}, 1)),
+            std::vector<int64_t>{1});
+  EXPECT_EQ(Ids(scheduler.Exchange("worker:0/0", {Result(0)}, 1)),
+            std::vector<int64_t>{2});
+  // Nothing left to hand out, but closures are in flight: ask again.
+  v1::ClosureResponse wait = scheduler.Exchange("worker:0/0", {Result(2)}, 1);
+  EXPECT_TRUE(wait.closures().empty());
+  EXPECT_FALSE(wait.done());
+  EXPECT_GT(wait.retry_after_ms(), 0);
+  EXPECT_TRUE(scheduler.Exchange("worker:1/0", {Result(1, 0.5)}, 1).done());
+  EXPECT_TRUE(scheduler.done());
+
+  v1::JobStatus status;
+  scheduler.Fill(status);
+  EXPECT_EQ(status.step(), 3);
+  EXPECT_EQ(status.completed_prefix(), 3);
+  EXPECT_EQ(status.recent_results_size(), 3);
+  EXPECT_EQ(status.metrics().at("loss"), 0.5);
+}
+
+TEST(ClosureSchedulerTest, ALostWorkersClosuresRunAgainElsewhere) {
+  ClosureScheduler scheduler(4, v1::JobStatus());
+  scheduler.Exchange("worker:0/0", {}, 1);  // 0
+  scheduler.Exchange("worker:0/1", {}, 1);  // 1
+  scheduler.Exchange("worker:1/0", {}, 1);  // 2
+  EXPECT_EQ(scheduler.Requeue("worker:0"), 2);
+  EXPECT_EQ(scheduler.rerun(), 2);
+  EXPECT_EQ(Ids(scheduler.Exchange("worker:1/0", {Result(2)}, 1)),
+            std::vector<int64_t>{0});
+  EXPECT_EQ(Ids(scheduler.Exchange("worker:1/0", {Result(0)}, 1)),
+            std::vector<int64_t>{1});
+  EXPECT_EQ(Ids(scheduler.Exchange("worker:1/0", {Result(1)}, 1)),
+            std::vector<int64_t>{3});
+  // A late result from the lost worker counts once.
+  scheduler.Exchange("worker:0/0", {Result(0)}, 0);
+  EXPECT_EQ(scheduler.completed(), 3);
+  EXPECT_TRUE(scheduler.Exchange("worker:1/0", {Result(3)}, 1).done());
+}
+
+TEST(ClosureSchedulerTest, ARestoredTableSkipsCompletedClosures) {
+  v1::JobStatus saved;
+  saved.set_completed_prefix(2);
+  saved.add_completed_beyond(3);
+  ClosureScheduler scheduler(5, saved);
+  EXPECT_EQ(scheduler.completed(), 3);
+  EXPECT_EQ(Ids(scheduler.Exchange("worker:0/0", {}, 1)),
+            std::vector<int64_t>{2});
+  EXPECT_EQ(Ids(scheduler.Exchange("worker:0/1", {}, 1)),
+            std::vector<int64_t>{4});
+}
+
+}  // namespace
+}  // namespace cohort::coordinator
