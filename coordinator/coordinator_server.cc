@@ -135,6 +135,12 @@ std::vector<LaunchPlan> CoordinatorServer::PlanLaunches() const {
             absl::StrCat("--log_level=", config_.log_level)};
     if (!is_ps)
       argv.push_back(absl::StrCat("--cpu_devices=", config_.cpu_devices));
+    // Each ps task snapshots its shard under the coordinator's state, so
+    // that a restarted task (or a restarted cluster) resumes from it.
+    if (is_ps && !config_.state_dir.empty()) {
+      argv.push_back(
+          absl::StrCat("--state_dir=", config_.state_dir, "/ps/", task.index));
+    }
     argv.insert(argv.end(), security.begin(), security.end());
     plan.spawn.env["TF_CONFIG"] = TfConfigFor(spec, task);
     // Under systemd only the coordinator reports readiness; children talking

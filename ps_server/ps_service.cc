@@ -1,22 +1,187 @@
 #include "ps_server/ps_service.h"
 
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "common/host_info.h"
+#include "ps_server/push_assembler.h"
 #include "rpc/unary.h"
+#include "spdlog/spdlog.h"
 
 namespace cohort::ps {
+namespace {
 
-PsService::PsService(const rpc::TaskRuntime* runtime) : runtime_(runtime) {}
+uint64_t RandomIncarnation() {
+  std::random_device device;
+  uint64_t value = 0;
+  while (value == 0) {
+    value = (uint64_t{device()} << 32) | uint64_t{device()};
+  }
+  return value;
+}
+
+// Finishes a streaming call at once with `status` (authentication or a
+// request refused before any data moved).
+template <typename Base>
+class Refusal final : public Base {
+ public:
+  explicit Refusal(const absl::Status& status) {
+    this->Finish(rpc::ToGrpcStatus(status));
+  }
+  void OnDone() override { delete this; }
+};
+
+// Writes a Pull's messages one at a time, each after the previous is sent.
+// Deletes itself when done.
+class PullWriter final : public grpc::ServerWriteReactor<v1::PullResponse> {
+ public:
+  explicit PullWriter(std::vector<v1::PullResponse> messages)
+      : messages_(std::move(messages)) {
+    WriteNext();
+  }
+
+  void OnWriteDone(bool ok) override {
+    // A sent message's bytes are no longer needed.
+    messages_[next_ - 1] = v1::PullResponse();
+    if (!ok) {
+      // The call was cancelled or the client went away.
+      Finish(
+          grpc::Status(grpc::StatusCode::CANCELLED, "the pull was cancelled"));
+      return;
+    }
+    WriteNext();
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void WriteNext() {
+    if (next_ == messages_.size()) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    StartWrite(&messages_[next_++]);
+  }
+
+  std::vector<v1::PullResponse> messages_;
+  size_t next_ = 0;
+};
+
+// Reads a Push's messages one at a time into a PushAssembler; finishes with
+// the first error, or with the response at the end of the stream. Deletes
+// itself when done.
+class PushReader final : public grpc::ServerReadReactor<v1::PushRequest> {
+ public:
+  PushReader(const PsService* service, v1::PushResponse* response,
+             std::string peer)
+      : service_(service),
+        response_(response),
+        peer_(std::move(peer)),
+        assembler_(service->store(), service->options().max_chunk_bytes) {
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      // The client closed its side: the stream is complete.
+      if (absl::Status ended = assembler_.End(); !ended.ok()) {
+        Fail(ended);
+        return;
+      }
+      *response_->mutable_shard() = service_->ShardState();
+      response_->set_applied(assembler_.applied());
+      Finish(grpc::Status::OK);
+      return;
+    }
+    if (absl::Status taken = Take(); !taken.ok()) {
+      Fail(taken);
+      return;
+    }
+    request_.Clear();
+    StartRead(&request_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status Take() {
+    if (first_) {
+      first_ = false;
+      job_id_ = request_.job_id();
+      worker_ = request_.worker();
+      if (absl::Status begun = assembler_.Begin(job_id_, worker_);
+          !begun.ok()) {
+        return begun;
+      }
+    } else if (!request_.job_id().empty() && request_.job_id() != job_id_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a push of job '", job_id_, "' continued with a message of job '",
+          request_.job_id(), "'"));
+    }
+    const int applied_before = assembler_.applied();
+    absl::Status status;
+    for (v1::TensorChunk& chunk : *request_.mutable_chunks()) {
+      status = assembler_.Add(&chunk);
+      if (!status.ok()) break;
+    }
+    if (assembler_.applied() > applied_before &&
+        service_->snapshots() != nullptr) {
+      service_->snapshots()->NoteUpdates();
+    }
+    return status;
+  }
+
+  void Fail(const absl::Status& status) {
+    spdlog::warn("push from {} ({}) of job '{}' failed after {} variables: {}",
+                 worker_.empty() ? "an unnamed worker" : worker_, peer_,
+                 job_id_, assembler_.applied(), status.ToString());
+    Finish(rpc::ToGrpcStatus(status));
+  }
+
+  const PsService* const service_;
+  v1::PushResponse* const response_;
+  const std::string peer_;
+  PushAssembler assembler_;
+  v1::PushRequest request_;
+  bool first_ = true;
+  std::string job_id_;
+  std::string worker_;
+};
+
+}  // namespace
+
+PsService::PsService(const rpc::TaskRuntime* runtime, VariableStore* store,
+                     SnapshotLoop* snapshots, PsServiceOptions options)
+    : runtime_(runtime),
+      store_(store),
+      snapshots_(snapshots),
+      options_(options),
+      incarnation_(RandomIncarnation()) {}
+
+v1::PsShardState PsService::ShardState() const {
+  v1::PsShardState state;
+  state.set_shard_id(store_->shard_id());
+  state.set_incarnation(incarnation_);
+  state.set_updates(store_->updates());
+  state.set_restored_updates(store_->restored_updates());
+  return state;
+}
 
 v1::TaskReport PsService::Report() const {
   v1::TaskReport report = runtime_->BaseReport();
   v1::PsInfo* ps = report.mutable_ps();
-  // One shard per ps task: the shard id is the task index.
-  ps->set_shard_id(runtime_->config().task.index);
-  // Variables arrive with the ParameterServer strategy; until a job places
-  // some here the shard is empty.
-  ps->set_variable_bytes(0);
-  ps->set_num_variables(0);
+  ps->set_shard_id(store_->shard_id());
+  store_->FillInfo(ps);
   ps->set_rss_bytes(ResidentBytes());
+  if (snapshots_ != nullptr) {
+    if (const std::optional<SnapshotRecord> last = snapshots_->last()) {
+      ps->set_last_snapshot_unix_ms(last->unix_ms);
+      ps->set_last_snapshot_updates(last->updates);
+      ps->set_last_snapshot_path(last->path);
+    }
+  }
   return report;
 }
 
@@ -27,6 +192,79 @@ grpc::ServerUnaryReactor* PsService::GetPsStatus(
     *response->mutable_report() = Report();
     response->set_registered(runtime_->registered());
     return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* PsService::CreateVariables(
+    grpc::CallbackServerContext* context,
+    const v1::CreateVariablesRequest* request,
+    v1::CreateVariablesResponse* response) {
+  return rpc::HandleUnary(context, runtime_->auth(), [&]() -> absl::Status {
+    absl::StatusOr<int> created = store_->Create(
+        request->job_id(), request->job_sequence(), request->variables());
+    if (!created.ok()) {
+      spdlog::warn("create of {} variables for job '{}' refused: {}",
+                   request->variables_size(), request->job_id(),
+                   created.status().ToString());
+      return created.status();
+    }
+    *response->mutable_shard() = ShardState();
+    response->set_created(*created);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerWriteReactor<v1::PullResponse>* PsService::Pull(
+    grpc::CallbackServerContext* context, const v1::PullRequest* request) {
+  using Base = grpc::ServerWriteReactor<v1::PullResponse>;
+  if (absl::Status auth = runtime_->auth()->Check(*context); !auth.ok()) {
+    return new Refusal<Base>(auth);
+  }
+  const std::vector<std::string> names(request->names().begin(),
+                                       request->names().end());
+  absl::StatusOr<std::vector<v1::PullResponse>> messages =
+      store_->Pull(request->job_id(), names, options_.max_chunk_bytes);
+  if (!messages.ok()) {
+    spdlog::warn(
+        "pull from {} of job '{}' refused: {}",
+        request->worker().empty() ? context->peer() : request->worker(),
+        request->job_id(), messages.status().ToString());
+    return new Refusal<Base>(messages.status());
+  }
+  *messages->front().mutable_shard() = ShardState();
+  return new PullWriter(*std::move(messages));
+}
+
+grpc::ServerReadReactor<v1::PushRequest>* PsService::Push(
+    grpc::CallbackServerContext* context, v1::PushResponse* response) {
+  if (absl::Status auth = runtime_->auth()->Check(*context); !auth.ok()) {
+    return new Refusal<grpc::ServerReadReactor<v1::PushRequest>>(auth);
+  }
+  return new PushReader(this, response, context->peer());
+}
+
+grpc::ServerUnaryReactor* PsService::Snapshot(
+    grpc::CallbackServerContext* context, const v1::SnapshotRequest* request,
+    v1::SnapshotResponse* response) {
+  if (snapshots_ == nullptr) {
+    return rpc::HandleUnary(context, runtime_->auth(), [&] {
+      return absl::FailedPreconditionError(
+          absl::StrCat("ps shard ", store_->shard_id(),
+                       " keeps no snapshots: it was started without "
+                       "--state_dir"));
+    });
+  }
+  // The write (capture, serialize, fsync) runs on the snapshot thread; the
+  // call is parked until it is done.
+  return rpc::ParkUnary(context, runtime_->auth(), [&](auto finish) {
+    snapshots_->SnapshotNow(
+        [response, finish](absl::StatusOr<SnapshotRecord> record) {
+          if (record.ok()) {
+            response->set_path(record->path);
+            response->set_updates(record->updates);
+          }
+          finish(record.status());
+        });
   });
 }
 

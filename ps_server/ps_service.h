@@ -1,26 +1,69 @@
 #pragma once
 
-// The parameter server's gRPC service (cohort.v1.ParameterServer) and the
-// report it registers with: its shard id and the memory it holds.
+// The parameter server's gRPC service (cohort.v1.ParameterServer): creates,
+// pulls and pushes a shard's variables, writes snapshots on request, and
+// builds the report the task registers with.
+//
+// Pull streams the values message by message from a write reactor; Push
+// reads the chunks one at a time into a PushAssembler, which applies each
+// variable as soon as its bytes are complete. A bad request fails only its
+// own call.
+
+#include <cstdint>
 
 #include "cohort/v1/ps.grpc.pb.h"
+#include "ps_server/snapshot_loop.h"
+#include "ps_server/variable_store.h"
 #include "rpc/task_runtime.h"
 
 namespace cohort::ps {
 
-// `runtime` is not owned and must outlive the service. Thread-safe.
+struct PsServiceOptions {
+  // Bound on the data of one Pull message and of one pushed chunk.
+  int64_t max_chunk_bytes = int64_t{4} << 20;
+};
+
+// `runtime` and `store` are not owned and must outlive the service;
+// `snapshots` too, or null when the shard keeps no snapshots. Thread-safe.
 class PsService final : public v1::ParameterServer::CallbackService {
  public:
-  explicit PsService(const rpc::TaskRuntime* runtime);
+  PsService(const rpc::TaskRuntime* runtime, VariableStore* store,
+            SnapshotLoop* snapshots, PsServiceOptions options = {});
 
+  // The task's report: the shard's variables, counters and last snapshot.
   v1::TaskReport Report() const;
+
+  // Who answers: shard, incarnation (random and nonzero, chosen when the
+  // service is made, so that a restarted ps task is told apart), updates.
+  v1::PsShardState ShardState() const;
+
+  VariableStore* store() const { return store_; }
+  SnapshotLoop* snapshots() const { return snapshots_; }
+  const PsServiceOptions& options() const { return options_; }
 
   grpc::ServerUnaryReactor* GetPsStatus(grpc::CallbackServerContext* context,
                                         const v1::GetPsStatusRequest* request,
                                         v1::PsStatus* response) override;
+  grpc::ServerUnaryReactor* CreateVariables(
+      grpc::CallbackServerContext* context,
+      const v1::CreateVariablesRequest* request,
+      v1::CreateVariablesResponse* response) override;
+  grpc::ServerWriteReactor<v1::PullResponse>* Pull(
+      grpc::CallbackServerContext* context,
+      const v1::PullRequest* request) override;
+  grpc::ServerReadReactor<v1::PushRequest>* Push(
+      grpc::CallbackServerContext* context,
+      v1::PushResponse* response) override;
+  grpc::ServerUnaryReactor* Snapshot(grpc::CallbackServerContext* context,
+                                     const v1::SnapshotRequest* request,
+                                     v1::SnapshotResponse* response) override;
 
  private:
   const rpc::TaskRuntime* const runtime_;
+  VariableStore* const store_;
+  SnapshotLoop* const snapshots_;  // null: no snapshots
+  const PsServiceOptions options_;
+  const uint64_t incarnation_;
 };
 
 }  // namespace cohort::ps

@@ -36,6 +36,38 @@ std::string Bytes(int64_t bytes) {
   return absl::StrFormat("%dKiB", bytes / 1024);
 }
 
+// "4.2s ago (1500 updates)", or "-" before the first snapshot.
+std::string LastSnapshot(const v1::PsInfo& ps, absl::Time now) {
+  if (ps.last_snapshot_unix_ms() <= 0) return "-";
+  // The ps task's clock may run a little ahead of this one.
+  const int64_t age_ms = std::max<int64_t>(
+      0, absl::ToUnixMillis(now) - ps.last_snapshot_unix_ms());
+  return absl::StrCat(HeartbeatAge(age_ms), " ago (",
+                      ps.last_snapshot_updates(), " updates)");
+}
+
+// One row per ps task: what its shard holds.
+std::string PsTable(const v1::ClusterState& state, absl::Time now) {
+  std::vector<std::vector<std::string>> rows = {
+      {"PS", "SHARD", "JOB", "VARIABLES", "BYTES", "UPDATES", "LAST SNAPSHOT"}};
+  for (const v1::TaskStatus& task : state.tasks()) {
+    if (task.task().type() != "ps") continue;
+    const std::string name =
+        absl::StrCat(task.task().type(), ":", task.task().index());
+    if (!task.has_ps()) {
+      rows.push_back({name, "-", "-", "-", "-", "-", "-"});
+      continue;
+    }
+    const v1::PsInfo& ps = task.ps();
+    rows.push_back({name, absl::StrCat(ps.shard_id()),
+                    ps.job_id().empty() ? "-" : ps.job_id(),
+                    absl::StrCat(ps.num_variables()),
+                    Bytes(ps.variable_bytes()), absl::StrCat(ps.updates()),
+                    LastSnapshot(ps, now)});
+  }
+  return rows.size() > 1 ? AlignColumns(rows) : "";
+}
+
 std::string TaskDetail(const v1::TaskStatus& task) {
   std::vector<std::string> parts;
   if (task.devices_size() > 0) {
@@ -84,10 +116,27 @@ nlohmann::json ClusterStateToJson(const v1::ClusterState& state) {
                                               task.features().end())},
     };
     if (task.has_ps()) {
-      entry["ps"] = {{"shard_id", task.ps().shard_id()},
-                     {"variable_bytes", task.ps().variable_bytes()},
-                     {"num_variables", task.ps().num_variables()},
-                     {"rss_bytes", task.ps().rss_bytes()}};
+      const v1::PsInfo& ps = task.ps();
+      nlohmann::json variables = nlohmann::json::array();
+      for (const v1::PsVariableInfo& variable : ps.variables()) {
+        variables.push_back(
+            {{"name", variable.name()},
+             {"shape", std::vector<int64_t>(variable.shape().begin(),
+                                            variable.shape().end())},
+             {"bytes", variable.bytes()},
+             {"updates", variable.updates()}});
+      }
+      entry["ps"] = {{"shard_id", ps.shard_id()},
+                     {"variable_bytes", ps.variable_bytes()},
+                     {"num_variables", ps.num_variables()},
+                     {"rss_bytes", ps.rss_bytes()},
+                     {"job_id", ps.job_id()},
+                     {"updates", ps.updates()},
+                     {"restored_updates", ps.restored_updates()},
+                     {"last_snapshot_unix_ms", ps.last_snapshot_unix_ms()},
+                     {"last_snapshot_updates", ps.last_snapshot_updates()},
+                     {"last_snapshot_path", ps.last_snapshot_path()},
+                     {"variables", variables}};
     }
     tasks.push_back(std::move(entry));
   }
@@ -104,7 +153,7 @@ nlohmann::json ClusterStateToJson(const v1::ClusterState& state) {
   };
 }
 
-std::string ClusterStateToTable(const v1::ClusterState& state) {
+std::string ClusterStateToTable(const v1::ClusterState& state, absl::Time now) {
   int ready = 0;
   for (const auto& task : state.tasks()) ready += task.state() == v1::READY;
   std::string out = absl::StrFormat(
@@ -122,7 +171,11 @@ std::string ClusterStateToTable(const v1::ClusterState& state) {
                     HeartbeatAge(task.last_heartbeat_age_ms()),
                     TaskDetail(task)});
   }
-  return out + AlignColumns(rows);
+  out += AlignColumns(rows);
+  if (const std::string shards = PsTable(state, now); !shards.empty()) {
+    out += "\n" + shards;
+  }
+  return out;
 }
 
 }  // namespace cohort::ctl

@@ -1,0 +1,526 @@
+#include "ps_server/ps_client.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "ps_server/dtype.h"
+#include "rpc/limits.h"
+#include "spdlog/spdlog.h"
+
+namespace cohort::ps {
+
+// One ps task: its connection, and what its answers told us.
+struct PsClient::Shard {
+  Shard(int id, const std::string& address, const rpc::Security& security)
+      : id(id),
+        connection(address, security),
+        stub(v1::ParameterServer::NewStub(connection.channel())) {}
+
+  const int id;
+  const rpc::Connection connection;
+  const std::unique_ptr<v1::ParameterServer::Stub> stub;
+
+  absl::Mutex mu;
+  uint64_t incarnation ABSL_GUARDED_BY(mu) = 0;  // 0: never answered
+  int64_t updates_seen ABSL_GUARDED_BY(mu) = 0;  // of that incarnation
+  // Incarnations replaced by a newer one: a late answer from one of them
+  // (a call that started before the restart) is not a restart.
+  std::set<uint64_t> retired ABSL_GUARDED_BY(mu);
+};
+
+struct PsClient::Declared {
+  Placement placement;
+  // Per shard, what CreateVariables sends it (possibly no variables: the
+  // job still claims the shard).
+  std::vector<std::shared_ptr<const v1::CreateVariablesRequest>> requests;
+};
+
+namespace {
+
+// "60s", "0.5s": how the recovery message states the timeout.
+std::string Seconds(absl::Duration d) {
+  return absl::StrFormat("%gs", absl::ToDoubleSeconds(d));
+}
+
+// The shard did not know the variables: restarted without a snapshot, or
+// never told.
+bool IsMissingVariables(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kNotFound ||
+         s.code() == absl::StatusCode::kFailedPrecondition;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(
+    PsClientOptions options) {
+  if (options.ps_addresses.empty()) {
+    return absl::InvalidArgumentError("ps client: ps_addresses is empty");
+  }
+  for (size_t i = 0; i < options.ps_addresses.size(); ++i) {
+    if (options.ps_addresses[i].empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ps client: the address of ps:", i, " is empty"));
+    }
+  }
+  if (options.job_id.empty()) {
+    return absl::InvalidArgumentError("ps client: job_id is empty");
+  }
+  // Headroom under the message limit for the chunk's name and framing.
+  const int64_t max_chunk = rpc::kMaxMessageBytes - (1 << 20);
+  if (options.max_chunk_bytes <= 0 || options.max_chunk_bytes > max_chunk) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ps client: max_chunk_bytes must be in [1, ", max_chunk,
+                     "], got ", options.max_chunk_bytes));
+  }
+  if (options.rpc_timeout <= absl::ZeroDuration() ||
+      options.recovery_timeout < absl::ZeroDuration() ||
+      options.initial_backoff <= absl::ZeroDuration() ||
+      options.max_backoff < options.initial_backoff) {
+    return absl::InvalidArgumentError(
+        "ps client: rpc_timeout and initial_backoff must be > 0, "
+        "recovery_timeout >= 0, max_backoff >= initial_backoff");
+  }
+  return std::unique_ptr<PsClient>(new PsClient(std::move(options)));
+}
+
+PsClient::PsClient(PsClientOptions options) : options_(std::move(options)) {
+  for (size_t i = 0; i < options_.ps_addresses.size(); ++i) {
+    shards_.push_back(std::make_unique<Shard>(
+        static_cast<int>(i), options_.ps_addresses[i], options_.security));
+  }
+}
+
+PsClient::~PsClient() { Shutdown(); }
+
+void PsClient::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  stopping_ = true;
+}
+
+absl::Status PsClient::Stopped() const {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::CancelledError("ps client shut down");
+  return absl::OkStatus();
+}
+
+std::shared_ptr<const PsClient::Declared> PsClient::declared() const {
+  absl::MutexLock lock(&mu_);
+  return declared_;
+}
+
+uint64_t PsClient::incarnation(int shard) const {
+  if (shard < 0 || shard >= num_shards()) return 0;
+  Shard& s = *shards_[shard];
+  absl::MutexLock lock(&s.mu);
+  return s.incarnation;
+}
+
+std::vector<PsRecoveryEvent> PsClient::TakeRecoveryEvents() {
+  absl::MutexLock lock(&mu_);
+  std::vector<PsRecoveryEvent> events;
+  events.swap(events_);
+  return events;
+}
+
+// ---------------------------------------------------------------------------
+// The public calls: split by shard, then fan out.
+
+absl::Status PsClient::CreateVariables(
+    const Placement& placement, const std::vector<PsVariableOptions>& options) {
+  COHORT_RETURN_IF_ERROR(Stopped());
+  if (placement.num_ps != num_shards()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the placement is for ", placement.num_ps,
+                     " ps tasks; this client has ", num_shards()));
+  }
+  if (options.size() != placement.variables.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CreateVariables: ", options.size(), " variable options for ",
+        placement.variables.size(), " variables"));
+  }
+  std::vector<v1::CreateVariablesRequest> requests(num_shards());
+  for (v1::CreateVariablesRequest& r : requests) {
+    r.set_job_id(options_.job_id);
+    r.set_job_sequence(options_.job_sequence);
+  }
+  for (size_t i = 0; i < options.size(); ++i) {
+    const VariablePlacement& v = placement.variables[i];
+    const PsVariableOptions& o = options[i];
+    if (DTypeSize(o.dtype) != v.variable.element_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "variable \"", v.variable.name, "\": dtype ", DTypeName(o.dtype),
+          " has ", DTypeSize(o.dtype), "-byte elements, the placement ",
+          v.variable.element_bytes));
+    }
+    if (!o.initial.empty() && static_cast<int64_t>(o.initial.size()) != v.bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "variable \"", v.variable.name, "\": initial value of ",
+          o.initial.size(), " bytes, the variable has ", v.bytes));
+    }
+    for (const VariablePart& part : v.parts) {
+      v1::PsVariableSpec* spec = requests[part.ps].add_variables();
+      spec->set_name(part.name);
+      for (int64_t dim : part.shape) spec->add_shape(dim);
+      spec->set_dtype(o.dtype);
+      *spec->mutable_optimizer() = o.optimizer;
+      spec->set_aggregation(o.aggregation);
+      if (!o.initial.empty()) {
+        spec->set_initial(o.initial.data() + part.byte_offset, part.bytes);
+      }
+    }
+  }
+  auto declared = std::make_shared<Declared>();
+  declared->placement = placement;
+  std::vector<int> ids;
+  for (int i = 0; i < num_shards(); ++i) {
+    declared->requests.push_back(
+        std::make_shared<const v1::CreateVariablesRequest>(
+            std::move(requests[i])));
+    ids.push_back(i);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    declared_ = declared;
+  }
+  return ForEachShard(ids, [&](Shard& shard) {
+    return CreateWithRetry(shard, *declared->requests[shard.id]);
+  });
+}
+
+absl::Status PsClient::Pull(absl::Span<const PullBuffer> variables) {
+  COHORT_RETURN_IF_ERROR(Stopped());
+  std::shared_ptr<const Declared> d = declared();
+  if (d == nullptr) {
+    return absl::FailedPreconditionError("Pull before CreateVariables");
+  }
+  std::vector<std::vector<PullSlice>> by_shard(num_shards());
+  for (const PullBuffer& buffer : variables) {
+    const VariablePlacement* v = d->placement.Find(buffer.name);
+    if (v == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Pull: no variable \"", buffer.name, "\" was created"));
+    }
+    if (static_cast<int64_t>(buffer.bytes.size()) != v->bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Pull: buffer of ", buffer.bytes.size(),
+                       " bytes for \"", buffer.name, "\" of ", v->bytes));
+    }
+    for (const VariablePart& part : v->parts) {
+      by_shard[part.ps].push_back(
+          {part.name, buffer.bytes.subspan(part.byte_offset, part.bytes)});
+    }
+  }
+  std::vector<int> ids;
+  for (int i = 0; i < num_shards(); ++i) {
+    if (!by_shard[i].empty()) ids.push_back(i);
+  }
+  return ForEachShard(ids, [&](Shard& shard) {
+    return RunWithRecovery(shard, Op::kPull, *d->requests[shard.id], [&] {
+      return PullOnce(shard, by_shard[shard.id]);
+    });
+  });
+}
+
+absl::Status PsClient::Push(absl::Span<const PushBuffer> variables) {
+  COHORT_RETURN_IF_ERROR(Stopped());
+  std::shared_ptr<const Declared> d = declared();
+  if (d == nullptr) {
+    return absl::FailedPreconditionError("Push before CreateVariables");
+  }
+  std::vector<std::vector<PushSlice>> by_shard(num_shards());
+  for (const PushBuffer& buffer : variables) {
+    const VariablePlacement* v = d->placement.Find(buffer.name);
+    if (v == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Push: no variable \"", buffer.name, "\" was created"));
+    }
+    if (static_cast<int64_t>(buffer.bytes.size()) != v->bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Push: buffer of ", buffer.bytes.size(),
+                       " bytes for \"", buffer.name, "\" of ", v->bytes));
+    }
+    for (const VariablePart& part : v->parts) {
+      by_shard[part.ps].push_back(
+          {part.name, buffer.bytes.subspan(part.byte_offset, part.bytes)});
+    }
+  }
+  std::vector<int> ids;
+  for (int i = 0; i < num_shards(); ++i) {
+    if (!by_shard[i].empty()) ids.push_back(i);
+  }
+  return ForEachShard(ids, [&](Shard& shard) {
+    return RunWithRecovery(shard, Op::kPush, *d->requests[shard.id], [&] {
+      return PushOnce(shard, by_shard[shard.id]);
+    });
+  });
+}
+
+absl::Status PsClient::ForEachShard(
+    const std::vector<int>& shard_ids,
+    const std::function<absl::Status(Shard&)>& fn) {
+  if (shard_ids.empty()) return absl::OkStatus();
+  if (shard_ids.size() == 1) return fn(*shards_[shard_ids[0]]);
+  std::vector<absl::Status> results(shard_ids.size());
+  std::vector<std::thread> threads;
+  threads.reserve(shard_ids.size() - 1);
+  for (size_t i = 1; i < shard_ids.size(); ++i) {
+    threads.emplace_back(
+        [&, i] { results[i] = fn(*shards_[shard_ids[i]]); });
+  }
+  results[0] = fn(*shards_[shard_ids[0]]);
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : results) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// One attempt of each RPC.
+
+absl::Status PsClient::PullOnce(Shard& shard,
+                                const std::vector<PullSlice>& slices) {
+  v1::PullRequest request;
+  request.set_job_id(options_.job_id);
+  request.set_worker(options_.worker);
+  for (const PullSlice& s : slices) request.add_names(s.name);
+
+  std::unique_ptr<grpc::ClientContext> context =
+      shard.connection.NewContext(options_.rpc_timeout);
+  std::unique_ptr<grpc::ClientReader<v1::PullResponse>> reader =
+      shard.stub->Pull(context.get(), request);
+  PullAssembler assembler(slices);
+  v1::PullResponse response;
+  absl::Status local;  // our own objection to what arrived
+  bool restarted = false;
+  while (reader->Read(&response)) {
+    if (!local.ok()) continue;  // cancelled: drain what is left
+    if (response.has_shard()) {
+      absl::StatusOr<bool> observed = Observe(shard, response.shard());
+      if (!observed.ok()) {
+        local = observed.status();
+      } else {
+        restarted |= *observed;
+      }
+    }
+    for (const v1::TensorChunk& chunk : response.chunks()) {
+      if (!local.ok()) break;
+      local = assembler.Add(chunk);
+    }
+    if (!local.ok()) context->TryCancel();
+  }
+  const grpc::Status status = reader->Finish();
+  if (!local.ok()) return local;
+  COHORT_RETURN_IF_ERROR(
+      shard.connection.Annotate("ParameterServer.Pull", status));
+  COHORT_RETURN_IF_ERROR(assembler.Finish());
+  if (restarted) COHORT_RETURN_IF_ERROR(Recreate(shard));
+  return absl::OkStatus();
+}
+
+absl::Status PsClient::PushOnce(Shard& shard,
+                                const std::vector<PushSlice>& slices) {
+  std::unique_ptr<grpc::ClientContext> context =
+      shard.connection.NewContext(options_.rpc_timeout);
+  v1::PushResponse response;
+  std::unique_ptr<grpc::ClientWriter<v1::PushRequest>> writer =
+      shard.stub->Push(context.get(), &response);
+  PushChunker chunker(&slices, options_.max_chunk_bytes, options_.job_id,
+                      options_.worker);
+  v1::PushRequest request;
+  bool half_closed = false;
+  while (chunker.Next(&request)) {
+    // The last message half-closes the stream with it, saving a frame.
+    const bool last = chunker.Done();
+    const bool written = writer->Write(
+        request, last ? grpc::WriteOptions().set_last_message()
+                      : grpc::WriteOptions());
+    // A last-message write half-closes even when it fails: WritesDone after
+    // it would be a second half-close, which gRPC treats as misuse.
+    half_closed = last;
+    if (!written) break;  // the stream ended early; Finish says why
+  }
+  if (!half_closed) writer->WritesDone();
+  const grpc::Status status = writer->Finish();
+  COHORT_RETURN_IF_ERROR(
+      shard.connection.Annotate("ParameterServer.Push", status));
+  COHORT_ASSIGN_OR_RETURN(const bool restarted,
+                          Observe(shard, response.shard()));
+  if (restarted) COHORT_RETURN_IF_ERROR(Recreate(shard));
+  return absl::OkStatus();
+}
+
+absl::Status PsClient::CreateOnce(Shard& shard,
+                                  const v1::CreateVariablesRequest& request,
+                                  absl::Duration timeout) {
+  std::unique_ptr<grpc::ClientContext> context =
+      shard.connection.NewContext(timeout);
+  v1::CreateVariablesResponse response;
+  COHORT_RETURN_IF_ERROR(shard.connection.Annotate(
+      "ParameterServer.CreateVariables",
+      shard.stub->CreateVariables(context.get(), request, &response)));
+  // A new incarnation seen here needs no recreate: this was it.
+  return Observe(shard, response.shard()).status();
+}
+
+// ---------------------------------------------------------------------------
+// Recovery.
+
+bool PsClient::Retryable(Shard& shard, const absl::Status& status) const {
+  if (status.code() == absl::StatusCode::kUnavailable) return true;
+  // A deadline that passed before the channel ever connected is a shard
+  // that is not there (yet), not a slow one.
+  return status.code() == absl::StatusCode::kDeadlineExceeded &&
+         shard.connection.channel()->GetState(false) != GRPC_CHANNEL_READY;
+}
+
+absl::Status PsClient::Named(const Shard& shard, const absl::Status& status) {
+  const std::string prefix = absl::StrCat("ps:", shard.id);
+  if (status.ok() || absl::StartsWith(status.message(), prefix)) return status;
+  return absl::Status(status.code(),
+                      absl::StrCat(prefix, ": ", status.message()));
+}
+
+absl::Status PsClient::RunWithRecovery(
+    Shard& shard, Op op, const v1::CreateVariablesRequest& create,
+    const std::function<absl::Status()>& attempt) {
+  uint64_t sent_to = incarnation(shard.id);
+  bool recreated = false;
+  std::optional<absl::Time> deadline;  // set by the first unavailability
+  // Bounded: every pass either returns, or has waited for the shard (within
+  // the deadline fixed at the first failure), or is the one retry after
+  // recreating missing variables.
+  for (;;) {
+    const absl::Status status = attempt();
+    if (status.ok() || status.code() == absl::StatusCode::kCancelled) {
+      return Named(shard, status);
+    }
+    if (IsMissingVariables(status) && !recreated) {
+      recreated = true;
+      const absl::Status again = CreateWithRetry(shard, create);
+      if (!again.ok()) {
+        return Named(shard, absl::Status(status.code(),
+                                         absl::StrCat(status.message(),
+                                                      "; recreating the "
+                                                      "variables failed too: ",
+                                                      again.message())));
+      }
+      const uint64_t now = incarnation(shard.id);
+      if (now == sent_to) return Named(shard, status);
+      sent_to = now;
+      continue;
+    }
+    if (!Retryable(shard, status)) return Named(shard, status);
+    if (!deadline.has_value()) {
+      deadline = absl::Now() + options_.recovery_timeout;
+    }
+    COHORT_RETURN_IF_ERROR(AwaitShard(shard, create, *deadline, status));
+    if (op == Op::kPush) {
+      const uint64_t now = incarnation(shard.id);
+      if (now == sent_to) {
+        return Named(
+            shard,
+            absl::UnavailableError(absl::StrCat(
+                "push failed (", status.message(),
+                ") and the shard answers again as the same incarnation: it "
+                "may or may not have applied the push, so it is not re-sent")));
+      }
+      sent_to = now;  // the restarted shard's snapshot predates the push
+    }
+  }
+}
+
+absl::Status PsClient::CreateWithRetry(
+    Shard& shard, const v1::CreateVariablesRequest& request) {
+  const absl::Status status = CreateOnce(shard, request, options_.rpc_timeout);
+  if (status.ok() || !Retryable(shard, status)) return Named(shard, status);
+  return AwaitShard(shard, request, absl::Now() + options_.recovery_timeout,
+                    status);
+}
+
+absl::Status PsClient::AwaitShard(Shard& shard,
+                                  const v1::CreateVariablesRequest& request,
+                                  absl::Time deadline,
+                                  absl::Status last_error) {
+  absl::Duration backoff = options_.initial_backoff;
+  for (;;) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      return absl::UnavailableError(absl::StrCat(
+          "ps:", shard.id, " at ", shard.connection.address(),
+          " did not come back within ", Seconds(options_.recovery_timeout),
+          ": ", last_error.message()));
+    }
+    COHORT_RETURN_IF_ERROR(Backoff(std::min(backoff, left)));
+    backoff = std::min(backoff * 2, options_.max_backoff);
+    const absl::Duration timeout = std::clamp(
+        deadline - absl::Now(), absl::Milliseconds(100), options_.rpc_timeout);
+    const absl::Status status = CreateOnce(shard, request, timeout);
+    if (status.ok()) return status;
+    if (!Retryable(shard, status)) return Named(shard, status);
+    spdlog::warn("DEBUGPROBE {}", status.ToString());
+    last_error = status;
+  }
+}
+
+absl::Status PsClient::Backoff(absl::Duration delay) {
+  mu_.LockWhenWithTimeout(absl::Condition(&stopping_), delay);
+  const bool stopping = stopping_;
+  mu_.Unlock();
+  if (stopping) return absl::CancelledError("ps client shut down");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> PsClient::Observe(Shard& shard,
+                                       const v1::PsShardState& state) {
+  if (state.shard_id() != shard.id) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the ps task at ", shard.connection.address(), " says it is shard ",
+        state.shard_id(), "; this client expects shard ", shard.id,
+        " there (are the ps addresses in task index order?)"));
+  }
+  PsRecoveryEvent event;
+  {
+    absl::MutexLock lock(&shard.mu);
+    if (shard.retired.contains(state.incarnation())) return false;  // late
+    if (shard.incarnation == 0 || shard.incarnation == state.incarnation()) {
+      shard.incarnation = state.incarnation();
+      shard.updates_seen = std::max(shard.updates_seen, state.updates());
+      return false;
+    }
+    event = PsRecoveryEvent{
+        .shard = shard.id,
+        .old_incarnation = shard.incarnation,
+        .new_incarnation = state.incarnation(),
+        .updates_seen = shard.updates_seen,
+        .restored_updates = state.restored_updates(),
+        .lost = std::max<int64_t>(
+            0, shard.updates_seen - state.restored_updates())};
+    shard.retired.insert(shard.incarnation);
+    shard.incarnation = state.incarnation();
+    shard.updates_seen = state.updates();
+  }
+  spdlog::warn(
+      "ps:{} at {} restarted (incarnation {} -> {}): its snapshot restored "
+      "{} updates, {} of the {} this worker had seen are lost",
+      shard.id, shard.connection.address(), event.old_incarnation,
+      event.new_incarnation, event.restored_updates, event.lost,
+      event.updates_seen);
+  absl::MutexLock lock(&mu_);
+  events_.push_back(event);
+  return true;
+}
+
+absl::Status PsClient::Recreate(Shard& shard) {
+  std::shared_ptr<const Declared> d = declared();
+  if (d == nullptr) return absl::OkStatus();
+  return CreateWithRetry(shard, *d->requests[shard.id]);
+}
+
+}  // namespace cohort::ps

@@ -1,0 +1,113 @@
+#include "ps_server/push_assembler.h"
+
+#include <cstring>
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
+
+namespace cohort::ps {
+
+PushAssembler::PushAssembler(VariableStore* store, int64_t max_chunk_bytes)
+    : store_(store), max_chunk_bytes_(max_chunk_bytes) {}
+
+absl::Status PushAssembler::Begin(const std::string& job_id,
+                                  const std::string& worker) {
+  if (job_id.empty()) {
+    return absl::InvalidArgumentError(
+        "the first message of a push names no job_id");
+  }
+  job_id_ = job_id;
+  worker_ = worker;
+  return absl::OkStatus();
+}
+
+absl::Status PushAssembler::Add(v1::TensorChunk* chunk) {
+  const std::string& name = chunk->name();
+  const int64_t size = static_cast<int64_t>(chunk->data().size());
+  if (name.empty()) {
+    return absl::InvalidArgumentError("a push chunk names no variable");
+  }
+  if (size > max_chunk_bytes_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "push chunk of '", name, "' has ", size, " bytes, over the limit of ",
+        max_chunk_bytes_, " bytes per chunk"));
+  }
+  absl::StatusOr<VariableLayout> layout = store_->Layout(job_id_, name);
+  if (!layout.ok()) return layout.status();
+  if (chunk->total_bytes() != layout->bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("push of '", name, "': ", chunk->total_bytes(),
+                     " bytes, the variable has ", layout->bytes, " (",
+                     layout->ToString(), ")"));
+  }
+  const int64_t offset = chunk->offset();
+  if (size == 0 || offset < 0 || offset > layout->bytes - size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "push chunk of '", name, "' covers bytes [", offset, ", ",
+        offset + size, "), not a non-empty range within its ", layout->bytes));
+  }
+
+  auto it = pending_.find(name);
+  if (it == pending_.end()) {
+    if (size == layout->bytes) {
+      // The whole variable in one chunk: applied straight from the message.
+      absl::Status applied =
+          store_->Apply(job_id_, worker_, name, chunk->data());
+      if (applied.ok()) ++applied_;
+      return applied;
+    }
+    // A stream holds at most one pending copy of each variable; the check
+    // says so explicitly, so that no stream can grow past the shard's size.
+    const int64_t limit = store_->variable_bytes();
+    if (buffered_bytes_ + layout->bytes > limit) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "push buffers ", buffered_bytes_ + layout->bytes,
+          " bytes, over the shard's ", limit, " bytes of variables"));
+    }
+    it = pending_.emplace(name, Pending{}).first;
+    it->second.bytes.resize(layout->bytes);
+    buffered_bytes_ += layout->bytes;
+  }
+  Pending& pending = it->second;
+  if (absl::Status claimed = Claim(name, offset, offset + size, &pending);
+      !claimed.ok()) {
+    return claimed;
+  }
+  std::memcpy(pending.bytes.data() + offset, chunk->data().data(), size);
+  chunk->clear_data();
+  pending.received += size;
+  if (pending.received < layout->bytes) return absl::OkStatus();
+
+  // Without overlaps, all bytes received means [0, size) is tiled exactly.
+  const std::string bytes = std::move(pending.bytes);
+  buffered_bytes_ -= layout->bytes;
+  pending_.erase(it);
+  absl::Status applied = store_->Apply(job_id_, worker_, name, bytes);
+  if (applied.ok()) ++applied_;
+  return applied;
+}
+
+absl::Status PushAssembler::Claim(const std::string& name, int64_t offset,
+                                  int64_t end, Pending* pending) {
+  auto next = pending->ranges.lower_bound(offset);
+  const bool overlaps_next = next != pending->ranges.end() && next->first < end;
+  const bool overlaps_previous =
+      next != pending->ranges.begin() && std::prev(next)->second > offset;
+  if (overlaps_next || overlaps_previous) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("push chunk of '", name, "' at bytes [", offset, ", ", end,
+                     ") overlaps bytes already received"));
+  }
+  pending->ranges.emplace(offset, end);
+  return absl::OkStatus();
+}
+
+absl::Status PushAssembler::End() const {
+  if (pending_.empty()) return absl::OkStatus();
+  const auto& [name, pending] = *pending_.begin();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "push ended with '", name, "' incomplete: ", pending.received, " of its ",
+      pending.bytes.size(), " bytes arrived"));
+}
+
+}  // namespace cohort::ps

@@ -1,0 +1,64 @@
+#pragma once
+
+// Reassembles the chunks of one Push stream into whole variable updates, and
+// applies each to the store as soon as its bytes are complete: the chunks of
+// a variable must tile [0, its byte size) exactly, in any order, without
+// overlap.
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/status/status.h"
+#include "cohort/v1/ps.pb.h"
+#include "ps_server/variable_store.h"
+
+namespace cohort::ps {
+
+// One per Push stream. `store` is not owned and must outlive it. Not
+// thread-safe: a stream's reads arrive one at a time.
+class PushAssembler {
+ public:
+  // `max_chunk_bytes` bounds each chunk's data. The bytes buffered at once
+  // are bounded by the shard's variable bytes: at most one pending copy of
+  // each variable (RESOURCE_EXHAUSTED past that).
+  PushAssembler(VariableStore* store, int64_t max_chunk_bytes);
+
+  // The sender, from the stream's first message. INVALID_ARGUMENT without a
+  // job_id.
+  absl::Status Begin(const std::string& job_id, const std::string& worker);
+
+  // Takes one chunk (its data may be cleared) and applies its variable when
+  // complete. INVALID_ARGUMENT for a malformed chunk (too big, wrong total,
+  // out of range, overlapping), and the store's errors (NOT_FOUND,
+  // PERMISSION_DENIED) for a variable the sender may not push.
+  absl::Status Add(v1::TensorChunk* chunk);
+
+  // The end of the stream: INVALID_ARGUMENT naming a variable whose bytes
+  // did not all arrive.
+  absl::Status End() const;
+
+  // Variables updated so far.
+  int applied() const { return applied_; }
+
+ private:
+  struct Pending {
+    std::string bytes;                  // the variable's size, filled in
+    std::map<int64_t, int64_t> ranges;  // received [offset, end), by offset
+    int64_t received = 0;
+  };
+
+  // Fails the chunk when [offset, end) overlaps bytes already received.
+  static absl::Status Claim(const std::string& name, int64_t offset,
+                            int64_t end, Pending* pending);
+
+  VariableStore* const store_;
+  const int64_t max_chunk_bytes_;
+  std::string job_id_;
+  std::string worker_;
+  std::map<std::string, Pending> pending_;
+  int64_t buffered_bytes_ = 0;
+  int applied_ = 0;
+};
+
+}  // namespace cohort::ps

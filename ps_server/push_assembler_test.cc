@@ -1,0 +1,137 @@
+#include "ps_server/push_assembler.h"
+
+#include <cstring>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace cohort::ps {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::TensorChunk Chunk(const std::string& name, int64_t offset,
+                      const std::string& data, int64_t total) {
+  v1::TensorChunk chunk;
+  chunk.set_name(name);
+  chunk.set_offset(offset);
+  chunk.set_data(data);
+  chunk.set_total_bytes(total);
+  return chunk;
+}
+
+class PushAssemblerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    google::protobuf::RepeatedPtrField<v1::PsVariableSpec> specs;
+    v1::PsVariableSpec* w = specs.Add();
+    w->set_name("w");
+    w->add_shape(8);
+    w->add_shape(16);
+    w->set_dtype(v1::PS_INT32);  // no optimizer: a push assigns
+    v1::PsVariableSpec* b = specs.Add();
+    b->set_name("b");
+    b->add_shape(4);
+    b->set_dtype(v1::PS_INT32);
+    ASSERT_TRUE(store_.Create("job", 1, specs).ok());
+  }
+
+  std::string Value(const std::string& name) {
+    absl::StatusOr<std::vector<v1::PullResponse>> pulled =
+        store_.Pull("job", {name}, 1 << 20);
+    return pulled.ok() ? pulled->front().chunks(0).data() : "";
+  }
+
+  absl::Status Add(PushAssembler& assembler, v1::TensorChunk chunk) {
+    return assembler.Add(&chunk);
+  }
+
+  VariableStore store_;
+};
+
+TEST_F(PushAssemblerTest, ChunksInAnyOrderApplyOnceComplete) {
+  std::string value(512, '\0');
+  for (int i = 0; i < 512; ++i) value[i] = char(i * 7);
+  PushAssembler assembler(&store_, 200);
+  ASSERT_TRUE(assembler.Begin("job", "worker:0").ok());
+  ASSERT_TRUE(Add(assembler, Chunk("w", 400, value.substr(400), 512)).ok());
+  ASSERT_TRUE(Add(assembler, Chunk("w", 0, value.substr(0, 200), 512)).ok());
+  EXPECT_EQ(assembler.applied(), 0);
+  EXPECT_EQ(Value("w"), std::string(512, '\0'));
+  ASSERT_TRUE(
+      Add(assembler, Chunk("w", 200, value.substr(200, 200), 512)).ok());
+  EXPECT_EQ(assembler.applied(), 1);
+  EXPECT_EQ(Value("w"), value);
+  // A whole small variable in one chunk.
+  ASSERT_TRUE(Add(assembler, Chunk("b", 0, std::string(16, 'x'), 16)).ok());
+  EXPECT_EQ(assembler.applied(), 2);
+  EXPECT_TRUE(assembler.End().ok());
+  EXPECT_EQ(store_.updates(), 2);
+}
+
+TEST_F(PushAssemblerTest, AWrongTotalNamesBothSizesAndTheLayout) {
+  PushAssembler assembler(&store_, 1024);
+  ASSERT_TRUE(assembler.Begin("job", "").ok());
+  const absl::Status status =
+      Add(assembler, Chunk("w", 0, std::string(400, 'x'), 400));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "push of 'w': 400 bytes, the variable has 512 (shape [8,16] "
+            "int32)");
+}
+
+TEST_F(PushAssemblerTest, OversizedChunksAreRefused) {
+  PushAssembler assembler(&store_, 100);
+  ASSERT_TRUE(assembler.Begin("job", "").ok());
+  const absl::Status status =
+      Add(assembler, Chunk("w", 0, std::string(101, 'x'), 512));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("101 bytes, over the limit of 100"));
+}
+
+TEST_F(PushAssemblerTest, OverlapsAndOutOfRangeChunksAreRefused) {
+  PushAssembler assembler(&store_, 1024);
+  ASSERT_TRUE(assembler.Begin("job", "").ok());
+  ASSERT_TRUE(Add(assembler, Chunk("w", 100, std::string(100, 'x'), 512)).ok());
+  absl::Status status =
+      Add(assembler, Chunk("w", 150, std::string(10, 'x'), 512));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("overlaps"));
+  status = Add(assembler, Chunk("w", 50, std::string(51, 'x'), 512));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("overlaps"));
+  status = Add(assembler, Chunk("w", 199, std::string(2, 'x'), 512));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("overlaps"));
+  EXPECT_TRUE(Add(assembler, Chunk("w", 200, std::string(1, 'x'), 512)).ok());
+  status = Add(assembler, Chunk("w", 500, std::string(13, 'x'), 512));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("[500, 513)"));
+  status = Add(assembler, Chunk("w", -1, std::string(1, 'x'), 512));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(PushAssemblerTest, AnIncompleteVariableFailsTheEndOfTheStream) {
+  PushAssembler assembler(&store_, 1024);
+  ASSERT_TRUE(assembler.Begin("job", "").ok());
+  ASSERT_TRUE(Add(assembler, Chunk("w", 0, std::string(400, 'x'), 512)).ok());
+  const absl::Status status = assembler.End();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "push ended with 'w' incomplete: 400 of its 512 bytes arrived");
+  EXPECT_EQ(store_.updates(), 0);
+}
+
+TEST_F(PushAssemblerTest, StoreErrorsPassThrough) {
+  PushAssembler assembler(&store_, 1024);
+  EXPECT_EQ(assembler.Begin("", "").code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(assembler.Begin("job", "").ok());
+  EXPECT_EQ(Add(assembler, Chunk("nope", 0, "x", 1)).code(),
+            absl::StatusCode::kNotFound);
+  PushAssembler stranger(&store_, 1024);
+  ASSERT_TRUE(stranger.Begin("other-job", "").ok());
+  EXPECT_EQ(Add(stranger, Chunk("w", 0, "x", 512)).code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
+}  // namespace
+}  // namespace cohort::ps

@@ -1,0 +1,124 @@
+#include "ps_server/snapshot_loop.h"
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace cohort::ps {
+
+SnapshotLoop::SnapshotLoop(VariableStore* store, SnapshotDir* dir,
+                           SnapshotLoopOptions options)
+    : store_(store), dir_(dir), options_(options) {}
+
+SnapshotLoop::~SnapshotLoop() { Shutdown(); }
+
+void SnapshotLoop::Start(std::optional<SnapshotRecord> restored) {
+  absl::MutexLock lock(&mu_);
+  if (started_ || stopping_) return;
+  started_ = true;
+  last_ = std::move(restored);
+  written_generation_ = store_->generation();
+  attempted_updates_.store(store_->updates());
+  thread_ = std::thread([this] { Run(); });
+}
+
+void SnapshotLoop::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    wake_.Signal();
+  }
+  if (thread_.joinable()) thread_.join();
+  // Requests that arrived before the loop ever started.
+  std::vector<Done> left;
+  {
+    absl::MutexLock lock(&mu_);
+    left.swap(requests_);
+  }
+  for (Done& done : left) {
+    done(absl::UnavailableError("the ps shard is shutting down"));
+  }
+}
+
+bool SnapshotLoop::UpdatesDue() const {
+  if (options_.every_updates <= 0) return false;
+  return store_->updates() - attempted_updates_.load() >=
+         options_.every_updates;
+}
+
+void SnapshotLoop::NoteUpdates() {
+  if (!UpdatesDue()) return;
+  absl::MutexLock lock(&mu_);
+  wake_.Signal();
+}
+
+void SnapshotLoop::SnapshotNow(Done done) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!stopping_) {
+      requests_.push_back(std::move(done));
+      wake_.Signal();
+      return;
+    }
+  }
+  done(absl::UnavailableError("the ps shard is shutting down"));
+}
+
+std::optional<SnapshotRecord> SnapshotLoop::last() const {
+  absl::MutexLock lock(&mu_);
+  return last_;
+}
+
+void SnapshotLoop::Run() {
+  absl::MutexLock lock(&mu_);
+  absl::Time next = absl::Now() + options_.interval;
+  while (true) {
+    while (!stopping_ && requests_.empty() && !UpdatesDue() &&
+           absl::Now() < next) {
+      wake_.WaitWithDeadline(&mu_, next);
+    }
+    const bool stopping = stopping_;
+    std::vector<Done> requests;
+    requests.swap(requests_);
+    mu_.Unlock();
+    const absl::StatusOr<SnapshotRecord> result =
+        WriteIfChanged(/*force=*/!requests.empty());
+    for (Done& done : requests) done(result);
+    mu_.Lock();
+    next = absl::Now() + options_.interval;
+    if (stopping) return;
+  }
+}
+
+absl::StatusOr<SnapshotRecord> SnapshotLoop::WriteIfChanged(bool force) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (store_->generation() == written_generation_) {
+      attempted_updates_.store(store_->updates());
+      if (last_.has_value()) return *last_;
+      if (!force) {
+        return absl::FailedPreconditionError("nothing changed, none written");
+      }
+    }
+  }
+  int64_t generation = 0;
+  const v1::PsSnapshot snapshot = store_->Capture(&generation);
+  attempted_updates_.store(snapshot.updates());
+  absl::StatusOr<std::string> path = dir_->Write(snapshot);
+  if (!path.ok()) {
+    spdlog::error("ps shard {}: snapshot failed: {}", snapshot.shard_id(),
+                  path.status().ToString());
+    return path.status();
+  }
+  SnapshotRecord record{.path = *path,
+                        .updates = snapshot.updates(),
+                        .unix_ms = snapshot.unix_ms()};
+  spdlog::debug("ps shard {}: snapshot {} ({} updates, {} variables)",
+                snapshot.shard_id(), record.path, record.updates,
+                snapshot.variables_size());
+  absl::MutexLock lock(&mu_);
+  last_ = record;
+  written_generation_ = generation;
+  return record;
+}
+
+}  // namespace cohort::ps

@@ -1,0 +1,95 @@
+#pragma once
+
+// When a ps shard snapshots itself: every `interval`, or once
+// `every_updates` updates have been applied since the last attempt,
+// whichever comes first; when asked (the Snapshot RPC); and a last time on
+// shutdown. Nothing is written while the state has not changed.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "ps_server/snapshot.h"
+#include "ps_server/variable_store.h"
+
+namespace cohort::ps {
+
+struct SnapshotLoopOptions {
+  absl::Duration interval = absl::Seconds(10);
+  int64_t every_updates = 100;  // 0: by time only
+};
+
+// A snapshot on disk.
+struct SnapshotRecord {
+  std::string path;
+  int64_t updates = 0;  // the shard's `updates` it holds
+  int64_t unix_ms = 0;  // when it was taken
+};
+
+// Owns one thread between Start() and Shutdown(), which captures the store
+// and writes through `dir`. `store` and `dir` are not owned and must outlive
+// the loop. Thread-safe; callbacks run on the loop's thread without its lock
+// held.
+class SnapshotLoop {
+ public:
+  using Done = std::function<void(absl::StatusOr<SnapshotRecord>)>;
+
+  SnapshotLoop(VariableStore* store, SnapshotDir* dir,
+               SnapshotLoopOptions options);
+  ~SnapshotLoop();
+
+  SnapshotLoop(const SnapshotLoop&) = delete;
+  SnapshotLoop& operator=(const SnapshotLoop&) = delete;
+
+  // `restored` is the snapshot the store was restored from, if any: the
+  // state it holds counts as saved.
+  void Start(std::optional<SnapshotRecord> restored);
+
+  // Writes a last snapshot when the state changed, and joins. Requests made
+  // after it began get UNAVAILABLE. Idempotent.
+  void Shutdown();
+
+  // Called after updates are applied: wakes the loop once every_updates
+  // have accumulated. Cheap when no snapshot is due.
+  void NoteUpdates();
+
+  // Asks for a snapshot now. `done` gets the snapshot written, or the last
+  // one when the state has not changed since, or the error.
+  void SnapshotNow(Done done);
+
+  // The newest snapshot written or restored; unset when none.
+  std::optional<SnapshotRecord> last() const;
+
+ private:
+  void Run();
+  bool UpdatesDue() const;
+  // Captures and writes the store unless its generation is the one last
+  // written (and, when `force`, some snapshot exists).
+  absl::StatusOr<SnapshotRecord> WriteIfChanged(bool force);
+
+  VariableStore* const store_;
+  SnapshotDir* const dir_;
+  const SnapshotLoopOptions options_;
+  // The store's updates at the last attempt; read without the lock by
+  // NoteUpdates, written only by the loop's thread.
+  std::atomic<int64_t> attempted_updates_{0};
+
+  mutable absl::Mutex mu_;
+  absl::CondVar wake_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<Done> requests_ ABSL_GUARDED_BY(mu_);
+  std::optional<SnapshotRecord> last_ ABSL_GUARDED_BY(mu_);
+  int64_t written_generation_ ABSL_GUARDED_BY(mu_) = -1;
+  std::thread thread_;
+};
+
+}  // namespace cohort::ps

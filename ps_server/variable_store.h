@@ -1,0 +1,138 @@
+#pragma once
+
+// One ps shard's variables: the values, their optimizer slots, the
+// per-worker values of aggregated variables, and the counters the shard
+// reports. Pure logic; the gRPC service and the push reassembly sit on top.
+//
+// The shard belongs to one job at a time: the job with the highest
+// job_sequence that created variables here. Every call names its job, and a
+// call from any other job is refused.
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "cohort/v1/cluster.pb.h"
+#include "cohort/v1/ps.pb.h"
+#include "google/protobuf/repeated_field.h"
+
+namespace cohort::ps {
+
+struct VariableStoreOptions {
+  int shard_id = 0;  // the ps task index; named in messages
+  // Bytes of values plus optimizer slots the shard may hold, so that a
+  // create cannot exhaust the process's memory.
+  int64_t max_shard_bytes = int64_t{16} << 30;
+  // Distinct workers whose values an aggregated variable keeps.
+  int max_workers = 4096;
+};
+
+// What a push of one variable must look like.
+struct VariableLayout {
+  v1::PsDType dtype = v1::PS_DTYPE_UNSPECIFIED;
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;
+  bool aggregated = false;
+
+  // "shape [8,16] float32"
+  std::string ToString() const;
+};
+
+// Owns every variable of the shard. Thread-safe: the variable table is
+// guarded by one reader/writer lock, and each variable by its own mutex, so
+// that updates of one variable apply one at a time while other variables
+// are pulled and pushed in parallel.
+class VariableStore {
+ public:
+  explicit VariableStore(VariableStoreOptions options = {});
+  ~VariableStore();
+
+  VariableStore(const VariableStore&) = delete;
+  VariableStore& operator=(const VariableStore&) = delete;
+
+  int shard_id() const { return options_.shard_id; }
+
+  // Declares `specs` for `job_id`; returns how many did not exist before.
+  // Idempotent: an existing variable of the same job keeps its value. A
+  // higher `job_sequence` than the owner's drops the owner's variables
+  // first; a lower one is PERMISSION_DENIED. A spec that is malformed, or
+  // that differs from the existing variable of that name, is
+  // INVALID_ARGUMENT naming it; nothing is created then.
+  absl::StatusOr<int> Create(
+      const std::string& job_id, int64_t job_sequence,
+      const google::protobuf::RepeatedPtrField<v1::PsVariableSpec>& specs);
+
+  // The values of `names`, as the messages of a Pull stream: small
+  // variables batched into one message, larger ones split, with at most
+  // `max_chunk_bytes` of data per message. Each variable is read whole under
+  // its lock, so a pull never sees half an update. Aggregated variables
+  // return the aggregate of the workers' latest values (the initial value
+  // before any push). NOT_FOUND for a name the shard does not hold,
+  // PERMISSION_DENIED when another job owns the shard.
+  absl::StatusOr<std::vector<v1::PullResponse>> Pull(
+      const std::string& job_id, const std::vector<std::string>& names,
+      int64_t max_chunk_bytes) const;
+
+  // What a push of `name` must carry; errors as Pull's.
+  absl::StatusOr<VariableLayout> Layout(const std::string& job_id,
+                                        const std::string& name) const;
+
+  // Applies one whole push of `name`: the gradient through the variable's
+  // optimizer, or the new value (no optimizer), or `worker`'s value of an
+  // aggregated variable. Atomic under the variable's lock. Errors as Pull's,
+  // and INVALID_ARGUMENT when `bytes` is not the variable's size.
+  absl::Status Apply(const std::string& job_id, const std::string& worker,
+                     const std::string& name, std::string_view bytes);
+
+  // Updates applied over the shard's life (restored ones included).
+  int64_t updates() const { return updates_.load(); }
+  // `updates` as restored at start; 0 when the shard started fresh.
+  int64_t restored_updates() const { return restored_updates_.load(); }
+  // Bytes of the variables' values (slots and worker values excluded).
+  int64_t variable_bytes() const;
+  // Moves with every change of state (create, drop, update, restore): a
+  // snapshot is due when it differs from the one the last snapshot saw.
+  int64_t generation() const { return generation_.load(); }
+
+  // The shard's part of PsInfo: job, variables, bytes, updates.
+  void FillInfo(v1::PsInfo* info) const;
+
+  // A consistent copy of the whole shard, with no update half-applied, and
+  // the generation it reflects. Blocks updates while it copies.
+  v1::PsSnapshot Capture(int64_t* generation) const;
+
+  // Replaces the shard's state with `snapshot`'s. DATA_LOSS naming the
+  // variable when the snapshot is inconsistent (a value of the wrong size),
+  // FAILED_PRECONDITION when it is another shard's. The state is unchanged
+  // on error.
+  absl::Status Restore(const v1::PsSnapshot& snapshot);
+
+ private:
+  struct Variable;
+
+  // The variable `name` for `job_id`, or the error Pull documents.
+  absl::StatusOr<Variable*> Find(const std::string& job_id,
+                                 const std::string& name) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  const VariableStoreOptions options_;
+  mutable absl::Mutex mu_;
+  std::string job_id_ ABSL_GUARDED_BY(mu_);  // empty: no owner yet
+  int64_t job_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::unique_ptr<Variable>> variables_
+      ABSL_GUARDED_BY(mu_);
+  int64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // values + slots
+  std::atomic<int64_t> updates_{0};
+  std::atomic<int64_t> restored_updates_{0};
+  std::atomic<int64_t> generation_{0};
+};
+
+}  // namespace cohort::ps

@@ -1,0 +1,339 @@
+#include "ps_server/variable_store.h"
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace cohort::ps {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Specs = google::protobuf::RepeatedPtrField<v1::PsVariableSpec>;
+
+template <typename T>
+std::string Bytes(const std::vector<T>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()),
+                     values.size() * sizeof(T));
+}
+
+template <typename T>
+std::vector<T> Values(const std::string& bytes) {
+  std::vector<T> values(bytes.size() / sizeof(T));
+  std::memcpy(values.data(), bytes.data(), bytes.size());
+  return values;
+}
+
+v1::PsVariableSpec Spec(const std::string& name, std::vector<int64_t> shape,
+                        v1::PsDType dtype = v1::PS_FLOAT32) {
+  v1::PsVariableSpec spec;
+  spec.set_name(name);
+  for (int64_t dim : shape) spec.add_shape(dim);
+  spec.set_dtype(dtype);
+  return spec;
+}
+
+v1::PsVariableSpec Sgd(v1::PsVariableSpec spec, double lr) {
+  spec.mutable_optimizer()->set_kind(v1::PsOptimizer::SGD);
+  spec.mutable_optimizer()->set_learning_rate(lr);
+  return spec;
+}
+
+Specs List(std::vector<v1::PsVariableSpec> specs) {
+  Specs out;
+  for (auto& spec : specs) *out.Add() = std::move(spec);
+  return out;
+}
+
+// The whole value of one variable, put back together from Pull's chunks.
+std::string PullOne(const VariableStore& store, const std::string& job,
+                    const std::string& name, int64_t* version = nullptr) {
+  absl::StatusOr<std::vector<v1::PullResponse>> messages =
+      store.Pull(job, {name}, 1 << 20);
+  EXPECT_TRUE(messages.ok()) << messages.status();
+  std::string value;
+  if (!messages.ok()) return value;
+  for (const auto& message : *messages) {
+    for (const auto& chunk : message.chunks()) {
+      value.resize(chunk.total_bytes());
+      std::memcpy(value.data() + chunk.offset(), chunk.data().data(),
+                  chunk.data().size());
+      if (version != nullptr) *version = chunk.version();
+    }
+  }
+  return value;
+}
+
+TEST(VariableStoreTest, CreateIsIdempotentAndKeepsValues) {
+  VariableStore store({.shard_id = 2});
+  v1::PsVariableSpec w = Sgd(Spec("w", {2}), 1.0);
+  w.set_initial(Bytes<float>({1, 2}));
+  EXPECT_EQ(*store.Create("job-a", 1, List({w})), 1);
+  ASSERT_TRUE(store.Apply("job-a", "worker:0", "w", Bytes<float>({1, 1})).ok());
+
+  // Another worker's init (and a restart's) declares it again: no change.
+  EXPECT_EQ(*store.Create("job-a", 1, List({w, Spec("b", {3})})), 1);
+  int64_t version = 0;
+  EXPECT_THAT(Values<float>(PullOne(store, "job-a", "w", &version)),
+              ElementsAre(0, 1));
+  EXPECT_EQ(version, 1);
+  EXPECT_THAT(Values<float>(PullOne(store, "job-a", "b")),
+              ElementsAre(0, 0, 0));
+  EXPECT_EQ(store.updates(), 1);
+
+  v1::PsInfo info;
+  store.FillInfo(&info);
+  EXPECT_EQ(info.job_id(), "job-a");
+  EXPECT_EQ(info.num_variables(), 2);
+  EXPECT_EQ(info.variable_bytes(), 8 + 12);
+  EXPECT_EQ(info.updates(), 1);
+  ASSERT_EQ(info.variables_size(), 2);
+  EXPECT_EQ(info.variables(1).name(), "w");
+  EXPECT_EQ(info.variables(1).updates(), 1);
+  EXPECT_THAT(info.variables(1).shape(), ElementsAre(2));
+}
+
+TEST(VariableStoreTest, AMismatchedRedeclarationIsRefusedByName) {
+  VariableStore store;
+  ASSERT_TRUE(store.Create("job", 1, List({Spec("w", {8, 16})})).ok());
+  absl::StatusOr<int> created =
+      store.Create("job", 1, List({Spec("w", {8, 16}, v1::PS_FLOAT64)}));
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(created.status().message()),
+              HasSubstr("variable 'w' exists on ps shard 0 with shape [8,16] "
+                        "float32"));
+  EXPECT_THAT(std::string(created.status().message()),
+              HasSubstr("[8,16] float64"));
+  created = store.Create("job", 1, List({Spec("w", {16, 8})}));
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kInvalidArgument);
+  // Nothing of a refused request is created.
+  created = store.Create("job", 1, List({Spec("new", {1}), Spec("w", {4})}));
+  EXPECT_FALSE(created.ok());
+  EXPECT_EQ(store.Layout("job", "new").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(VariableStoreTest, MalformedSpecsAreRefused) {
+  VariableStore store;
+  auto refused = [&](v1::PsVariableSpec spec, const std::string& expected) {
+    absl::StatusOr<int> created = store.Create("job", 1, List({spec}));
+    EXPECT_EQ(created.status().code(), absl::StatusCode::kInvalidArgument)
+        << expected;
+    EXPECT_THAT(std::string(created.status().message()), HasSubstr(expected));
+  };
+  refused(Spec("", {1}), "no name");
+  refused(Spec("w", {2, 0}), "positive dimensions");
+  refused(Spec("w", {-1}), "positive dimensions");
+  refused(Spec("w", {2}, v1::PS_DTYPE_UNSPECIFIED), "dtype is required");
+  v1::PsVariableSpec short_initial = Spec("w", {4});
+  short_initial.set_initial(std::string(12, '\0'));
+  refused(short_initial, "initial has 12 bytes; shape [4] float32 has 16");
+  refused(Sgd(Spec("w", {4}), -0.5), "learning_rate");
+  v1::PsVariableSpec aggregated_sgd = Sgd(Spec("w", {4}), 0.5);
+  aggregated_sgd.set_aggregation(v1::PS_AGGREGATION_SUM);
+  refused(aggregated_sgd, "takes no optimizer");
+  refused(Sgd(Spec("w", {4}, v1::PS_INT32), 0.5), "float");
+  absl::StatusOr<int> twice =
+      store.Create("job", 1, List({Spec("w", {1}), Spec("w", {1})}));
+  EXPECT_THAT(std::string(twice.status().message()), HasSubstr("twice"));
+  EXPECT_EQ(store.Create("", 1, List({Spec("w", {1})})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(VariableStoreTest, ANewerJobReplacesTheOlderOne) {
+  VariableStore store({.shard_id = 1});
+  ASSERT_TRUE(store.Create("old", 1, List({Spec("w", {4})})).ok());
+  ASSERT_TRUE(store.Apply("old", "", "w", Bytes<float>({1, 2, 3, 4})).ok());
+
+  EXPECT_EQ(*store.Create("new", 2, List({Spec("v", {2})})), 1);
+  EXPECT_EQ(store.Layout("new", "w").status().code(),
+            absl::StatusCode::kNotFound);
+  // The old job is refused by name, for reads, writes and creates.
+  absl::Status pull = store.Pull("old", {"w"}, 1024).status();
+  EXPECT_EQ(pull.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(pull.message()), HasSubstr("'new'"));
+  EXPECT_THAT(std::string(pull.message()), HasSubstr("'old'"));
+  EXPECT_EQ(store.Apply("old", "", "v", Bytes<float>({1, 2})).code(),
+            absl::StatusCode::kPermissionDenied);
+  absl::StatusOr<int> stale = store.Create("old", 1, List({Spec("w", {4})}));
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(stale.status().message()),
+              HasSubstr("older than job 'new'"));
+  EXPECT_EQ(store.Create("other", 2, List({Spec("w", {4})})).status().code(),
+            absl::StatusCode::kPermissionDenied);
+
+  // The shard's update count spans jobs.
+  EXPECT_EQ(store.updates(), 1);
+  v1::PsInfo info;
+  store.FillInfo(&info);
+  EXPECT_EQ(info.job_id(), "new");
+  EXPECT_EQ(info.num_variables(), 1);
+}
+
+TEST(VariableStoreTest, PullErrorsNameTheVariableAndTheShard) {
+  VariableStore store({.shard_id = 3});
+  ASSERT_TRUE(store.Create("job", 1, List({Spec("w", {1})})).ok());
+  absl::Status status = store.Pull("job", {"w", "x"}, 1024).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "variable 'x' is not on ps shard 3");
+}
+
+TEST(VariableStoreTest, PullBatchesSmallVariablesAndSplitsLargeOnes) {
+  VariableStore store;
+  ASSERT_TRUE(store
+                  .Create("job", 1,
+                          List({Spec("a", {10}), Spec("b", {10}),
+                                Spec("big", {100}), Spec("c", {5})}))
+                  .ok());
+  // 40 + 40 bytes share a message of at most 128; big (400) takes four
+  // chunks of 128, 128, 128, 16; c (20) joins big's last.
+  absl::StatusOr<std::vector<v1::PullResponse>> messages =
+      store.Pull("job", {"a", "b", "big", "c"}, 128);
+  ASSERT_TRUE(messages.ok()) << messages.status();
+  std::vector<std::vector<std::string>> layout;
+  for (const auto& message : *messages) {
+    int64_t bytes = 0;
+    std::vector<std::string> chunks;
+    for (const auto& chunk : message.chunks()) {
+      chunks.push_back(absl::StrCat(chunk.name(), "@", chunk.offset(), "+",
+                                    chunk.data().size(), "/",
+                                    chunk.total_bytes()));
+      bytes += chunk.data().size();
+    }
+    EXPECT_LE(bytes, 128);
+    layout.push_back(chunks);
+  }
+  EXPECT_THAT(layout, ElementsAre(ElementsAre("a@0+40/40", "b@0+40/40"),
+                                  ElementsAre("big@0+128/400"),
+                                  ElementsAre("big@128+128/400"),
+                                  ElementsAre("big@256+128/400"),
+                                  ElementsAre("big@384+16/400", "c@0+20/20")));
+}
+
+TEST(VariableStoreTest, AggregatedVariablesCombineTheWorkersLatestValues) {
+  VariableStore store;
+  v1::PsVariableSpec sum = Spec("sum", {2});
+  sum.set_aggregation(v1::PS_AGGREGATION_SUM);
+  sum.set_initial(Bytes<float>({9, 9}));
+  v1::PsVariableSpec mean = Spec("mean", {2}, v1::PS_INT64);
+  mean.set_aggregation(v1::PS_AGGREGATION_MEAN);
+  v1::PsVariableSpec first = Spec("first", {1}, v1::PS_FLOAT64);
+  first.set_aggregation(v1::PS_AGGREGATION_ONLY_FIRST_WORKER);
+  ASSERT_TRUE(store.Create("job", 1, List({sum, mean, first})).ok());
+
+  // Before any push: the initial value.
+  EXPECT_THAT(Values<float>(PullOne(store, "job", "sum")), ElementsAre(9, 9));
+
+  ASSERT_TRUE(store.Apply("job", "worker:1", "sum", Bytes<float>({1, 2})).ok());
+  ASSERT_TRUE(
+      store.Apply("job", "worker:0", "sum", Bytes<float>({10, 20})).ok());
+  // A worker's later push replaces its earlier value.
+  ASSERT_TRUE(store.Apply("job", "worker:1", "sum", Bytes<float>({3, 4})).ok());
+  int64_t version = 0;
+  EXPECT_THAT(Values<float>(PullOne(store, "job", "sum", &version)),
+              ElementsAre(13, 24));
+  EXPECT_EQ(version, 3);
+
+  ASSERT_TRUE(
+      store.Apply("job", "worker:0", "mean", Bytes<int64_t>({10, -3})).ok());
+  ASSERT_TRUE(
+      store.Apply("job", "worker:1", "mean", Bytes<int64_t>({20, -4})).ok());
+  EXPECT_THAT(Values<int64_t>(PullOne(store, "job", "mean")),
+              ElementsAre(15, -3));
+
+  ASSERT_TRUE(store.Apply("job", "worker:2", "first", Bytes<double>({2})).ok());
+  ASSERT_TRUE(
+      store.Apply("job", "chief:0", "first", Bytes<double>({1.5})).ok());
+  EXPECT_THAT(Values<double>(PullOne(store, "job", "first")), ElementsAre(1.5));
+
+  const absl::Status anonymous =
+      store.Apply("job", "", "sum", Bytes<float>({1, 1}));
+  EXPECT_EQ(anonymous.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(anonymous.message()), HasSubstr("names no worker"));
+}
+
+TEST(VariableStoreTest, ApplyRefusesTheWrongSize) {
+  VariableStore store;
+  ASSERT_TRUE(store.Create("job", 1, List({Spec("w", {8, 16})})).ok());
+  const absl::Status status =
+      store.Apply("job", "", "w", std::string(400, '\0'));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "push of 'w': 400 bytes, the variable has 512 (shape [8,16] "
+            "float32)");
+}
+
+TEST(VariableStoreTest, ConcurrentPushesToOneVariableAllApply) {
+  VariableStore store;
+  ASSERT_TRUE(store.Create("job", 1, List({Sgd(Spec("w", {64}), 1.0)})).ok());
+  const std::string gradient = Bytes(std::vector<float>(64, -1.0f));
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 4; ++t) {
+    workers.emplace_back([&] {
+      for (int i = 0; i < 250; ++i) {
+        EXPECT_TRUE(store.Apply("job", "", "w", gradient).ok());
+      }
+    });
+  }
+  for (auto& worker : workers) worker.join();
+  // Every update applied whole: each element moved by exactly 1000.
+  EXPECT_THAT(Values<float>(PullOne(store, "job", "w")),
+              ::testing::Each(1000.0f));
+  EXPECT_EQ(store.updates(), 1000);
+}
+
+TEST(VariableStoreTest, CaptureAndRestoreRoundTrip) {
+  VariableStore store({.shard_id = 1});
+  v1::PsVariableSpec adam = Spec("adam", {3});
+  adam.mutable_optimizer()->set_kind(v1::PsOptimizer::ADAM);
+  adam.mutable_optimizer()->set_learning_rate(0.1);
+  v1::PsVariableSpec agg = Spec("agg", {1});
+  agg.set_aggregation(v1::PS_AGGREGATION_MEAN);
+  ASSERT_TRUE(store.Create("job", 7, List({adam, agg})).ok());
+  ASSERT_TRUE(store.Apply("job", "", "adam", Bytes<float>({1, 2, 3})).ok());
+  ASSERT_TRUE(store.Apply("job", "worker:0", "agg", Bytes<float>({4})).ok());
+
+  int64_t generation = 0;
+  const v1::PsSnapshot snapshot = store.Capture(&generation);
+  EXPECT_EQ(generation, store.generation());
+  EXPECT_EQ(snapshot.updates(), 2);
+
+  VariableStore restored({.shard_id = 1});
+  ASSERT_TRUE(restored.Restore(snapshot).ok());
+  EXPECT_EQ(restored.restored_updates(), 2);
+  EXPECT_EQ(restored.updates(), 2);
+  EXPECT_EQ(PullOne(restored, "job", "adam"), PullOne(store, "job", "adam"));
+  EXPECT_EQ(PullOne(restored, "job", "agg"), PullOne(store, "job", "agg"));
+  // The optimizer state came along: the next step matches the original's.
+  ASSERT_TRUE(store.Apply("job", "", "adam", Bytes<float>({1, 1, 1})).ok());
+  ASSERT_TRUE(restored.Apply("job", "", "adam", Bytes<float>({1, 1, 1})).ok());
+  EXPECT_EQ(PullOne(restored, "job", "adam"), PullOne(store, "job", "adam"));
+  // The sequence came along too.
+  EXPECT_EQ(restored.Create("older", 6, List({})).status().code(),
+            absl::StatusCode::kPermissionDenied);
+
+  VariableStore other_shard({.shard_id = 0});
+  EXPECT_EQ(other_shard.Restore(snapshot).code(),
+            absl::StatusCode::kFailedPrecondition);
+  v1::PsSnapshot broken = snapshot;
+  broken.mutable_variables(0)->mutable_value()->pop_back();
+  EXPECT_EQ(restored.Restore(broken).code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(VariableStoreTest, TheShardLimitBoundsCreates) {
+  VariableStore store({.max_shard_bytes = 1000});
+  v1::PsVariableSpec adam = Spec("w", {100});
+  adam.mutable_optimizer()->set_kind(v1::PsOptimizer::ADAM);
+  adam.mutable_optimizer()->set_learning_rate(0.1);
+  // 400 bytes of value plus 800 of m and v.
+  EXPECT_EQ(store.Create("job", 1, List({adam})).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(store.Create("job", 1, List({Spec("w", {100})})).ok());
+}
+
+}  // namespace
+}  // namespace cohort::ps
