@@ -90,24 +90,6 @@ namespace {
 // CentralStorage keeps the one copy of the variables in one agent's memory,
 // so it runs on exactly one agent; in a cluster of several it would leave
 // all but one idle, which is never what was meant.
-absl::Status CheckCentralStorage(const ClusterSpec& cluster,
-                                 const v1::JobSpec& spec) {
-  if (spec.strategy() != v1::CENTRAL_STORAGE) return absl::OkStatus();
-  std::vector<std::string> agents;
-  for (const TaskId& task : cluster.tasks()) {
-    if (task.type == kChief || task.type == kWorker) {
-      agents.push_back(task.ToString());
-    }
-  }
-  if (agents.size() <= 1) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "strategy CentralStorage runs on exactly one agent, and the cluster "
-      "has ",
-      agents.size(), " (", absl::StrJoin(agents, ", "),
-      "); use MultiWorkerMirrored to train on several agents, or a cluster "
-      "spec with one chief or worker"));
-}
-
 int SpentRestarts(const v1::JobStatus& status) {
   return static_cast<int>(
       std::count_if(status.restarts().begin(), status.restarts().end(),
@@ -134,9 +116,6 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
   if (JobTasks(spec).empty()) {
     return absl::FailedPreconditionError(
         "the cluster has no chief or worker task to run a job on");
-  }
-  if (absl::Status one = CheckCentralStorage(spec_, spec); !one.ok()) {
-    return one;
   }
   if (spec.strategy() == v1::PARAMETER_SERVER && PsTasks().empty()) {
     return absl::FailedPreconditionError(

@@ -195,5 +195,44 @@ TEST_F(JobManagerTest, RestoredTableKeepsJobsAndResumesTheActiveOne) {
   EXPECT_EQ(restored.Restore("{", now_).code(), absl::StatusCode::kDataLoss);
 }
 
+TEST_F(JobManagerTest, CentralStorageRunsOnOneAgent) {
+  v1::JobSpec spec = GoodSpec();
+  spec.set_strategy(v1::CENTRAL_STORAGE);
+  // Like Mirrored, it takes the first agent of a larger cluster.
+  const std::string first = SubmitAndPlace(spec);
+  EXPECT_EQ(manager_.Get(first)->placement_size(), 1);
+  EXPECT_EQ(manager_.Get(first)->num_replicas(), 2);
+  ASSERT_TRUE(manager_.Cancel(first, now_).ok());
+
+  const ClusterSpec one_agent = *ClusterSpec::FromJson(
+      R"({"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:3"]}})");
+  JobManager cpu(one_agent, {.checkpoint_root = "/ckpt"});
+  absl::StatusOr<std::string> id = cpu.Submit(spec, now_);
+  ASSERT_TRUE(id.ok()) << id.status();
+  cpu.Tick({{.task = {"chief", 0}, .state = v1::READY, .num_devices = 2}},
+           now_);
+  const v1::AgentJobAssignment assignment =
+      cpu.Sync(Report("chief", "", 0, v1::AgentJobReport::IDLE), now_)
+          .assignment();
+  EXPECT_EQ(assignment.job_id(), *id);
+  EXPECT_EQ(assignment.num_nodes(), 1);
+  EXPECT_EQ(assignment.num_replicas(), 2);
+  EXPECT_EQ(assignment.spec().strategy(), v1::CENTRAL_STORAGE);
+
+  // Two GPUs would both have to read one copy in host memory.
+  JobManager gpus(one_agent, {.checkpoint_root = "/ckpt"});
+  id = gpus.Submit(spec, now_);
+  ASSERT_TRUE(id.ok()) << id.status();
+  gpus.Tick({{.task = {"chief", 0},
+              .state = v1::READY,
+              .num_devices = 2,
+              .cuda = true,
+              .nccl = true}},
+            now_);
+  EXPECT_EQ(gpus.Get(*id)->state(), v1::JOB_FAILED);
+  EXPECT_THAT(gpus.Get(*id)->error(),
+              HasSubstr("CentralStorage over 2 CUDA devices is not supported"));
+}
+
 }  // namespace
 }  // namespace cohort::coordinator

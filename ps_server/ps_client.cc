@@ -450,6 +450,7 @@ absl::Status PsClient::AwaitShard(Shard& shard,
                                   absl::Status last_error) {
   absl::Duration backoff = options_.initial_backoff;
   for (;;) {
+    COHORT_RETURN_IF_ERROR(Stopped());
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) {
       return absl::UnavailableError(absl::StrCat(
@@ -457,15 +458,24 @@ absl::Status PsClient::AwaitShard(Shard& shard,
           " did not come back within ", Seconds(options_.recovery_timeout),
           ": ", last_error.message()));
     }
-    COHORT_RETURN_IF_ERROR(Backoff(std::min(backoff, left)));
-    backoff = std::min(backoff * 2, options_.max_backoff);
-    const absl::Duration timeout = std::clamp(
-        deadline - absl::Now(), absl::Milliseconds(100), options_.rpc_timeout);
-    const absl::Status status = CreateOnce(shard, request, timeout);
+    // Wait for a connection, one window at a time so that Shutdown() is
+    // seen. Waiting here is also what drives the reconnection: a call that
+    // fails fast leaves no thread polling the connection attempt, which then
+    // completes only when gRPC's backup poller (every 5 s) looks at it.
+    const absl::Duration window = std::min(left, options_.max_backoff);
+    if (!shard.connection.channel()->WaitForConnected(
+            absl::ToChronoTime(absl::Now() + window))) {
+      continue;
+    }
+    const absl::Status status =
+        CreateOnce(shard, request, options_.rpc_timeout);
     if (status.ok()) return status;
     if (!Retryable(shard, status)) return Named(shard, status);
-    spdlog::warn("DEBUGPROBE {}", status.ToString());
     last_error = status;
+    // Connected, yet refused as unavailable (a shard shutting down, say).
+    COHORT_RETURN_IF_ERROR(
+        Backoff(std::min(backoff, deadline - absl::Now())));
+    backoff = std::min(backoff * 2, options_.max_backoff);
   }
 }
 

@@ -10,8 +10,8 @@
 // over that:
 //
 //   - A call that finds a shard UNAVAILABLE (or times out before it could
-//     connect) waits for it with capped exponential backoff, for at most
-//     `recovery_timeout`, probing it with CreateVariables, which also
+//     connect) waits for it to accept connections again, for at most
+//     `recovery_timeout`, then probes it with CreateVariables, which also
 //     recreates this client's variables there when the shard came back
 //     without a snapshot. Then UNAVAILABLE "ps:1 at HOST:PORT did not come
 //     back within 60s: <last error>".
@@ -64,11 +64,18 @@ struct PsClientOptions {
   int64_t job_sequence = 0;
   std::string worker;  // "worker:1": keys aggregated pushes, names messages
   rpc::Security security;
-  int64_t max_chunk_bytes = 4 << 20;         // data per Push message
+  // Data per Push message; at most the shards' --max_chunk_bytes, which
+  // bounds what they accept in one chunk.
+  int64_t max_chunk_bytes = 4 << 20;
   absl::Duration rpc_timeout = absl::Seconds(30);  // each RPC, whole stream
+  // How long a shard may stay unavailable, from the first failure, before
+  // the call gives up (the last probe may add up to rpc_timeout).
   absl::Duration recovery_timeout = absl::Seconds(60);
-  // Backoff between probes of an unavailable shard: doubles from the first
-  // to the cap.
+  // A shard found unavailable is waited for: the channel reconnects with
+  // gRPC's backoff (100 ms doubling to 1 s, rpc/channel.cc) while the call
+  // waits for it, max_backoff at a time (so Shutdown() is seen that fast),
+  // then probes it with CreateVariables. A probe refused as unavailable is
+  // retried after a backoff doubling from initial_backoff to max_backoff.
   absl::Duration initial_backoff = absl::Milliseconds(50);
   absl::Duration max_backoff = absl::Seconds(1);
 };
@@ -139,8 +146,9 @@ class PsClient {
   uint64_t incarnation(int shard) const;
   int num_shards() const { return static_cast<int>(shards_.size()); }
 
-  // Stops waiting for unavailable shards: calls waiting fail CANCELLED, and
-  // so do later ones. RPCs in flight end within rpc_timeout. Idempotent.
+  // Stops waiting for unavailable shards: calls waiting fail CANCELLED
+  // within max_backoff, and later calls at once. RPCs in flight end within
+  // rpc_timeout. Idempotent.
   void Shutdown();
 
  private:

@@ -7,6 +7,7 @@
 #include "common/file_util.h"
 #include "rpc/status_conversion.h"
 #include "spdlog/spdlog.h"
+#include "worker_agent/ps_job_runner.h"
 
 namespace cohort::agent {
 
@@ -59,7 +60,8 @@ void JobAgent::Run() {
 void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
   const bool same = runner_ != nullptr &&
                     runner_->assignment().job_id() == assignment.job_id() &&
-                    runner_->assignment().attempt() == assignment.attempt();
+                    runner_->assignment().attempt() == assignment.attempt() &&
+                    runner_->assignment().group() == assignment.group();
   if (same) return;
   if (runner_ != nullptr) {
     const v1::AgentJobAssignment& old = runner_->assignment();
@@ -77,7 +79,7 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
     runner_.reset();  // joins
   }
   if (assignment.job_id().empty()) return;
-  runner_ = std::make_unique<JobRunner>(RunnerOptions{
+  RunnerOptions runner{
       .assignment = assignment,
       .devices = options_.devices,
       .coordinator = options_.coordinator,
@@ -85,7 +87,13 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
       .peer_listen_host = options_.peer_listen_host,
       .fetch_library = [this](const std::string& digest) {
         return FetchLibrary(digest);
-      }});
+      }};
+  if (assignment.spec().strategy() == v1::PARAMETER_SERVER) {
+    runner.task = options_.task;
+    runner_ = std::make_unique<PsJobRunner>(std::move(runner));
+  } else {
+    runner_ = std::make_unique<JobRunner>(std::move(runner));
+  }
   runner_->Start();
 }
 

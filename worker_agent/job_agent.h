@@ -14,6 +14,7 @@
 #include "cohort/v1/job.grpc.pb.h"
 #include "common/cluster_spec.h"
 #include "rpc/channel.h"
+#include "worker_agent/attempt_runner.h"
 #include "worker_agent/job_runner.h"
 
 namespace cohort::agent {
@@ -48,7 +49,7 @@ class JobAgent {
   std::unique_ptr<v1::JobControl::Stub> stub_;
   absl::Notification stop_;
   std::thread thread_;
-  std::unique_ptr<JobRunner> runner_;  // only the loop thread touches it
+  std::unique_ptr<AttemptRunner> runner_;  // only the loop thread touches it
 };
 
 }  // namespace cohort::agent

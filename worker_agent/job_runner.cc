@@ -7,57 +7,16 @@
 #include "collective/transports/grpc_transport.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
-#include "worker_agent/record_dataset.h"
+#include "worker_agent/job_inputs.h"
 #ifdef COHORT_HAVE_NCCL
 #include "collective/nccl/nccl_communicator.h"
 #endif
 
 namespace cohort::agent {
-namespace {
 
-// Peers that vanish or abort make a retryable failure; anything else a
-// collective reports (mismatched calls, bad arguments) is the job's own.
-bool IsPeerFailure(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kAborted:
-    case absl::StatusCode::kDeadlineExceeded:
-    case absl::StatusCode::kCancelled:
-      return true;
-    default:
-      return false;
-  }
-}
-
-class InputContextImpl final : public InputContext {
- public:
-  InputContextImpl(const v1::AgentJobAssignment& a, const JobInfo& job)
-      : assignment_(a), job_(job) {}
-
-  int input_pipeline_id() const override { return assignment_.node(); }
-  int num_input_pipelines() const override { return assignment_.num_nodes(); }
-  int num_replicas_in_sync() const override {
-    return assignment_.num_replicas();
-  }
-  int64_t per_replica_batch_size(int64_t global) const override {
-    return global / assignment_.num_replicas();
-  }
-  uint64_t seed() const override { return job_.seed; }
-  const std::string& config_json() const override { return job_.config_json; }
-  absl::StatusOr<std::unique_ptr<Dataset>> OpenRecordFiles(
-      const std::vector<std::string>& files,
-      DatasetOptions options) const override {
-    return agent::OpenRecordFiles(files, options);
-  }
-
- private:
-  const v1::AgentJobAssignment& assignment_;
-  const JobInfo& job_;
-};
-
-}  // namespace
-
-JobRunner::JobRunner(RunnerOptions options) : options_(std::move(options)) {
+JobRunner::JobRunner(RunnerOptions options)
+    : options_(std::move(options)),
+      central_(options_.assignment.local_replicas()) {
   const v1::JobSpec& spec = options_.assignment.spec();
   job_.steps = spec.steps();
   job_.global_batch_size = spec.global_batch_size();
@@ -69,6 +28,9 @@ JobRunner::JobRunner(RunnerOptions options) : options_(std::move(options)) {
     job_.collective_timeout = absl::Milliseconds(spec.collective_timeout_ms());
   }
   steps_done_.assign(options_.assignment.local_replicas(), 0);
+  // Sized once, before Report() can look: entries are filled under mu_.
+  replicas_.resize(options_.assignment.local_replicas());
+  comm_owners_.resize(options_.assignment.local_replicas());
   rate_time_ = absl::Now();
 }
 
@@ -96,6 +58,7 @@ void JobRunner::Abort(const absl::Status& status) {
   }
   for (collective::Communicator* comm : comms) comm->Abort(status);
   merge_.Abort(status);
+  central_.Abort(status);
 }
 
 void JobRunner::Fail(const absl::Status& status, bool permanent) {
@@ -141,6 +104,7 @@ v1::AgentJobReport JobRunner::Report() const {
   v1::AgentJobReport report;
   report.set_job_id(options_.assignment.job_id());
   report.set_attempt(options_.assignment.attempt());
+  report.set_group(options_.assignment.group());
   absl::MutexLock lock(&mu_);
   report.set_state(state_);
   report.set_step(*std::min_element(steps_done_.begin(), steps_done_.end()));
@@ -160,43 +124,16 @@ v1::AgentJobReport JobRunner::Report() const {
 
 absl::Status JobRunner::Prepare() {
   const v1::AgentJobAssignment& a = options_.assignment;
-  const v1::JobSpec& spec = a.spec();
-  absl::StatusOr<std::string> path = options_.fetch_library(spec.library_digest());
-  if (!path.ok()) return path.status();
-  absl::StatusOr<StepFunctions> functions = LoadStepLibrary(
-      *path, spec.library_name().empty() ? *path : spec.library_name(),
-      spec.init_fn(), spec.step_fn(), spec.dataset_fn());
-  if (!functions.ok()) return functions.status();
-  functions_ = *functions;
-  if (functions_.dataset != nullptr) {
-    InputContextImpl input(a, job_);
-    absl::StatusOr<std::unique_ptr<Dataset>> dataset =
-        functions_.dataset(input);
-    if (!dataset.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("dataset function \"", spec.dataset_fn(),
-                       "\" failed: ", dataset.status().message()));
-    }
-    if (*dataset == nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "dataset function \"", spec.dataset_fn(), "\" returned no dataset"));
-    }
-    absl::StatusOr<std::unique_ptr<InputPipeline>> pipeline =
-        InputPipeline::Create(*std::move(dataset), a.node(), a.num_nodes(),
-                              a.local_replicas(), spec.global_batch_size(),
-                              spec.seed());
-    if (!pipeline.ok()) return pipeline.status();
-    pipeline_ = *std::move(pipeline);
-    spdlog::info("job {}: input pipeline {} of {}: {}", a.job_id(), a.node(),
-                 a.num_nodes(), pipeline_->description());
-  }
-  for (int index : a.device_indices()) {
-    if (index < 0 || index >= static_cast<int>(options_.devices.size())) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the job was assigned device ", index, ", and this agent has ",
-          options_.devices.size()));
-    }
-  }
+  absl::StatusOr<JobInputs> inputs = LoadJobInputs(
+      options_, job_,
+      {.pipeline = a.node(),
+       .num_pipelines = a.num_nodes(),
+       .replicas_in_sync = a.num_replicas(),
+       .local_batches = a.local_replicas(),
+       .global_batch_size = a.spec().global_batch_size()});
+  if (!inputs.ok()) return inputs.status();
+  functions_ = inputs->functions;
+  pipeline_ = std::move(inputs->pipeline);
   return absl::OkStatus();
 }
 
@@ -207,7 +144,12 @@ void JobRunner::Run() {
                a.first_rank(), a.first_rank() + a.local_replicas() - 1,
                a.num_replicas(), v1::Communication_Name(a.communication()));
   if (absl::Status prepared = Prepare(); !prepared.ok()) {
-    Fail(prepared, /*permanent=*/true);
+    Fail(prepared, /*permanent=*/!IsPeerFailure(prepared));
+    absl::MutexLock lock(&mu_);
+    state_ = v1::AgentJobReport::FAILED;
+    return;
+  }
+  if (aborted_) {
     absl::MutexLock lock(&mu_);
     state_ = v1::AgentJobReport::FAILED;
     return;
@@ -217,8 +159,6 @@ void JobRunner::Run() {
   if (a.communication() == v1::COMMUNICATION_HIERARCHICAL) {
     hub_ = std::make_unique<collective::LocalHub>(a.local_replicas());
   }
-  replicas_.resize(a.local_replicas());
-  comm_owners_.resize(a.local_replicas());
   std::vector<std::thread> threads;
   for (int local = 0; local < a.local_replicas(); ++local) {
     threads.emplace_back([this, local] { RunReplica(local); });
@@ -320,6 +260,7 @@ void JobRunner::RunReplica(int local) {
     }
   } stream_guard{device};
 
+  if (aborted_) return;
   absl::StatusOr<std::unique_ptr<collective::Communicator>> comm =
       Connect(local);
   if (!comm.ok()) {
@@ -334,7 +275,8 @@ void JobRunner::RunReplica(int local) {
     comm_owners_[local] = *std::move(comm);
     comms_.push_back(comm_owners_[local].get());
     replicas_[local] = std::make_unique<ReplicaContextImpl>(
-        &job_, replica, local, device, comm_owners_[local].get(), &merge_);
+        &job_, replica, local, device, comm_owners_[local].get(), &merge_,
+        spec.strategy() == v1::CENTRAL_STORAGE ? &central_ : nullptr);
   }
   if (aborted_) comm_owners_[local]->Abort(absl::AbortedError("aborted"));
   ReplicaContextImpl& ctx = *replicas_[local];

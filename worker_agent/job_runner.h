@@ -21,7 +21,9 @@
 #include "collective/communicator.h"
 #include "collective/store.h"
 #include "collective/transports/local_transport.h"
+#include "common/cluster_spec.h"
 #include "rpc/security.h"
+#include "worker_agent/attempt_runner.h"
 #include "worker_agent/input_pipeline.h"
 #include "worker_agent/replica_context.h"
 #include "worker_agent/step_library.h"
@@ -39,26 +41,27 @@ struct RunnerOptions {
   rpc::Security security;        // for the store and the peer servers
   std::string peer_listen_host;  // where this agent's peer servers bind
   LibraryFetcher fetch_library;
+  TaskId task;  // this agent's; ParameterServer executors name themselves
 };
 
 // Owns its threads between Start() and destruction. Report() and Abort()
 // are thread-safe.
-class JobRunner {
+class JobRunner final : public AttemptRunner {
  public:
   explicit JobRunner(RunnerOptions options);
   // Aborts if still running, and joins.
-  ~JobRunner();
+  ~JobRunner() override;
 
-  const v1::AgentJobAssignment& assignment() const {
+  const v1::AgentJobAssignment& assignment() const override {
     return options_.assignment;
   }
 
-  void Start();
-  // Ends the attempt: communicators fail with `status`, replicas stop at
-  // their next step or collective.
-  void Abort(const absl::Status& status);
-  v1::AgentJobReport Report() const;
-  bool done() const;
+  void Start() override;
+  // Communicators fail with `status`, replicas stop at their next step or
+  // collective.
+  void Abort(const absl::Status& status) override;
+  v1::AgentJobReport Report() const override;
+  bool done() const override;
 
  private:
   void Run();
@@ -74,6 +77,7 @@ class JobRunner {
   StepFunctions functions_;
   std::unique_ptr<InputPipeline> pipeline_;
   LocalMerge merge_;
+  CentralStorage central_;  // used by CENTRAL_STORAGE jobs only
   std::unique_ptr<collective::Store> store_;
   std::unique_ptr<collective::LocalHub> hub_;  // hierarchical: this agent's
   std::vector<std::unique_ptr<collective::Communicator>> comm_owners_;

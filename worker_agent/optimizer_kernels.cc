@@ -63,6 +63,8 @@ void Update(OptimizerKind kind, bool nesterov, const Coefficients<T>& c, T* var,
         var[i] -= c.lr_t * m[i] / (std::sqrt(v[i]) + c.epsilon);
       }
       break;
+    case OptimizerKind::kAdagrad:  // refused by create_optimizer
+      break;
   }
 }
 
@@ -106,6 +108,8 @@ int SlotCount(OptimizerKind kind) {
       return 1;
     case OptimizerKind::kAdam:
       return 2;
+    case OptimizerKind::kAdagrad:
+      return -1;
   }
   return -1;
 }

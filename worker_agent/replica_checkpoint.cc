@@ -56,6 +56,9 @@ absl::Status ReplicaContextImpl::BroadcastHost(void* host, size_t count,
 }
 
 absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
+  // Central storage: replica 0 may restore into the one copy only once no
+  // replica's init function can still be reading it.
+  if (central_ != nullptr) COHORT_RETURN_IF_ERROR(CentralBarrier());
   // Replica 0 says whether there is a checkpoint, and from which step.
   int64_t header[2] = {0, 0};
   std::map<std::string, SavedTensor> saved;
@@ -106,9 +109,13 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
   }
   COHORT_RETURN_IF_ERROR(BroadcastHost(header, 2, DType::kInt64, 0));
 
+  // Under central storage ON_WRITE variables and slots are one copy already:
+  // only ON_READ variables, per replica by definition, need the broadcast.
+  const bool mirrored = central_ == nullptr;
   for (auto& variable : variables_) {
     const VariableOptions& vo = variable->options();
     if (vo.sync == VariableSync::kOnRead && header[0] == 0) continue;
+    if (vo.sync == VariableSync::kOnWrite && !mirrored) continue;
     COHORT_RETURN_IF_ERROR(broadcast(variable->tensor(), 0));
     if (vo.sync == VariableSync::kOnRead &&
         vo.aggregation == Aggregation::kSum && replica_id_ != 0) {
@@ -122,9 +129,10 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
   for (auto& optimizer : optimizers_) {
     for (const auto& slots : optimizer->slots()) {
       for (const auto& slot : slots) {
-        COHORT_RETURN_IF_ERROR(broadcast(slot->tensor(), 0));
+        if (mirrored) COHORT_RETURN_IF_ERROR(broadcast(slot->tensor(), 0));
       }
     }
+    // Every replica counts the updates (Adam's t), central or not.
     COHORT_RETURN_IF_ERROR(
         BroadcastHost(&optimizer->iterations(), 1, DType::kInt64, 0));
   }

@@ -67,13 +67,15 @@ void LocalMerge::Abort(const absl::Status& status) {
 ReplicaContextImpl::ReplicaContextImpl(const JobInfo* job, int replica_id,
                                        int local_index, Device device,
                                        collective::Communicator* comm,
-                                       LocalMerge* merge)
+                                       LocalMerge* merge,
+                                       CentralStorage* central)
     : job_(job),
       replica_id_(replica_id),
       local_index_(local_index),
       device_(device),
       comm_(comm),
-      merge_(merge) {}
+      merge_(merge),
+      central_(central) {}
 
 ReplicaContextImpl::~ReplicaContextImpl() = default;
 
@@ -98,21 +100,53 @@ absl::StatusOr<Variable*> ReplicaContextImpl::create_variable(
           "create_variable \"", options.name, "\": negative dimension ", d));
     }
   }
-  VariableOptions saved = options;
-  size_t count = 1;
-  for (int64_t d : options.shape) count *= static_cast<size_t>(d);
-  const size_t bytes = count * DTypeSize(options.dtype);
-  absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(device_, bytes);
-  if (!buffer.ok()) return buffer.status();
-  auto variable =
-      std::make_unique<VariableImpl>(std::move(saved), *std::move(buffer));
-  if (initial != nullptr) {
-    absl::Status copied =
-        CopyToDevice(device_, variable->tensor().data, initial, bytes);
-    if (!copied.ok()) return copied;
-  }
+  COHORT_ASSIGN_OR_RETURN(std::unique_ptr<VariableImpl> variable,
+                          NewVariable(options, initial));
   variables_.push_back(std::move(variable));
   return variables_.back().get();
+}
+
+absl::StatusOr<std::unique_ptr<VariableImpl>> ReplicaContextImpl::NewVariable(
+    VariableOptions options, const void* initial) {
+  size_t bytes = DTypeSize(options.dtype);
+  for (int64_t d : options.shape) bytes *= static_cast<size_t>(d);
+  const bool shared =
+      central_ != nullptr && options.sync == VariableSync::kOnWrite;
+  if (shared && local_index_ != 0) {
+    // Replica 0's value is the value, as a mirrored variable's starting
+    // value would be replaced by replica 0's: `initial` goes unused.
+    absl::StatusOr<SharedBuffer> buffer =
+        central_->Await(shared_, absl::Now() + job_->collective_timeout);
+    if (!buffer.ok()) return Collective(buffer.status());
+    if (buffer->name != options.name || buffer->bytes != bytes) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "central storage: replica ", replica_id_, " created \"", options.name,
+          "\" (", bytes, " bytes) where local replica 0 created \"",
+          buffer->name, "\" (", buffer->bytes,
+          " bytes); every replica must create the same variables in the "
+          "same order"));
+    }
+    ++shared_;
+    return std::make_unique<VariableImpl>(std::move(options), buffer->data);
+  }
+  if (shared && device_.is_cuda() && job_->num_replicas > 1) {
+    // The one copy would have to sit in host memory that every GPU maps.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "central storage over ", job_->num_replicas,
+        " CUDA devices is not supported: the variables can live on the "
+        "agent's only GPU (devices_per_agent=1), or use Mirrored"));
+  }
+  COHORT_ASSIGN_OR_RETURN(DeviceBuffer buffer,
+                          DeviceBuffer::Allocate(device_, bytes));
+  if (initial != nullptr) {
+    COHORT_RETURN_IF_ERROR(
+        CopyToDevice(device_, buffer.data(), initial, bytes));
+  }
+  if (shared) {
+    central_->Publish({options.name, buffer.data(), bytes});
+    ++shared_;
+  }
+  return std::make_unique<VariableImpl>(std::move(options), std::move(buffer));
 }
 
 Variable* ReplicaContextImpl::find_variable(std::string_view name) {
@@ -124,6 +158,12 @@ Variable* ReplicaContextImpl::find_variable(std::string_view name) {
 
 absl::StatusOr<Optimizer*> ReplicaContextImpl::create_optimizer(
     const OptimizerOptions& options, std::vector<Variable*> variables) {
+  if (options.kind == OptimizerKind::kAdagrad) {
+    return absl::InvalidArgumentError(
+        "create_optimizer: Adagrad is applied by parameter servers, under "
+        "ParameterServer; the mirrored strategies offer SGD, momentum and "
+        "Adam");
+  }
   std::vector<VariableImpl*> owned;
   std::vector<std::vector<std::unique_ptr<VariableImpl>>> slots;
   for (Variable* variable : variables) {
@@ -145,11 +185,9 @@ absl::StatusOr<Optimizer*> ReplicaContextImpl::create_optimizer(
     for (int s = 0; s < SlotCount(options.kind); ++s) {
       VariableOptions slot = vo;
       slot.name = absl::StrCat(vo.name, "/", SlotName(options.kind, s));
-      absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(
-          device_, impl->count() * DTypeSize(vo.dtype));
-      if (!buffer.ok()) return buffer.status();
-      own_slots.push_back(
-          std::make_unique<VariableImpl>(std::move(slot), *std::move(buffer)));
+      COHORT_ASSIGN_OR_RETURN(std::unique_ptr<VariableImpl> buffer,
+                              NewVariable(std::move(slot), nullptr));
+      own_slots.push_back(std::move(buffer));
     }
     slots.push_back(std::move(own_slots));
   }
@@ -180,6 +218,19 @@ absl::Status OptimizerImpl::apply_gradients(std::span<const Tensor> gradients) {
     return reduced;
   }
   ++iterations_;
+  if (!context_->central()) return Update(gradients);
+  // One copy, written once: by local replica 0, after every replica has
+  // finished reading this step's values (the first barrier) and before any
+  // reads the next ones (the second).
+  COHORT_RETURN_IF_ERROR(context_->CentralBarrier());
+  if (context_->local_index() == 0) {
+    COHORT_RETURN_IF_ERROR(Update(gradients));
+    COHORT_RETURN_IF_ERROR(Synchronize(context_->device()));
+  }
+  return context_->CentralBarrier();
+}
+
+absl::Status OptimizerImpl::Update(std::span<const Tensor> gradients) {
   const Device& device = context_->device();
   for (size_t i = 0; i < gradients.size(); ++i) {
     const Tensor var = variables_[i]->tensor();
@@ -202,6 +253,11 @@ absl::Status OptimizerImpl::apply_gradients(std::span<const Tensor> gradients) {
     if (!applied.ok()) return applied;
   }
   return absl::OkStatus();
+}
+
+absl::Status ReplicaContextImpl::CentralBarrier() {
+  if (!collective_status_.ok()) return collective_status_;
+  return Collective(central_->Barrier(absl::Now() + job_->collective_timeout));
 }
 
 absl::Status ReplicaContextImpl::read_value(Variable& variable,

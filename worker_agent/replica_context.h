@@ -4,6 +4,11 @@
 // optimizers and collectives, on its device, over its communicator. Also
 // the collective parts of a job's state: making the replicas' starting
 // values equal (or restoring a checkpoint) and saving checkpoints.
+//
+// Variables are mirrored (one copy per replica, kept equal by identical
+// updates), or, under central storage, ON_WRITE variables and optimizer
+// slots exist once per agent (see central_storage.h); ON_READ variables are
+// per replica either way.
 
 #include <map>
 #include <memory>
@@ -15,6 +20,7 @@
 #include "absl/time/time.h"
 #include "cohort/step.h"
 #include "collective/communicator.h"
+#include "worker_agent/central_storage.h"
 #include "worker_agent/device_memory.h"
 
 namespace cohort::agent {
@@ -51,14 +57,16 @@ class LocalMerge {
 class VariableImpl;
 class OptimizerImpl;
 
-// One replica. `job`, `comm` and `merge` are not owned and outlive it. Used
-// from its replica's thread only, except last_metrics(), which is
-// thread-safe.
+// One replica. `job`, `comm`, `merge` and `central` are not owned and
+// outlive it; `central` is null unless the job uses central storage, and
+// then local replica 0's context outlives the others' (they alias its
+// buffers). Used from its replica's thread only, except last_metrics(),
+// which is thread-safe.
 class ReplicaContextImpl final : public ReplicaContext {
  public:
   ReplicaContextImpl(const JobInfo* job, int replica_id, int local_index,
                      Device device, collective::Communicator* comm,
-                     LocalMerge* merge);
+                     LocalMerge* merge, CentralStorage* central = nullptr);
   ~ReplicaContextImpl() override;
 
   // --- cohort::ReplicaContext.
@@ -93,8 +101,13 @@ class ReplicaContextImpl final : public ReplicaContext {
   }
   void* user_state() const override { return user_state_.get(); }
 
-  // --- For the runner.
+  // --- For the runner and the optimizers.
   void set_step(int64_t step) { step_ = step; }
+  int local_index() const { return local_index_; }
+  // Whether ON_WRITE variables are one copy shared by the local replicas.
+  bool central() const { return central_ != nullptr; }
+  // Central storage: waits until every local replica has called it too.
+  absl::Status CentralBarrier();
   // The first collective failure, if any: tells a lost peer (retry the
   // job) from a step's own error (fail it).
   const absl::Status& collective_status() const { return collective_status_; }
@@ -113,6 +126,12 @@ class ReplicaContextImpl final : public ReplicaContext {
   // Records the first failure of the communicator, which stays failed.
   absl::Status Collective(absl::Status status);
   absl::Status BroadcastHost(void* host, size_t count, DType dtype, int root);
+  // A new variable or optimizer slot holding `initial` (host memory, or
+  // null for zeros), on this replica's device. Under central storage an
+  // ON_WRITE one is local replica 0's, which the others alias (matched by
+  // creation order).
+  absl::StatusOr<std::unique_ptr<VariableImpl>> NewVariable(
+      VariableOptions options, const void* initial);
 
   const JobInfo* const job_;
   const int replica_id_;
@@ -120,6 +139,8 @@ class ReplicaContextImpl final : public ReplicaContext {
   const Device device_;
   collective::Communicator* const comm_;
   LocalMerge* const merge_;
+  CentralStorage* const central_;
+  size_t shared_ = 0;  // central storage: buffers created so far
   int64_t step_ = 0;
   int64_t merges_ = 0;
   absl::Status collective_status_;

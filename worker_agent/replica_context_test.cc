@@ -21,7 +21,9 @@ using ::testing::HasSubstr;
 // wiring for one node.
 class Replicas {
  public:
-  Replicas(int n, std::string checkpoint_dir) : hub_(n) {
+  // `central`: the job uses central storage (one copy of ON_WRITE state).
+  Replicas(int n, std::string checkpoint_dir, bool central = false)
+      : hub_(n), central_(n) {
     job_.steps = 10;
     job_.num_replicas = n;
     job_.checkpoint_dir = std::move(checkpoint_dir);
@@ -31,7 +33,8 @@ class Replicas {
           hub_.Connect(r), collective::CommunicatorOptions{
                                .timeout = absl::Seconds(10)}));
       contexts_.push_back(std::make_unique<ReplicaContextImpl>(
-          &job_, r, r, Device{}, comms_.back().get(), &merge_));
+          &job_, r, r, Device{}, comms_.back().get(), &merge_,
+          central ? &central_ : nullptr));
     }
   }
 
@@ -51,6 +54,7 @@ class Replicas {
   JobInfo job_;
   collective::LocalHub hub_;
   LocalMerge merge_;
+  CentralStorage central_;
   std::vector<std::unique_ptr<collective::Communicator>> comms_;
   std::vector<std::unique_ptr<ReplicaContextImpl>> contexts_;
 };
@@ -190,6 +194,141 @@ TEST(ReplicaContextTest, CheckpointRestoresReplicaZerosStateEverywhere) {
     EXPECT_EQ(Read(ctx, "mean"), 15.0);
     return absl::OkStatus();
   }));
+}
+
+// What a replica saw of an SGD job: its variables' memory and values.
+struct SgdRun {
+  const void* w = nullptr;
+  const void* count = nullptr;  // an ON_READ SUM variable
+  std::vector<double> values;   // w after the steps
+  double own_count = 0;
+  double summed_count = 0;
+};
+
+// Three SGD steps of `w` (replica-dependent start and gradients) on
+// `replicas`, then, with `save`, a checkpoint at step 3.
+std::vector<SgdRun> RunSgd(Replicas& replicas, int n, bool save = false) {
+  std::vector<SgdRun> runs(n);
+  ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+    const int r = ctx.replica_id_in_sync_group();
+    const double w0[2] = {1.0 + r, 2.0};
+    absl::StatusOr<Variable*> w = ctx.create_variable(
+        {.name = "w", .shape = {2}, .dtype = DType::kFloat64}, w0);
+    if (!w.ok()) return w.status();
+    const double count0 = 10.0 * (r + 1);
+    absl::StatusOr<Variable*> count = ctx.create_variable(
+        {.name = "count",
+         .shape = {1},
+         .dtype = DType::kFloat64,
+         .sync = VariableSync::kOnRead,
+         .aggregation = Aggregation::kSum},
+        &count0);
+    if (!count.ok()) return count.status();
+    absl::StatusOr<Optimizer*> sgd = ctx.create_optimizer(
+        {.kind = OptimizerKind::kSgd, .learning_rate = 0.5}, {*w});
+    if (!sgd.ok()) return sgd.status();
+    absl::StatusOr<int64_t> start = ctx.RestoreOrSync();
+    if (!start.ok()) return start.status();
+    for (int step = 0; step < 3; ++step) {
+      double grad[2] = {1.0 + r + step, 0.25 * (r + 1)};
+      if (absl::Status s = (*sgd)->apply_gradients(
+              std::vector<Tensor>{Tensor{grad, 2, DType::kFloat64}});
+          !s.ok()) {
+        return s;
+      }
+    }
+    const double* data = (*w)->data<double>();
+    runs[r] = {.w = data,
+               .count = (*count)->data<double>(),
+               .values = {data[0], data[1]},
+               .own_count = *(*count)->data<double>(),
+               .summed_count = Read(ctx, "count")};
+    return save ? ctx.SaveCheckpoint(3) : absl::OkStatus();
+  }));
+  return runs;
+}
+
+TEST(ReplicaContextTest, CentralStorageKeepsOneCopyAndUpdatesItOnce) {
+  Replicas mirrored_replicas(2, "");
+  Replicas central_replicas(2, "", /*central=*/true);
+  const std::vector<SgdRun> mirrored = RunSgd(mirrored_replicas, 2);
+  const std::vector<SgdRun> central = RunSgd(central_replicas, 2);
+
+  // One buffer for w; ON_READ variables stay per replica, with their own
+  // values, aggregated when read.
+  EXPECT_EQ(central[0].w, central[1].w);
+  EXPECT_NE(central[0].count, central[1].count);
+  EXPECT_EQ(central[0].own_count, 10.0);
+  EXPECT_EQ(central[1].own_count, 20.0);
+  EXPECT_EQ(central[0].summed_count, 30.0);
+  EXPECT_NE(mirrored[0].w, mirrored[1].w);
+
+  // Replica 0's start (1, 2), lr 0.5, mean gradients (1.5, 0.375),
+  // (2.5, 0.375), (3.5, 0.375): the update applied once per step, exactly
+  // as the mirrored copies have it.
+  EXPECT_THAT(central[0].values, ElementsAre(1.0 - 3.75, 2.0 - 0.5625));
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(central[r].values, mirrored[0].values) << r;
+    EXPECT_EQ(mirrored[r].values, mirrored[0].values) << r;
+  }
+}
+
+TEST(ReplicaContextTest, CheckpointsOfEitherStrategyRestoreInTheOther) {
+  const std::string dir = ::testing::TempDir() + "/central_ckpt";
+  std::filesystem::remove_all(dir);
+  std::vector<double> saved;
+  {
+    Replicas central(2, dir, /*central=*/true);
+    saved = RunSgd(central, 2, /*save=*/true)[0].values;
+  }
+  for (bool central : {false, true}) {
+    SCOPED_TRACE(central ? "central storage" : "mirrored");
+    Replicas replicas(2, dir, central);
+    ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+      const double w0[2] = {-7, -7};
+      absl::StatusOr<Variable*> w = ctx.create_variable(
+          {.name = "w", .shape = {2}, .dtype = DType::kFloat64}, w0);
+      if (!w.ok()) return w.status();
+      const double zero = 0;
+      absl::StatusOr<Variable*> count = ctx.create_variable(
+          {.name = "count",
+           .shape = {1},
+           .dtype = DType::kFloat64,
+           .sync = VariableSync::kOnRead,
+           .aggregation = Aggregation::kSum},
+          &zero);
+      if (!count.ok()) return count.status();
+      if (absl::StatusOr<Optimizer*> sgd = ctx.create_optimizer(
+              {.kind = OptimizerKind::kSgd, .learning_rate = 0.5}, {*w});
+          !sgd.ok()) {
+        return sgd.status();
+      }
+      absl::StatusOr<int64_t> start = ctx.RestoreOrSync();
+      if (!start.ok()) return start.status();
+      EXPECT_EQ(*start, 3);
+      const double* data = (*w)->data<double>();
+      EXPECT_EQ(std::vector<double>(data, data + 2), saved);
+      EXPECT_EQ(Read(ctx, "count"), 30.0);
+      return absl::OkStatus();
+    }));
+  }
+}
+
+TEST(ReplicaContextTest, CentralStorageNamesVariablesCreatedDifferently) {
+  Replicas replicas(2, "", /*central=*/true);
+  const std::vector<absl::Status> statuses =
+      replicas.Run([&](ReplicaContextImpl& ctx) {
+        const bool first = ctx.replica_id_in_sync_group() == 0;
+        return ctx
+            .create_variable({.name = first ? "w" : "v", .shape = {2}},
+                             nullptr)
+            .status();
+      });
+  EXPECT_TRUE(statuses[0].ok()) << statuses[0];
+  EXPECT_EQ(statuses[1].code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(statuses[1].message(),
+              HasSubstr("replica 1 created \"v\" (8 bytes) where local "
+                        "replica 0 created \"w\" (8 bytes)"));
 }
 
 TEST(ReplicaContextTest, MisuseIsReportedNamingTheProblem) {

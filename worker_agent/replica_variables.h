@@ -13,20 +13,26 @@ namespace cohort::agent {
 
 class ReplicaContextImpl;
 
-// Owns its device buffer. One replica's; not thread-safe.
+// Owns its device buffer, or, under central storage, aliases the one that
+// local replica 0's variable owns. One replica's; not thread-safe.
 class VariableImpl final : public Variable {
  public:
   VariableImpl(VariableOptions options, DeviceBuffer buffer)
-      : options_(std::move(options)), buffer_(std::move(buffer)) {}
+      : options_(std::move(options)),
+        buffer_(std::move(buffer)),
+        data_(buffer_.data()) {}
+  // Not owning: `shared` belongs to another replica's variable, which
+  // outlives this one.
+  VariableImpl(VariableOptions options, void* shared)
+      : options_(std::move(options)), data_(shared) {}
 
   const VariableOptions& options() const override { return options_; }
-  Tensor tensor() override {
-    return {buffer_.data(), count(), options_.dtype};
-  }
+  Tensor tensor() override { return {data_, count(), options_.dtype}; }
 
  private:
   const VariableOptions options_;
-  DeviceBuffer buffer_;
+  DeviceBuffer buffer_;  // empty for an alias
+  void* const data_;
 };
 
 // Owns its slots; `context` and the variables are its replica's. One
@@ -42,6 +48,8 @@ class OptimizerImpl final : public Optimizer {
         variables_(std::move(variables)),
         slots_(std::move(slots)) {}
 
+  // Under central storage every replica all-reduces, and local replica 0
+  // alone applies the update to the one copy, between two local barriers.
   absl::Status apply_gradients(std::span<const Tensor> gradients) override;
 
   // For checkpoints: the slots as variables named "<variable>/<slot>", and
@@ -52,6 +60,9 @@ class OptimizerImpl final : public Optimizer {
   int64_t& iterations() { return iterations_; }
 
  private:
+  // The update itself, from the reduced gradients.
+  absl::Status Update(std::span<const Tensor> gradients);
+
   ReplicaContextImpl* const context_;
   const OptimizerOptions options_;
   const std::vector<VariableImpl*> variables_;

@@ -21,6 +21,8 @@ constexpr std::pair<const char*, StrategyKind> kStrategies[] = {
     {"multi_worker_mirrored", StrategyKind::kMultiWorkerMirrored},
     {"mirrored", StrategyKind::kMirrored},
     {"one_device", StrategyKind::kOneDevice},
+    {"central_storage", StrategyKind::kCentralStorage},
+    {"parameter_server", StrategyKind::kParameterServer},
 };
 
 constexpr std::pair<const char*, Communication> kCommunications[] = {
@@ -274,6 +276,35 @@ std::string JobDetails(const v1::JobStatus& job, absl::Time now,
     absl::StrAppend(&out, AlignColumns(rows));
     if (job.restarts_size() > spent) {
       absl::StrAppend(&out, "    * not counted against max_restarts\n");
+    }
+  }
+  if (spec.strategy() == v1::PARAMETER_SERVER) {
+    AddDetail(&out, "closures",
+              absl::StrCat(job.closures_rerun(), " re-run after a lost worker; ",
+                           job.ps_updates_lost(),
+                           " ps update(s) lost to restarts"));
+    if (!job.recent_results().empty()) {
+      std::vector<std::vector<std::string>> rows = {
+          {"    CLOSURE", "WORKER", "VALUES"}};
+      // The newest few, newest last.
+      const int first = std::max(0, job.recent_results_size() - 5);
+      for (int i = first; i < job.recent_results_size(); ++i) {
+        const v1::ClosureResult& r = job.recent_results(i);
+        std::map<std::string, double> values(r.values().begin(),
+                                             r.values().end());
+        std::vector<std::string> shown;
+        for (const auto& [name, value] : values) {
+          shown.push_back(absl::StrFormat("%s=%.4g", name, value));
+        }
+        rows.push_back({absl::StrCat("    ", r.closure()), r.worker(),
+                        absl::StrJoin(shown, " ")});
+      }
+      absl::StrAppend(&out, AlignColumns(rows));
+    }
+    for (const v1::JobEvent& event : job.events()) {
+      AddDetail(&out, "event",
+                absl::StrCat(Timestamp(event.time_unix_ms(), zone), " ",
+                             event.text()));
     }
   }
   if (!job.error().empty()) AddDetail(&out, "error", job.error());

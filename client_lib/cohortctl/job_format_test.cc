@@ -49,6 +49,7 @@ TEST(ParseTest, StrategiesAndCommunications) {
             StrategyKind::kMultiWorkerMirrored);
   EXPECT_EQ(*ParseStrategy("mirrored"), StrategyKind::kMirrored);
   EXPECT_EQ(*ParseStrategy("one_device"), StrategyKind::kOneDevice);
+  EXPECT_EQ(*ParseStrategy("central_storage"), StrategyKind::kCentralStorage);
   EXPECT_EQ(*ParseCommunication("auto"), Communication::kAuto);
   EXPECT_EQ(*ParseCommunication("ring"), Communication::kRing);
   EXPECT_EQ(*ParseCommunication("nccl"), Communication::kNccl);

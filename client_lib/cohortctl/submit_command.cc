@@ -27,7 +27,25 @@ ABSL_FLAG(int64_t, global_batch, 0,
           "Required.");
 ABSL_FLAG(std::string, strategy, "multi_worker_mirrored",
           "submit: multi_worker_mirrored (every device of every agent), "
-          "mirrored (the devices of one agent) or one_device.");
+          "mirrored (the devices of one agent), one_device, "
+          "central_storage (the devices of one agent, one copy of the "
+          "variables), or parameter_server (variables on the ps tasks, "
+          "step closures scheduled on every worker).");
+ABSL_FLAG(std::string, ps_partitioner, "none",
+          "submit, parameter_server: how variables split over the ps tasks: "
+          "none (whole variables, round-robin), fixed (--ps_shards parts), "
+          "min_size (parts of at least --ps_min_shard_bytes) or max_size "
+          "(parts of at most --ps_max_shard_bytes).");
+ABSL_FLAG(int, ps_shards, 0, "submit: parts per variable for --ps_partitioner=fixed.");
+ABSL_FLAG(int64_t, ps_min_shard_bytes, 256 << 10,
+          "submit: smallest part for --ps_partitioner=min_size.");
+ABSL_FLAG(int64_t, ps_max_shard_bytes, 0,
+          "submit: largest part for --ps_partitioner=max_size.");
+ABSL_FLAG(int, max_inflight, 1,
+          "submit, parameter_server: step closures each worker runs at once.");
+ABSL_FLAG(absl::Duration, ps_recovery_timeout, absl::Seconds(60),
+          "submit, parameter_server: how long a ps task that went away may "
+          "take to come back before the job fails.");
 ABSL_FLAG(std::string, communication, "auto",
           "submit: how replicas all-reduce: auto, ring, nccl or hierarchical.");
 ABSL_FLAG(uint64_t, seed, 0, "submit: the job's random seed.");
@@ -114,6 +132,26 @@ absl::StatusOr<JobSpec> SpecFromFlags() {
   spec.max_restarts = absl::GetFlag(FLAGS_max_restarts);
   spec.devices_per_agent = absl::GetFlag(FLAGS_devices_per_agent);
   spec.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  const std::string partitioner = absl::GetFlag(FLAGS_ps_partitioner);
+  using Partitioner = ParameterServerOptions::Partitioner;
+  if (partitioner == "none") {
+    spec.ps.partitioner = Partitioner::kNone;
+  } else if (partitioner == "fixed") {
+    spec.ps.partitioner = Partitioner::kFixedShards;
+  } else if (partitioner == "min_size") {
+    spec.ps.partitioner = Partitioner::kMinSize;
+  } else if (partitioner == "max_size") {
+    spec.ps.partitioner = Partitioner::kMaxSize;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --ps_partitioner \"", partitioner,
+                     "\"; valid: none, fixed, min_size, max_size"));
+  }
+  spec.ps.num_shards = absl::GetFlag(FLAGS_ps_shards);
+  spec.ps.min_shard_bytes = absl::GetFlag(FLAGS_ps_min_shard_bytes);
+  spec.ps.max_shard_bytes = absl::GetFlag(FLAGS_ps_max_shard_bytes);
+  spec.ps.max_inflight = absl::GetFlag(FLAGS_max_inflight);
+  spec.ps.recovery_timeout = absl::GetFlag(FLAGS_ps_recovery_timeout);
   return spec;
 }
 

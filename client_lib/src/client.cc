@@ -72,6 +72,17 @@ absl::Status ValidateSpec(const JobSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat(
         "global_batch_size: must be positive, got ", spec.global_batch_size));
   }
+  if (spec.strategy == StrategyKind::kParameterServer) {
+    if (spec.ps.max_inflight < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ps.max_inflight: must be at least 1, got ", spec.ps.max_inflight));
+    }
+    if (spec.ps.recovery_timeout <= absl::ZeroDuration() ||
+        spec.ps.recovery_timeout == absl::InfiniteDuration()) {
+      return absl::InvalidArgumentError(
+          "ps.recovery_timeout: must be a positive, finite duration");
+    }
+  }
   if (spec.max_restarts < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_restarts: must not be negative, got ", spec.max_restarts));
@@ -257,6 +268,17 @@ absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
   proto.set_checkpoint_dir(spec.checkpoint_dir);
   proto.set_collective_timeout_ms(
       absl::ToInt64Milliseconds(spec.collective_timeout));
+  if (spec.strategy == StrategyKind::kParameterServer) {
+    v1::ParameterServerOptions& ps = *proto.mutable_ps();
+    ps.set_partitioner(static_cast<v1::ParameterServerOptions::Partitioner>(
+        static_cast<int>(spec.ps.partitioner)));
+    ps.set_num_shards(spec.ps.num_shards);
+    ps.set_min_shard_bytes(spec.ps.min_shard_bytes);
+    ps.set_max_shard_bytes(spec.ps.max_shard_bytes);
+    ps.set_max_inflight(spec.ps.max_inflight);
+    ps.set_ps_recovery_timeout_ms(
+        absl::ToInt64Milliseconds(spec.ps.recovery_timeout));
+  }
 
   v1::SubmitJobResponse response;
   auto context = impl_->connection.NewContext(

@@ -62,20 +62,22 @@ class JobsE2eTest : public ::testing::Test {
     delete dir_;
   }
 
-  // Submits and waits for the end; the final status.
+  // Submits and waits for the end; the final status. `client`: of the
+  // shared cluster unless a test brings its own.
   static v1::JobStatus Run(const JobSpec& spec,
-                           absl::Duration timeout = absl::Seconds(60)) {
-    absl::StatusOr<std::string> id = client_->SubmitJob(spec);
+                           absl::Duration timeout = absl::Seconds(60),
+                           Client* client = client_) {
+    absl::StatusOr<std::string> id = client->SubmitJob(spec);
     EXPECT_TRUE(id.ok()) << id.status();
     if (!id.ok()) return {};
-    return WaitForEnd(*id, timeout);
+    return WaitForEnd(*id, timeout, client);
   }
-  static v1::JobStatus WaitForEnd(const std::string& id,
-                                  absl::Duration timeout) {
+  static v1::JobStatus WaitForEnd(const std::string& id, absl::Duration timeout,
+                                  Client* client = client_) {
     v1::JobStatus last;
     WaitUntil(
         [&] {
-          absl::StatusOr<v1::JobStatus> status = client_->GetJob(id);
+          absl::StatusOr<v1::JobStatus> status = client->GetJob(id);
           if (status.ok()) last = *status;
           return status.ok() && (last.state() == v1::JOB_SUCCEEDED ||
                                  last.state() == v1::JOB_FAILED ||
@@ -174,6 +176,60 @@ TEST_F(JobsE2eTest, OneDeviceMirroredAndMultiWorkerAgreeAndRepeatBitwise) {
     EXPECT_LE(std::abs(a[i] - c[i]) / scale, 1e-5) << i;
   }
   EXPECT_EQ(c, d) << "the same topology must repeat bit for bit";
+}
+
+TEST_F(JobsE2eTest, CentralStorageMlpLearnsAndMatchesMirrored) {
+  // Both on the first agent's 2 devices: 2 replicas, reading one copy of the
+  // variables or each its own.
+  const std::string data = dir_->path() + "/spirals-central";
+  CommandResult made = RunCommand(
+      {Binary("cohort-example-mlp-data"), "--out=" + data, "--files=4"});
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  auto mlp = [&](StrategyKind strategy) {
+    return JobSpec{.name = "mlp",
+                   .strategy = strategy,
+                   .library_path = Library("cohort_example_mlp"),
+                   .init_fn = "mlp_init",
+                   .step_fn = "mlp_step",
+                   .dataset_fn = "mlp_data",
+                   .steps = 400,
+                   .global_batch_size = 128,
+                   .seed = 3,
+                   .config_json = absl::StrCat(R"({"data_dir": ")", data,
+                                               R"("})"),
+                   .devices_per_agent = 2};
+  };
+  const v1::JobStatus central = Run(mlp(StrategyKind::kCentralStorage));
+  const v1::JobStatus mirrored = Run(mlp(StrategyKind::kMirrored));
+  ASSERT_EQ(central.state(), v1::JOB_SUCCEEDED) << central.error();
+  ASSERT_EQ(mirrored.state(), v1::JOB_SUCCEEDED) << mirrored.error();
+  EXPECT_EQ(central.num_replicas(), 2);
+  EXPECT_GE(central.metrics().at("accuracy"), 0.95);
+
+  // The same parameters (and optimizer slots) as the mirrored copies.
+  const Checkpoint a = Final(central);
+  const Checkpoint b = Final(mirrored);
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  ASSERT_TRUE(a.tensors.count("dense0/kernel"));
+  for (const auto& [name, tensor] : b.tensors) {
+    SCOPED_TRACE(name);
+    auto it = a.tensors.find(name);
+    ASSERT_NE(it, a.tensors.end());
+    ASSERT_EQ(it->second.dtype, tensor.dtype);
+    if (tensor.dtype != "float32") {
+      EXPECT_EQ(it->second.bytes, tensor.bytes);
+      continue;
+    }
+    const std::span<const float> got = it->second.As<float>();
+    const std::span<const float> want = tensor.As<float>();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      const double scale = std::max(std::abs(double{want[i]}), 1e-6);
+      EXPECT_LE(std::abs(double{got[i]} - want[i]) / scale, 1e-5) << i;
+    }
+  }
+
+  EXPECT_EQ(central.placement_size(), 1);
 }
 
 TEST_F(JobsE2eTest, KilledWorkerAgentRestartsTheJobFromItsCheckpoint) {

@@ -90,7 +90,9 @@ std::string LocalSpec(int workers, int ps) {
       list.push_back(absl::StrCat("127.0.0.1:", *next++));
     return list;
   };
-  nlohmann::json cluster = {{"chief", take(1)}, {"worker", take(workers)}};
+  // A cluster spec refuses empty lists: leave out the types with no task.
+  nlohmann::json cluster = {{"chief", take(1)}};
+  if (workers > 0) cluster["worker"] = take(workers);
   if (ps > 0) cluster["ps"] = take(ps);
   return nlohmann::json({{"cluster", cluster}}).dump();
 }

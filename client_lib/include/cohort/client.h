@@ -47,7 +47,7 @@ enum class StrategyKind {
   kMultiWorkerMirrored,
   kMirrored,
   kOneDevice,
-  kCentralStorage,
+  kCentralStorage,  // one agent: one copy of the variables, every device
   kParameterServer,
 };
 
@@ -55,6 +55,28 @@ enum class StrategyKind {
 // hierarchical (threads inside an agent, a gRPC ring between agents); the
 // job's status says what it picked and why.
 enum class Communication { kAuto, kRing, kNccl, kHierarchical };
+
+// How a kParameterServer job places its variables over the ps tasks and
+// schedules its step closures (TF's ParameterServerStrategy and
+// ClusterCoordinator). Each step is a closure that runs on some worker, at
+// least once: a closure whose worker died runs again on another. Each
+// closure's reported metrics are its remote value: the newest closures'
+// are in the job's status (recent_results), and the newest values of each
+// metric in its metrics.
+struct ParameterServerOptions {
+  // As tf.distribute.experimental.partitioners, along axis 0; kNone places
+  // whole variables round-robin.
+  enum class Partitioner { kNone, kFixedShards, kMinSize, kMaxSize };
+  Partitioner partitioner = Partitioner::kNone;
+  int num_shards = 0;           // kFixedShards
+  int64_t min_shard_bytes = 0;  // kMinSize; 0: 256 KiB
+  int64_t max_shard_bytes = 0;  // kMaxSize
+  // Closures each worker runs at once (one executor thread each).
+  int max_inflight = 1;
+  // How long a ps task that went away may take to come back (restarted and
+  // restored from its snapshot) before the job fails.
+  absl::Duration recovery_timeout = absl::Seconds(60);
+};
 
 // What to run. Only library_path, step_fn, steps and global_batch_size are
 // required.
@@ -75,6 +97,7 @@ struct JobSpec {
   int devices_per_agent = 0;       // 0: every device of each agent
   std::string checkpoint_dir;      // default: under the coordinator's state
   absl::Duration collective_timeout = absl::Seconds(60);
+  ParameterServerOptions ps;  // kParameterServer only
 };
 
 // One saved tensor of a checkpoint.

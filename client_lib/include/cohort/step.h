@@ -56,6 +56,11 @@ enum class ReduceOp { kSum, kMean, kMin, kMax };
 // tf.VariableSynchronization: ON_WRITE variables are mirrored (every replica
 // holds the same value, kept equal by applying the same all-reduced update);
 // ON_READ variables are per replica and aggregated when read or saved.
+// Under CentralStorage an ON_WRITE variable is instead one copy that every
+// replica of the agent reads (the same memory) and the optimizer updates
+// once: change it only through an optimizer. Under ParameterServer it lives
+// on the ps tasks: each closure starts from a fresh pull into the replica's
+// host copy, and the optimizer's update is applied by the ps.
 enum class VariableSync { kOnWrite, kOnRead };
 
 // tf.VariableAggregation, for ON_READ variables.
@@ -112,7 +117,9 @@ class Variable {
   }
 };
 
-enum class OptimizerKind { kSgd, kMomentum, kAdam };
+// kAdagrad is applied by parameter servers (ParameterServer jobs) only;
+// kMomentum by the mirrored strategies only.
+enum class OptimizerKind { kSgd, kMomentum, kAdam, kAdagrad };
 
 struct OptimizerOptions {
   OptimizerKind kind = OptimizerKind::kSgd;
@@ -122,6 +129,7 @@ struct OptimizerOptions {
   double beta1 = 0.9;     // kAdam
   double beta2 = 0.999;
   double epsilon = 1e-7;
+  double initial_accumulator_value = 0.1;  // kAdagrad
 };
 
 // Updates a fixed list of ON_WRITE variables. Its slots (momentum, Adam's

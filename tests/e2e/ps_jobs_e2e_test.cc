@@ -1,0 +1,210 @@
+// ParameterServer jobs end to end: a real coordinator launches a chief and a
+// worker agent (2 CPU devices each) and two ps tasks; the coordinator hands
+// out step closures; workers and ps tasks are SIGKILLed mid-job.
+
+#include <signal.h>
+
+#include <cstdio>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "cohort/client.h"
+#include "tests/testing/test_cluster.h"
+
+namespace cohort::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Library(const std::string& name) {
+  return absl::StrCat(BinDir(), "/../lib/lib", name, ".so");
+}
+
+class PsJobsE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir();
+    absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(
+        *dir_, /*workers=*/1, /*ps=*/2,
+        {"--cpu_devices=2", absl::StrCat("--state_dir=", dir_->path(), "/state")});
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    coordinator_ = cluster->coordinator.release();
+    client_ = Client::Connect(coordinator_->address())->release();
+    data_ = dir_->path() + "/spirals";
+    CommandResult made = RunCommand(
+        {Binary("cohort-example-mlp-data"), "--out=" + data_, "--files=4"});
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+  }
+  static void TearDownTestSuite() {
+    delete client_;
+    delete coordinator_;
+    delete dir_;
+  }
+
+  static JobSpec MlpJob(int64_t steps) {
+    JobSpec spec{.name = "mlp-ps",
+                 .strategy = StrategyKind::kParameterServer,
+                 .library_path = Library("cohort_example_mlp"),
+                 .init_fn = "mlp_init",
+                 .step_fn = "mlp_step",
+                 .dataset_fn = "mlp_data",
+                 .steps = steps,
+                 .global_batch_size = 128,
+                 .seed = 3,
+                 .config_json = absl::StrCat(R"({"data_dir": ")", data_,
+                                             R"(", "shard_policy": "file"})")};
+    spec.ps.partitioner = ParameterServerOptions::Partitioner::kFixedShards;
+    spec.ps.num_shards = 2;
+    spec.ps.recovery_timeout = absl::Seconds(30);
+    return spec;
+  }
+
+  static v1::JobStatus WaitFor(
+      const std::string& id,
+      const std::function<bool(const v1::JobStatus&)>& condition,
+      absl::Duration timeout) {
+    v1::JobStatus last;
+    WaitUntil(
+        [&] {
+          absl::StatusOr<v1::JobStatus> status = client_->GetJob(id);
+          if (status.ok()) last = *status;
+          return status.ok() && condition(last);
+        },
+        timeout, absl::Milliseconds(100));
+    return last;
+  }
+  static v1::JobStatus WaitForEnd(const std::string& id,
+                                  absl::Duration timeout) {
+    return WaitFor(
+        id,
+        [](const v1::JobStatus& s) {
+          return s.state() == v1::JOB_SUCCEEDED ||
+                 s.state() == v1::JOB_FAILED || s.state() == v1::JOB_CANCELLED;
+        },
+        timeout);
+  }
+  static pid_t Pid(const std::string& type, int index) {
+    absl::StatusOr<v1::ClusterState> state = coordinator_->State();
+    if (!state.ok()) return 0;
+    const v1::TaskStatus* task = FindTask(*state, type, index);
+    return task == nullptr ? 0 : static_cast<pid_t>(task->pid());
+  }
+
+  static ScratchDir* dir_;
+  static CoordinatorProcess* coordinator_;
+  static Client* client_;
+  static std::string data_;
+};
+
+ScratchDir* PsJobsE2eTest::dir_ = nullptr;
+CoordinatorProcess* PsJobsE2eTest::coordinator_ = nullptr;
+Client* PsJobsE2eTest::client_ = nullptr;
+std::string PsJobsE2eTest::data_;
+
+TEST_F(PsJobsE2eTest, MlpTrainsToTheBarWithVariablesShardedOverBothPsTasks) {
+  absl::StatusOr<std::string> id = client_->SubmitJob(MlpJob(600));
+  ASSERT_TRUE(id.ok()) << id.status();
+  const v1::JobStatus status = WaitForEnd(*id, absl::Seconds(120));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_EQ(status.step(), 600);
+  EXPECT_GE(status.metrics().at("accuracy"), 0.95);
+  ASSERT_FALSE(status.recent_results().empty());
+  EXPECT_TRUE(status.recent_results().rbegin()->values().contains("loss"));
+
+  // The admin API shows each shard holding its part of every variable.
+  absl::StatusOr<v1::ClusterState> state = coordinator_->State();
+  ASSERT_TRUE(state.ok()) << state.status();
+  int64_t total_updates = 0;
+  for (int ps = 0; ps < 2; ++ps) {
+    const v1::TaskStatus* task = FindTask(*state, "ps", ps);
+    ASSERT_NE(task, nullptr);
+    const v1::PsInfo& info = task->ps();
+    EXPECT_EQ(info.job_id(), *id) << "ps:" << ps;
+    EXPECT_GT(info.num_variables(), 0) << "ps:" << ps;
+    EXPECT_GT(info.variable_bytes(), 0) << "ps:" << ps;
+    bool has_part = false;
+    for (const v1::PsVariableInfo& v : info.variables()) {
+      has_part |= absl::StrContains(v.name(), "/part_");
+    }
+    EXPECT_TRUE(has_part) << "ps:" << ps << " holds no split variable";
+    total_updates += info.updates();
+  }
+  EXPECT_GT(total_updates, 0);
+}
+
+TEST_F(PsJobsE2eTest, AKilledWorkersClosuresRunAgainAndTheJobCompletes) {
+  JobSpec spec{.name = "linear-ps",
+               .strategy = StrategyKind::kParameterServer,
+               .library_path = Library("cohort_example_linear"),
+               .init_fn = "linear_init",
+               .step_fn = "linear_step",
+               .dataset_fn = "linear_data",
+               .steps = 400,
+               .global_batch_size = 64,
+               .seed = 7,
+               .config_json =
+                   R"({"dim": 4, "num_examples": 1024, "step_sleep_ms": 10,
+                       "true_w": [0.5, -1.25, 2.0, 0.75], "true_b": 0.3,
+                       "learning_rate": 0.1, "shard_policy": "data"})"};
+  spec.ps.max_inflight = 2;
+  absl::StatusOr<std::string> id = client_->SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(WaitFor(*id, [](const v1::JobStatus& s) { return s.step() >= 60; },
+                    absl::Seconds(60))
+                .state(),
+            v1::JOB_RUNNING);
+  const pid_t worker = Pid("worker", 0);
+  ASSERT_GT(worker, 0);
+  ASSERT_EQ(kill(worker, SIGKILL), 0);
+
+  const v1::JobStatus status = WaitForEnd(*id, absl::Seconds(90));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_EQ(status.step(), 400);
+  EXPECT_GE(status.closures_rerun(), 1);
+  bool lost = false;
+  for (const v1::JobEvent& event : status.events()) {
+    lost |= absl::StrContains(event.text(), "worker:0 lost");
+  }
+  EXPECT_TRUE(lost) << "no event names the lost worker";
+  for (const v1::JobEvent& event : status.events()) {
+    std::printf("event: %s\n", event.text().c_str());
+  }
+  EXPECT_LT(status.metrics().at("max_weight_error"), 0.05);
+}
+
+TEST_F(PsJobsE2eTest, AKilledPsIsRestoredFromItsSnapshotAndTheJobReachesTheBar) {
+  JobSpec spec = MlpJob(1200);
+  absl::StatusOr<std::string> id = client_->SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(WaitFor(*id, [](const v1::JobStatus& s) { return s.step() >= 300; },
+                    absl::Seconds(60))
+                .state(),
+            v1::JOB_RUNNING);
+  const pid_t ps = Pid("ps", 1);
+  ASSERT_GT(ps, 0);
+  ASSERT_EQ(kill(ps, SIGKILL), 0);
+
+  const v1::JobStatus status = WaitForEnd(*id, absl::Seconds(120));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_EQ(status.step(), 1200);
+  EXPECT_GE(status.metrics().at("accuracy"), 0.95);
+  bool restored = false;
+  for (const v1::JobEvent& event : status.events()) {
+    restored |= absl::StrContains(event.text(), "ps:1 came back");
+  }
+  EXPECT_TRUE(restored) << "no event reports the restored ps";
+  for (const v1::JobEvent& event : status.events()) {
+    std::printf("event: %s\n", event.text().c_str());
+  }
+  std::printf("accuracy %.4f, ps updates lost %lld\n",
+              status.metrics().at("accuracy"),
+              static_cast<long long>(status.ps_updates_lost()));
+  // cohort-ps snapshots every 100 updates by default: no more are lost.
+  EXPECT_LE(status.ps_updates_lost(), 100);
+}
+
+}  // namespace
+}  // namespace cohort::testing

@@ -1,0 +1,89 @@
+#include "worker_agent/job_inputs.h"
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+#include "worker_agent/record_dataset.h"
+
+namespace cohort::agent {
+namespace {
+
+class InputContextImpl final : public InputContext {
+ public:
+  InputContextImpl(const InputLayout& layout, const JobInfo& job)
+      : layout_(layout), job_(job) {}
+
+  int input_pipeline_id() const override { return layout_.pipeline; }
+  int num_input_pipelines() const override { return layout_.num_pipelines; }
+  int num_replicas_in_sync() const override {
+    return layout_.replicas_in_sync;
+  }
+  int64_t per_replica_batch_size(int64_t global) const override {
+    return global / layout_.replicas_in_sync;
+  }
+  uint64_t seed() const override { return job_.seed; }
+  const std::string& config_json() const override { return job_.config_json; }
+  absl::StatusOr<std::unique_ptr<Dataset>> OpenRecordFiles(
+      const std::vector<std::string>& files,
+      DatasetOptions options) const override {
+    return agent::OpenRecordFiles(files, options);
+  }
+
+ private:
+  const InputLayout& layout_;
+  const JobInfo& job_;
+};
+
+}  // namespace
+
+absl::StatusOr<JobInputs> LoadJobInputs(const RunnerOptions& options,
+                                        const JobInfo& job,
+                                        const InputLayout& layout) {
+  const v1::AgentJobAssignment& a = options.assignment;
+  const v1::JobSpec& spec = a.spec();
+  absl::StatusOr<std::string> path =
+      options.fetch_library(spec.library_digest());
+  if (!path.ok()) {
+    // A coordinator that is briefly away is worth another attempt.
+    return absl::Status(path.status().code(),
+                        absl::StrCat("cannot fetch the step library: ",
+                                     path.status().message()));
+  }
+  absl::StatusOr<StepFunctions> functions = LoadStepLibrary(
+      *path, spec.library_name().empty() ? *path : spec.library_name(),
+      spec.init_fn(), spec.step_fn(), spec.dataset_fn());
+  if (!functions.ok()) return functions.status();
+  JobInputs inputs;
+  inputs.functions = *functions;
+  for (int index : a.device_indices()) {
+    if (index < 0 || index >= static_cast<int>(options.devices.size())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the job was assigned device ", index, ", and this agent has ",
+          options.devices.size()));
+    }
+  }
+  if (inputs.functions.dataset == nullptr) return inputs;
+  InputContextImpl input(layout, job);
+  absl::StatusOr<std::unique_ptr<Dataset>> dataset =
+      inputs.functions.dataset(input);
+  if (!dataset.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("dataset function \"", spec.dataset_fn(),
+                     "\" failed: ", dataset.status().message()));
+  }
+  if (*dataset == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dataset function \"", spec.dataset_fn(), "\" returned no dataset"));
+  }
+  absl::StatusOr<std::unique_ptr<InputPipeline>> pipeline =
+      InputPipeline::Create(*std::move(dataset), layout.pipeline,
+                            layout.num_pipelines, layout.local_batches,
+                            layout.global_batch_size, spec.seed());
+  if (!pipeline.ok()) return pipeline.status();
+  inputs.pipeline = *std::move(pipeline);
+  spdlog::info("job {}: input pipeline {} of {}: {}", a.job_id(),
+               layout.pipeline, layout.num_pipelines,
+               inputs.pipeline->description());
+  return inputs;
+}
+
+}  // namespace cohort::agent

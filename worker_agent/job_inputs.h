@@ -1,0 +1,39 @@
+#pragma once
+
+// What every runner loads first: the step library (fetched, opened,
+// version- and symbol-checked) and, when the job names a dataset function,
+// this agent's input pipeline over it.
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "worker_agent/input_pipeline.h"
+#include "worker_agent/job_runner.h"
+#include "worker_agent/replica_context.h"
+#include "worker_agent/step_library.h"
+
+namespace cohort::agent {
+
+// How the dataset is cut for this agent.
+struct InputLayout {
+  int pipeline = 0;           // InputContext::input_pipeline_id
+  int num_pipelines = 1;
+  int replicas_in_sync = 1;   // InputContext::num_replicas_in_sync
+  int local_batches = 1;      // batches per step from this pipeline
+  // What the pipeline takes per step over all pipelines.
+  int64_t global_batch_size = 0;
+};
+
+struct JobInputs {
+  StepFunctions functions;
+  std::unique_ptr<InputPipeline> pipeline;  // null without a dataset_fn
+};
+
+// Errors name the library, the function or the numbers at fault; all are
+// the job's own (permanent) except a library fetch that failed to reach the
+// coordinator.
+absl::StatusOr<JobInputs> LoadJobInputs(const RunnerOptions& options,
+                                        const JobInfo& job,
+                                        const InputLayout& layout);
+
+}  // namespace cohort::agent

@@ -1,0 +1,241 @@
+#include "worker_agent/ps_job_runner.h"
+
+#include "absl/strings/str_cat.h"
+#include "rpc/status_conversion.h"
+#include "spdlog/spdlog.h"
+#include "worker_agent/job_inputs.h"
+#include "worker_agent/ps_replica_context.h"
+
+namespace cohort::agent {
+namespace {
+
+constexpr absl::Duration kExchangeTimeout = absl::Seconds(10);
+// How long executors keep asking a coordinator that does not answer.
+constexpr absl::Duration kCoordinatorPatience = absl::Seconds(60);
+
+}  // namespace
+
+PsJobRunner::PsJobRunner(RunnerOptions options)
+    : options_(std::move(options)),
+      task_name_(options_.task.ToString()),
+      coordinator_(options_.coordinator, options_.security),
+      stub_(v1::JobControl::NewStub(coordinator_.channel())) {
+  const v1::AgentJobAssignment& a = options_.assignment;
+  const v1::JobSpec& spec = a.spec();
+  job_.steps = spec.steps();
+  job_.global_batch_size = spec.global_batch_size();
+  job_.seed = spec.seed();
+  job_.config_json = spec.config_json();
+  job_.num_replicas = 1;
+}
+
+PsJobRunner::~PsJobRunner() {
+  Abort(absl::CancelledError("the agent stopped the job"));
+  if (thread_.joinable()) thread_.join();
+}
+
+void PsJobRunner::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+bool PsJobRunner::done() const {
+  absl::MutexLock lock(&mu_);
+  return state_ == v1::AgentJobReport::FINISHED ||
+         state_ == v1::AgentJobReport::FAILED;
+}
+
+void PsJobRunner::Abort(const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (server_ != nullptr) server_->Abort(status);
+}
+
+void PsJobRunner::Fail(const absl::Status& status, bool permanent) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!error_.ok()) return;
+    error_ = status;
+    permanent_ = permanent;
+  }
+  spdlog::error("job {} {}: {}", options_.assignment.job_id(), task_name_,
+                status.ToString());
+  Abort(absl::AbortedError("another executor failed"));
+}
+
+v1::AgentJobReport PsJobRunner::Report() const {
+  v1::AgentJobReport report;
+  report.set_job_id(options_.assignment.job_id());
+  report.set_attempt(options_.assignment.attempt());
+  report.set_group(options_.assignment.group());
+  absl::MutexLock lock(&mu_);
+  report.set_state(state_);
+  report.set_step(closures_done_);
+  if (!error_.ok()) {
+    report.set_error(std::string(error_.message()));
+    report.set_permanent(permanent_);
+  }
+  for (const auto& [metric, value] : last_metrics_) {
+    (*report.mutable_metrics())[metric] = value;
+  }
+  return report;
+}
+
+void PsJobRunner::Run() {
+  const v1::AgentJobAssignment& a = options_.assignment;
+  spdlog::info("job {} ({}): {} closure executor(s), {} ps task(s)",
+               a.job_id(), a.group(), a.local_replicas(), a.ps_addresses_size());
+  // Each closure takes a whole global batch from this worker's pipeline,
+  // as a TF ParameterServer closure takes one from its per-worker dataset.
+  absl::StatusOr<JobInputs> inputs = LoadJobInputs(
+      options_, job_,
+      {.pipeline = a.node(),
+       .num_pipelines = a.num_nodes(),
+       .replicas_in_sync = 1,
+       .local_batches = 1,
+       .global_batch_size = a.spec().global_batch_size() * a.num_nodes()});
+  absl::StatusOr<std::unique_ptr<PsVariableServer>> server =
+      inputs.ok() ? PsVariableServer::Create(a, options_.security,
+                                             task_name_)
+                  : inputs.status();
+  if (!server.ok()) {
+    Fail(server.status(), !IsPeerFailure(server.status()));
+    absl::MutexLock lock(&mu_);
+    state_ = v1::AgentJobReport::FAILED;
+    return;
+  }
+  functions_ = inputs->functions;
+  pipeline_ = std::move(inputs->pipeline);
+  {
+    absl::MutexLock lock(&mu_);
+    server_ = *std::move(server);
+    if (stop_.HasBeenNotified()) {
+      server_->Abort(absl::CancelledError("stopped"));
+    }
+  }
+
+  std::vector<std::thread> executors;
+  for (int slot = 0; slot < a.local_replicas(); ++slot) {
+    executors.emplace_back([this, slot] { RunExecutor(slot); });
+  }
+  for (std::thread& t : executors) t.join();
+  absl::MutexLock lock(&mu_);
+  state_ = error_.ok() ? v1::AgentJobReport::FINISHED
+                       : v1::AgentJobReport::FAILED;
+}
+
+absl::StatusOr<v1::ClosureResponse> PsJobRunner::Exchange(
+    int slot, std::vector<v1::ClosureResult>& completed, int want) {
+  const v1::AgentJobAssignment& a = options_.assignment;
+  v1::ClosureRequest request;
+  request.set_job_id(a.job_id());
+  request.set_attempt(a.attempt());
+  request.mutable_task()->set_type(options_.task.type);
+  request.mutable_task()->set_index(options_.task.index);
+  request.set_slot(slot);
+  for (const v1::ClosureResult& r : completed) *request.add_completed() = r;
+  request.set_want(want);
+  for (const v1::PsRecovery& r : server_->TakeRecoveries()) {
+    *request.add_recoveries() = r;
+  }
+  const absl::Time give_up = absl::Now() + kCoordinatorPatience;
+  absl::Duration backoff = absl::Milliseconds(100);
+  while (true) {
+    v1::ClosureResponse response;
+    std::unique_ptr<grpc::ClientContext> context =
+        coordinator_.NewContext(kExchangeTimeout);
+    const grpc::Status status =
+        stub_->RunClosures(context.get(), request, &response);
+    if (status.ok()) {
+      completed.clear();
+      return response;
+    }
+    absl::Status error = coordinator_.Annotate("JobControl.RunClosures", status);
+    if (!IsPeerFailure(error) || absl::Now() >= give_up) return error;
+    if (stop_.WaitForNotificationWithTimeout(backoff)) {
+      return absl::CancelledError("stopped");
+    }
+    backoff = std::min(backoff * 2, absl::Seconds(2));
+  }
+}
+
+void PsJobRunner::RunExecutor(int slot) {
+  const v1::AgentJobAssignment& a = options_.assignment;
+  const int device_index = a.device_indices(slot % a.device_indices_size());
+  const Device device = options_.devices[device_index];
+  if (device.is_cuda()) {
+    return Fail(absl::FailedPreconditionError(
+                    "ParameterServer executors compute on CPU devices; this "
+                    "agent offers CUDA devices (set CUDA_VISIBLE_DEVICES= to "
+                    "run it on CPUs)"),
+                true);
+  }
+  PsReplicaContext context(&job_, device, server_.get());
+  if (functions_.init != nullptr) {
+    if (absl::Status s = functions_.init(context); !s.ok()) {
+      return Fail(absl::Status(s.code(),
+                               absl::StrCat("init function \"", a.spec().init_fn(),
+                                            "\" failed: ", s.message())),
+                  true);
+    }
+  }
+  if (absl::Status s = context.DeclareVariables(); !s.ok()) {
+    return Fail(s, !IsPeerFailure(s));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (state_ == v1::AgentJobReport::LOADING) {
+      state_ = v1::AgentJobReport::RUNNING;
+    }
+  }
+  const std::string worker = absl::StrCat(task_name_, "/", slot);
+  std::vector<v1::ClosureResult> completed;
+  while (!stop_.HasBeenNotified()) {
+    absl::StatusOr<v1::ClosureResponse> response =
+        Exchange(slot, completed, /*want=*/1);
+    if (!response.ok()) {
+      if (absl::IsFailedPrecondition(response.status()) ||
+          absl::IsCancelled(response.status())) {
+        return;  // the job moved on without this worker
+      }
+      return Fail(response.status(), false);
+    }
+    if (response->done()) return;
+    if (response->closures().empty()) {
+      stop_.WaitForNotificationWithTimeout(
+          absl::Milliseconds(std::max<int64_t>(10, response->retry_after_ms())));
+      continue;
+    }
+    for (int64_t closure : response->closures()) {
+      if (absl::Status s = context.BeginClosure(closure); !s.ok()) {
+        return Fail(s, !IsPeerFailure(s));
+      }
+      Batch batch;
+      if (pipeline_ != nullptr) batch = pipeline_->BatchesForStep(closure)[0];
+      if (absl::Status s = functions_.step(context, batch); !s.ok()) {
+        // The ps tasks' failures are retryable; the step's own are not.
+        const bool permanent = !IsPeerFailure(s);
+        return Fail(absl::Status(s.code(),
+                                 absl::StrCat("step \"", a.spec().step_fn(),
+                                              "\" failed at closure ", closure,
+                                              ": ", s.message())),
+                    permanent);
+      }
+      absl::StatusOr<std::map<std::string, double>> metrics =
+          context.EndClosure();
+      if (!metrics.ok()) return Fail(metrics.status(), false);
+      v1::ClosureResult result;
+      result.set_closure(closure);
+      result.set_worker(worker);
+      result.set_time_unix_ms(absl::ToUnixMillis(absl::Now()));
+      for (const auto& [name, value] : *metrics) {
+        (*result.mutable_values())[name] = value;
+      }
+      completed.push_back(std::move(result));
+      absl::MutexLock lock(&mu_);
+      ++closures_done_;
+      for (const auto& [name, value] : *metrics) last_metrics_[name] = value;
+    }
+  }
+}
+
+}  // namespace cohort::agent

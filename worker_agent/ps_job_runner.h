@@ -1,0 +1,72 @@
+#pragma once
+
+// One worker's part of a ParameterServer job: `local_replicas` closure
+// executors, each a thread with its own PsReplicaContext. An executor asks
+// the coordinator for a step closure, pulls the variables, runs the step
+// (whose apply_gradients pushes to the ps tasks), and returns the step's
+// metrics with its next request. Executors do not wait for each other:
+// training is asynchronous, as TF's ParameterServerStrategy.
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "cohort/v1/job.grpc.pb.h"
+#include "rpc/channel.h"
+#include "worker_agent/attempt_runner.h"
+#include "worker_agent/input_pipeline.h"
+#include "worker_agent/job_runner.h"
+#include "worker_agent/ps_variable_server.h"
+#include "worker_agent/step_library.h"
+
+namespace cohort::agent {
+
+// See AttemptRunner for ownership and thread safety.
+class PsJobRunner final : public AttemptRunner {
+ public:
+  explicit PsJobRunner(RunnerOptions options);
+  ~PsJobRunner() override;
+
+  const v1::AgentJobAssignment& assignment() const override {
+    return options_.assignment;
+  }
+  void Start() override;
+  void Abort(const absl::Status& status) override;
+  v1::AgentJobReport Report() const override;
+  bool done() const override;
+
+ private:
+  void Run();
+  void RunExecutor(int slot);
+  // One RunClosures exchange, retried while the coordinator is away.
+  absl::StatusOr<v1::ClosureResponse> Exchange(
+      int slot, std::vector<v1::ClosureResult>& completed, int want);
+  void Fail(const absl::Status& status, bool permanent);
+
+  const RunnerOptions options_;
+  const std::string task_name_;
+  JobInfo job_;
+  StepFunctions functions_;
+  std::unique_ptr<InputPipeline> pipeline_;
+  // Set once by Run() before the executors start, under mu_ so that
+  // Abort() can reach it.
+  std::unique_ptr<PsVariableServer> server_;
+  rpc::Connection coordinator_;
+  std::unique_ptr<v1::JobControl::Stub> stub_;
+  std::thread thread_;
+  absl::Notification stop_;
+
+  mutable absl::Mutex mu_;
+  v1::AgentJobReport::State state_ ABSL_GUARDED_BY(mu_) =
+      v1::AgentJobReport::LOADING;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  bool permanent_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t closures_done_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, double> last_metrics_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace cohort::agent

@@ -1,0 +1,91 @@
+#pragma once
+
+// One closure executor of a ParameterServer job, behind
+// cohort::ReplicaContext. Each executor is its own sync group of one: the
+// collectives are identities, as in TF, where a ParameterServer closure's
+// replica context spans only the worker's own devices. Variables live on
+// the ps tasks; the executor keeps host copies that each closure refreshes
+// with a pull, and apply_gradients pushes the gradients for the ps tasks to
+// apply. ON_READ variables stay per executor and are pushed after each
+// closure, for the ps to aggregate.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "cohort/step.h"
+#include "worker_agent/replica_context.h"
+#include "worker_agent/variable_server.h"
+
+namespace cohort::agent {
+
+class HostVariable;
+class PsOptimizerImpl;
+
+// `job` and `server` are not owned and outlive it. Used from its
+// executor's thread only.
+class PsReplicaContext final : public ReplicaContext {
+ public:
+  PsReplicaContext(const JobInfo* job, Device device, VariableServer* server);
+  ~PsReplicaContext() override;
+
+  // --- cohort::ReplicaContext.
+  int replica_id_in_sync_group() const override { return 0; }
+  int num_replicas_in_sync() const override { return 1; }
+  const Device& device() const override { return device_; }
+  int64_t step() const override { return step_; }
+  int64_t total_steps() const override { return job_->steps; }
+  int64_t global_batch_size() const override {
+    return job_->global_batch_size;
+  }
+  uint64_t seed() const override { return job_->seed; }
+  const std::string& config_json() const override { return job_->config_json; }
+  absl::StatusOr<Variable*> create_variable(const VariableOptions& options,
+                                            const void* initial) override;
+  Variable* find_variable(std::string_view name) override;
+  absl::StatusOr<Optimizer*> create_optimizer(
+      const OptimizerOptions& options,
+      std::vector<Variable*> variables) override;
+  absl::Status read_value(Variable& variable, void* host_out) override;
+  absl::Status all_reduce(ReduceOp op,
+                          std::span<const Tensor> tensors) override;
+  using ReplicaContext::all_reduce;
+  absl::Status broadcast(Tensor tensor, int root) override;
+  absl::Status all_gather(Tensor input, Tensor output) override;
+  absl::Status merge_call(
+      const std::function<absl::Status(const PerReplica&)>& fn,
+      std::span<const Tensor> tensors) override;
+  void report(std::string_view metric, double value) override;
+  void set_user_state(std::shared_ptr<void> state) override {
+    user_state_ = std::move(state);
+  }
+  void* user_state() const override { return user_state_.get(); }
+
+  // --- For the runner.
+  // After the init function: declares the variables to the ps tasks.
+  absl::Status DeclareVariables();
+  // Before a closure: its step index, and fresh values of the trained
+  // variables.
+  absl::Status BeginClosure(int64_t closure);
+  // After it: pushes the ON_READ variables; returns what it reported.
+  absl::StatusOr<std::map<std::string, double>> EndClosure();
+
+  // Pushes `gradients` of `variables` (apply_gradients).
+  absl::Status PushGradients(const std::vector<HostVariable*>& variables,
+                             std::span<const Tensor> gradients);
+
+ private:
+  const JobInfo* const job_;
+  const Device device_;
+  VariableServer* const server_;
+  int64_t step_ = 0;
+  std::vector<std::unique_ptr<HostVariable>> variables_;  // creation order
+  std::vector<std::unique_ptr<PsOptimizerImpl>> optimizers_;
+  std::map<std::string, double> metrics_;  // of the running closure
+  std::shared_ptr<void> user_state_;
+};
+
+}  // namespace cohort::agent
