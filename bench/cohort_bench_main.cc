@@ -12,11 +12,10 @@
 #include <iostream>
 
 #include "absl/flags/flag.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "bench/collective_bench.h"
+#include "bench/sizes.h"
 #include "collective/algorithmic_communicator.h"
 #include "collective/grpc_store.h"
 #include "collective/transports/grpc_transport.h"
@@ -57,26 +56,6 @@ constexpr char kUsage[] =
     "Collectives: allreduce (float32 sum, in place), broadcast (from rank 0),\n"
     "allgather.";
 
-absl::StatusOr<std::vector<size_t>> ParseSizes(const std::string& text) {
-  std::vector<size_t> sizes;
-  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
-    size_t multiplier = 1;
-    const char suffix = part.empty() ? '\0' : part.back();
-    if (suffix == 'K' || suffix == 'k') multiplier = size_t{1} << 10;
-    if (suffix == 'M' || suffix == 'm') multiplier = size_t{1} << 20;
-    if (suffix == 'G' || suffix == 'g') multiplier = size_t{1} << 30;
-    if (multiplier != 1) part.remove_suffix(1);
-    uint64_t value = 0;
-    if (!absl::SimpleAtoi(part, &value) || value == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--sizes: \"", part, "\" is not a positive size"));
-    }
-    sizes.push_back(value * multiplier);
-  }
-  if (sizes.empty()) return absl::InvalidArgumentError("--sizes is empty");
-  return sizes;
-}
-
 absl::StatusOr<Collective> ParseCollective(const std::string& name) {
   for (Collective c : {Collective::kAllReduce, Collective::kBroadcast,
                        Collective::kAllGather}) {
@@ -84,14 +63,6 @@ absl::StatusOr<Collective> ParseCollective(const std::string& name) {
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown collective \"", name, "\" (allreduce, broadcast or allgather)"));
-}
-
-std::string Size(size_t bytes) {
-  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
-    return absl::StrCat(bytes >> 20, "M");
-  if (bytes >= (1u << 10) && bytes % (1u << 10) == 0)
-    return absl::StrCat(bytes >> 10, "K");
-  return absl::StrCat(bytes);
 }
 
 void Print(const std::vector<BenchRow>& rows, Collective collective,
@@ -118,7 +89,7 @@ void Print(const std::vector<BenchRow>& rows, Collective collective,
                                "algbw", "busbw", "iters", "check");
   for (const BenchRow& row : rows) {
     std::cout << absl::StrFormat(
-        "%10s %12d %7s %6s %12.1f %10.3f %10.3f %6d %6s\n", Size(row.bytes),
+        "%10s %12d %7s %6s %12.1f %10.3f %10.3f %6d %6s\n", SizeName(row.bytes),
         row.bytes / 4, "float",
         collective == Collective::kAllReduce ? "sum" : "-", row.median_us,
         row.algbw_gbps, row.busbw_gbps, row.iterations, row.ok ? "OK" : "FAIL");

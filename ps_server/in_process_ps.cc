@@ -52,9 +52,8 @@ absl::Status InProcessPs::Init() {
   absl::Status started = server_->Start();
   if (!started.ok()) {
     Stop();
-    return absl::Status(started.code(),
-                        absl::StrCat("ps:", options_.shard_id, ": ",
-                                     started.message()));
+    return absl::Status(started.code(), absl::StrCat("ps:", options_.shard_id,
+                                                     ": ", started.message()));
   }
   return absl::OkStatus();
 }

@@ -28,9 +28,9 @@ absl::StatusOr<int64_t> VariableBytes(const VariableDecl& v) {
                                           absl::StrJoin(v.shape, ","), "]"));
     }
     if (__builtin_mul_overflow(bytes, dim, &bytes)) {
-      return Invalid(v.name, absl::StrCat("shape [",
-                                          absl::StrJoin(v.shape, ","),
-                                          "] overflows 64-bit sizes"));
+      return Invalid(v.name,
+                     absl::StrCat("shape [", absl::StrJoin(v.shape, ","),
+                                  "] overflows 64-bit sizes"));
     }
   }
   return bytes;
@@ -111,10 +111,12 @@ absl::StatusOr<int64_t> NumPartitions(const std::vector<int64_t>& shape,
     case PartitionPolicy::kMaxSize: {
       const int64_t row_bytes = total_bytes / dim0;
       const int64_t rows_per_part =
-          row_bytes == 0 ? dim0
-                         : std::max<int64_t>(1, options.max_shard_bytes / row_bytes);
+          row_bytes == 0
+              ? dim0
+              : std::max<int64_t>(1, options.max_shard_bytes / row_bytes);
       parts = CeilDiv(dim0, rows_per_part);
-      if (options.max_shards > 0) parts = std::min<int64_t>(parts, options.max_shards);
+      if (options.max_shards > 0)
+        parts = std::min<int64_t>(parts, options.max_shards);
       break;
     }
   }
@@ -132,9 +134,9 @@ absl::StatusOr<Placement> PlaceVariables(
 
   Placement placement;
   placement.num_ps = num_ps;
-  std::set<std::string> names;  // variable and part names, which share a shard
-                                // namespace
-  int64_t counter = 0;          // TF's running round-robin variable count
+  // Variable and part names: a shard holds both under one namespace.
+  std::set<std::string> names;
+  int64_t counter = 0;  // TF's running round-robin variable count
   for (const VariableDecl& v : variables) {
     if (v.name.empty()) {
       return absl::InvalidArgumentError("a variable has an empty name");
@@ -160,8 +162,8 @@ absl::StatusOr<Placement> PlaceVariables(
       if (!part.shape.empty()) part.shape[0] = part.rows;
       row += part.rows;
       if (!names.insert(part.name).second) {
-        return Invalid(v.name, absl::StrCat("the name \"", part.name,
-                                            "\" is used twice"));
+        return Invalid(
+            v.name, absl::StrCat("the name \"", part.name, "\" is used twice"));
       }
       out.parts.push_back(std::move(part));
     }
@@ -190,9 +192,9 @@ absl::StatusOr<PartitionPolicy> ParsePartitionPolicy(const std::string& name) {
         PartitionPolicy::kMinSize, PartitionPolicy::kMaxSize}) {
     if (name == PartitionPolicyName(p)) return p;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown partition policy \"", name,
-      "\"; expected none, fixed, min_size or max_size"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown partition policy \"", name,
+                   "\"; expected none, fixed, min_size or max_size"));
 }
 
 }  // namespace cohort::ps

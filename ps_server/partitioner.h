@@ -46,9 +46,9 @@ enum class PartitionPolicy {
 
 struct PartitionerOptions {
   PartitionPolicy policy = PartitionPolicy::kNone;
-  int num_shards = 1;                    // kFixedShards; >= 1
-  int64_t min_shard_bytes = 256 << 10;   // kMinSize; > 0
-  int64_t max_shard_bytes = 0;           // kMaxSize; > 0, required
+  int num_shards = 1;                   // kFixedShards; >= 1
+  int64_t min_shard_bytes = 256 << 10;  // kMinSize; > 0
+  int64_t max_shard_bytes = 0;          // kMaxSize; > 0, required
   // kMinSize: 0 means the number of ps tasks (TF's own default is 1).
   // kMaxSize: 0 means no limit.
   int max_shards = 0;
@@ -76,7 +76,7 @@ struct VariablePart {
 
 struct VariablePlacement {
   VariableDecl variable;
-  int64_t bytes = 0;  // of the whole variable
+  int64_t bytes = 0;                // of the whole variable
   std::vector<VariablePart> parts;  // in row order; at least one
 };
 

@@ -25,8 +25,7 @@ void PrintTo(const P& p, std::ostream* os) {
 std::vector<P> Parts(const VariablePlacement& v) {
   std::vector<P> out;
   for (const VariablePart& p : v.parts) {
-    out.push_back(
-        {p.name, p.ps, p.first_row, p.rows, p.byte_offset, p.bytes});
+    out.push_back({p.name, p.ps, p.first_row, p.rows, p.byte_offset, p.bytes});
   }
   return out;
 }
@@ -60,15 +59,15 @@ TEST(PartitionerTest, FixedShardsSplitsAsTfWithACountThatContinues) {
                            .num_shards = 3};
   // 7 rows of 2 floats (8 bytes a row): 3 + 2 + 2 rows.
   Placement p = Place({{"v", {7, 2}, 4}, {"w", {5}, 4}}, 2, fixed);
-  EXPECT_THAT(Parts(p.variables[0]),
-              ElementsAre(P{"v/part_0", 0, 0, 3, 0, 24},
-                          P{"v/part_1", 1, 3, 2, 24, 16},
-                          P{"v/part_2", 0, 5, 2, 40, 16}));
+  EXPECT_THAT(
+      Parts(p.variables[0]),
+      ElementsAre(P{"v/part_0", 0, 0, 3, 0, 24}, P{"v/part_1", 1, 3, 2, 24, 16},
+                  P{"v/part_2", 0, 5, 2, 40, 16}));
   // The counter went on at 3: w's parts start on ps 1.
-  EXPECT_THAT(Parts(p.variables[1]),
-              ElementsAre(P{"w/part_0", 1, 0, 2, 0, 8},
-                          P{"w/part_1", 0, 2, 2, 8, 8},
-                          P{"w/part_2", 1, 4, 1, 16, 4}));
+  EXPECT_THAT(
+      Parts(p.variables[1]),
+      ElementsAre(P{"w/part_0", 1, 0, 2, 0, 8}, P{"w/part_1", 0, 2, 2, 8, 8},
+                  P{"w/part_2", 1, 4, 1, 16, 4}));
   EXPECT_THAT(p.variables[0].parts[1].shape, ElementsAre(2, 2));
 }
 
@@ -82,13 +81,13 @@ TEST(PartitionerTest, FixedShardsNeverMakesMorePartsThanRows) {
 TEST(PartitionerTest, ScalarsAndEmptyVariablesAreNeverSplit) {
   PartitionerOptions fixed{.policy = PartitionPolicy::kFixedShards,
                            .num_shards = 3};
-  Placement p = Place({{"s", {}, 4}, {"e", {0, 5}, 4}, {"t", {3}, 4}}, 3, fixed);
+  Placement p =
+      Place({{"s", {}, 4}, {"e", {0, 5}, 4}, {"t", {3}, 4}}, 3, fixed);
   EXPECT_THAT(Parts(p.variables[0]), ElementsAre(P{"s", 0, 0, 0, 0, 4}));
   EXPECT_THAT(Parts(p.variables[1]), ElementsAre(P{"e", 1, 0, 0, 0, 0}));
-  EXPECT_THAT(Parts(p.variables[2]),
-              ElementsAre(P{"t/part_0", 2, 0, 1, 0, 4},
-                          P{"t/part_1", 0, 1, 1, 4, 4},
-                          P{"t/part_2", 1, 2, 1, 8, 4}));
+  EXPECT_THAT(Parts(p.variables[2]), ElementsAre(P{"t/part_0", 2, 0, 1, 0, 4},
+                                                 P{"t/part_1", 0, 1, 1, 4, 4},
+                                                 P{"t/part_2", 1, 2, 1, 8, 4}));
 }
 
 TEST(PartitionerTest, MinSizeAsTfDocumentsIt) {
@@ -107,10 +106,10 @@ TEST(PartitionerTest, MinSizeAsTfDocumentsIt) {
 
 TEST(PartitionerTest, MinSizeDefaultsTo256KiBAndTheNumberOfPsTasks) {
   const PartitionerOptions min_size{.policy = PartitionPolicy::kMinSize};
-  EXPECT_EQ(Parts({1024, 256}, 4, min_size), 4);  // 1 MiB: 4 x 256 KiB
-  EXPECT_EQ(Parts({1024, 256}, 2, min_size), 2);  // capped by 2 ps tasks
-  EXPECT_EQ(Parts({100, 256}, 4, min_size), 1);   // 100 KiB
-  EXPECT_EQ(Parts({1000, 256}, 4, min_size), 4);  // 3.9: ceil, as TF
+  EXPECT_EQ(Parts({1024, 256}, 4, min_size), 4);   // 1 MiB: 4 x 256 KiB
+  EXPECT_EQ(Parts({1024, 256}, 2, min_size), 2);   // capped by 2 ps tasks
+  EXPECT_EQ(Parts({100, 256}, 4, min_size), 1);    // 100 KiB
+  EXPECT_EQ(Parts({1000, 256}, 4, min_size), 4);   // 3.9: ceil, as TF
   EXPECT_EQ(Parts({3, 1 << 20}, 8, min_size), 3);  // capped by dim0
 
   Placement p = Place({{"emb", {1024, 256}, 4}}, 4, min_size);
@@ -130,10 +129,10 @@ TEST(PartitionerTest, MaxSizeAsTfDocumentsIt) {
                    .max_shard_bytes = 4,
                    .max_shards = 2}),
             2);
-  EXPECT_EQ(Parts({6, 1}, 2,
-                  {.policy = PartitionPolicy::kMaxSize,
-                   .max_shard_bytes = 1024}),
-            1);
+  EXPECT_EQ(
+      Parts({6, 1}, 2,
+            {.policy = PartitionPolicy::kMaxSize, .max_shard_bytes = 1024}),
+      1);
 }
 
 TEST(PartitionerTest, MaxSizeCountsWholeRows) {
@@ -184,17 +183,17 @@ TEST(PartitionerTest, RejectsBadInputsNamingThem) {
   };
   const std::vector<VariableDecl> ok = {{"v", {4}, 4}};
   EXPECT_THAT(error(ok, 0, {}), HasSubstr("at least one ps task"));
-  EXPECT_THAT(error(ok, 2, {.policy = PartitionPolicy::kFixedShards,
-                            .num_shards = 0}),
-              HasSubstr("num_shards"));
+  EXPECT_THAT(
+      error(ok, 2, {.policy = PartitionPolicy::kFixedShards, .num_shards = 0}),
+      HasSubstr("num_shards"));
   EXPECT_THAT(error(ok, 2, {.policy = PartitionPolicy::kMaxSize}),
               HasSubstr("max_shard_bytes"));
-  EXPECT_THAT(error(ok, 2, {.policy = PartitionPolicy::kMinSize,
-                            .min_shard_bytes = 0}),
-              HasSubstr("min_shard_bytes"));
-  EXPECT_THAT(error(ok, 2, {.policy = PartitionPolicy::kMinSize,
-                            .max_shards = -1}),
-              HasSubstr("max_shards"));
+  EXPECT_THAT(
+      error(ok, 2, {.policy = PartitionPolicy::kMinSize, .min_shard_bytes = 0}),
+      HasSubstr("min_shard_bytes"));
+  EXPECT_THAT(
+      error(ok, 2, {.policy = PartitionPolicy::kMinSize, .max_shards = -1}),
+      HasSubstr("max_shards"));
   EXPECT_THAT(error({{"v", {4, -1}, 4}}, 2, {}),
               HasSubstr("\"v\": negative dimension in shape [4,-1]"));
   EXPECT_THAT(error({{"v", {4}, 0}}, 2, {}), HasSubstr("element size"));

@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -36,6 +37,8 @@ struct PsClient::Shard {
 
 struct PsClient::Declared {
   Placement placement;
+  // Into `placement`, which never changes once declared.
+  absl::flat_hash_map<std::string, const VariablePlacement*> by_name;
   // Per shard, what CreateVariables sends it (possibly no variables: the
   // job still claims the shard).
   std::vector<std::shared_ptr<const v1::CreateVariablesRequest>> requests;
@@ -49,10 +52,44 @@ std::string Seconds(absl::Duration d) {
 }
 
 // The shard did not know the variables: restarted without a snapshot, or
-// never told.
+// never told. (Another job's shard is PERMISSION_DENIED.)
 bool IsMissingVariables(const absl::Status& s) {
-  return s.code() == absl::StatusCode::kNotFound ||
-         s.code() == absl::StatusCode::kFailedPrecondition;
+  return s.code() == absl::StatusCode::kNotFound;
+}
+
+// Cuts the caller's buffers into the slices of their parts, by shard.
+// `Slice` is PullSlice or PushSlice, `Buffer` PullBuffer or PushBuffer.
+template <typename Slice, typename Buffer, typename Index>
+absl::StatusOr<std::vector<std::vector<Slice>>> SliceByShard(
+    const Index& by_name, int num_shards, absl::Span<const Buffer> buffers,
+    absl::string_view call) {
+  std::vector<std::vector<Slice>> by_shard(num_shards);
+  for (const Buffer& buffer : buffers) {
+    auto it = by_name.find(buffer.name);
+    if (it == by_name.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          call, ": no variable \"", buffer.name, "\" was created"));
+    }
+    const VariablePlacement& v = *it->second;
+    if (static_cast<int64_t>(buffer.bytes.size()) != v.bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(call, ": buffer of ", buffer.bytes.size(),
+                       " bytes for \"", buffer.name, "\" of ", v.bytes));
+    }
+    for (const VariablePart& part : v.parts) {
+      by_shard[part.ps].push_back(
+          {part.name, buffer.bytes.subspan(part.byte_offset, part.bytes)});
+    }
+  }
+  return by_shard;
+}
+
+std::vector<int> NonEmpty(const auto& by_shard) {
+  std::vector<int> ids;
+  for (size_t i = 0; i < by_shard.size(); ++i) {
+    if (!by_shard[i].empty()) ids.push_back(static_cast<int>(i));
+  }
+  return ids;
 }
 
 }  // namespace
@@ -158,10 +195,11 @@ absl::Status PsClient::CreateVariables(
           " has ", DTypeSize(o.dtype), "-byte elements, the placement ",
           v.variable.element_bytes));
     }
-    if (!o.initial.empty() && static_cast<int64_t>(o.initial.size()) != v.bytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "variable \"", v.variable.name, "\": initial value of ",
-          o.initial.size(), " bytes, the variable has ", v.bytes));
+    if (!o.initial.empty() &&
+        static_cast<int64_t>(o.initial.size()) != v.bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("variable \"", v.variable.name, "\": initial value of ",
+                       o.initial.size(), " bytes, the variable has ", v.bytes));
     }
     for (const VariablePart& part : v.parts) {
       v1::PsVariableSpec* spec = requests[part.ps].add_variables();
@@ -177,6 +215,9 @@ absl::Status PsClient::CreateVariables(
   }
   auto declared = std::make_shared<Declared>();
   declared->placement = placement;
+  for (const VariablePlacement& v : declared->placement.variables) {
+    declared->by_name[v.variable.name] = &v;
+  }
   std::vector<int> ids;
   for (int i = 0; i < num_shards(); ++i) {
     declared->requests.push_back(
@@ -199,31 +240,14 @@ absl::Status PsClient::Pull(absl::Span<const PullBuffer> variables) {
   if (d == nullptr) {
     return absl::FailedPreconditionError("Pull before CreateVariables");
   }
-  std::vector<std::vector<PullSlice>> by_shard(num_shards());
-  for (const PullBuffer& buffer : variables) {
-    const VariablePlacement* v = d->placement.Find(buffer.name);
-    if (v == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Pull: no variable \"", buffer.name, "\" was created"));
-    }
-    if (static_cast<int64_t>(buffer.bytes.size()) != v->bytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Pull: buffer of ", buffer.bytes.size(),
-                       " bytes for \"", buffer.name, "\" of ", v->bytes));
-    }
-    for (const VariablePart& part : v->parts) {
-      by_shard[part.ps].push_back(
-          {part.name, buffer.bytes.subspan(part.byte_offset, part.bytes)});
-    }
-  }
-  std::vector<int> ids;
-  for (int i = 0; i < num_shards(); ++i) {
-    if (!by_shard[i].empty()) ids.push_back(i);
-  }
-  return ForEachShard(ids, [&](Shard& shard) {
-    return RunWithRecovery(shard, Op::kPull, *d->requests[shard.id], [&] {
-      return PullOnce(shard, by_shard[shard.id]);
-    });
+  COHORT_ASSIGN_OR_RETURN(
+      const std::vector<std::vector<PullSlice>> by_shard,
+      (SliceByShard<PullSlice>(d->by_name, num_shards(), variables, "Pull")));
+  return ForEachShard(NonEmpty(by_shard), [&](Shard& shard) {
+    return RunWithRecovery(
+        shard, Op::kPull, *d->requests[shard.id], [&](bool* restarted) {
+          return PullOnce(shard, by_shard[shard.id], restarted);
+        });
   });
 }
 
@@ -233,31 +257,14 @@ absl::Status PsClient::Push(absl::Span<const PushBuffer> variables) {
   if (d == nullptr) {
     return absl::FailedPreconditionError("Push before CreateVariables");
   }
-  std::vector<std::vector<PushSlice>> by_shard(num_shards());
-  for (const PushBuffer& buffer : variables) {
-    const VariablePlacement* v = d->placement.Find(buffer.name);
-    if (v == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Push: no variable \"", buffer.name, "\" was created"));
-    }
-    if (static_cast<int64_t>(buffer.bytes.size()) != v->bytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Push: buffer of ", buffer.bytes.size(),
-                       " bytes for \"", buffer.name, "\" of ", v->bytes));
-    }
-    for (const VariablePart& part : v->parts) {
-      by_shard[part.ps].push_back(
-          {part.name, buffer.bytes.subspan(part.byte_offset, part.bytes)});
-    }
-  }
-  std::vector<int> ids;
-  for (int i = 0; i < num_shards(); ++i) {
-    if (!by_shard[i].empty()) ids.push_back(i);
-  }
-  return ForEachShard(ids, [&](Shard& shard) {
-    return RunWithRecovery(shard, Op::kPush, *d->requests[shard.id], [&] {
-      return PushOnce(shard, by_shard[shard.id]);
-    });
+  COHORT_ASSIGN_OR_RETURN(
+      const std::vector<std::vector<PushSlice>> by_shard,
+      (SliceByShard<PushSlice>(d->by_name, num_shards(), variables, "Push")));
+  return ForEachShard(NonEmpty(by_shard), [&](Shard& shard) {
+    return RunWithRecovery(
+        shard, Op::kPush, *d->requests[shard.id], [&](bool* restarted) {
+          return PushOnce(shard, by_shard[shard.id], restarted);
+        });
   });
 }
 
@@ -270,8 +277,7 @@ absl::Status PsClient::ForEachShard(
   std::vector<std::thread> threads;
   threads.reserve(shard_ids.size() - 1);
   for (size_t i = 1; i < shard_ids.size(); ++i) {
-    threads.emplace_back(
-        [&, i] { results[i] = fn(*shards_[shard_ids[i]]); });
+    threads.emplace_back([&, i] { results[i] = fn(*shards_[shard_ids[i]]); });
   }
   results[0] = fn(*shards_[shard_ids[0]]);
   for (std::thread& t : threads) t.join();
@@ -285,7 +291,8 @@ absl::Status PsClient::ForEachShard(
 // One attempt of each RPC.
 
 absl::Status PsClient::PullOnce(Shard& shard,
-                                const std::vector<PullSlice>& slices) {
+                                const std::vector<PullSlice>& slices,
+                                bool* restarted) {
   v1::PullRequest request;
   request.set_job_id(options_.job_id);
   request.set_worker(options_.worker);
@@ -298,7 +305,6 @@ absl::Status PsClient::PullOnce(Shard& shard,
   PullAssembler assembler(slices);
   v1::PullResponse response;
   absl::Status local;  // our own objection to what arrived
-  bool restarted = false;
   while (reader->Read(&response)) {
     if (!local.ok()) continue;  // cancelled: drain what is left
     if (response.has_shard()) {
@@ -306,7 +312,7 @@ absl::Status PsClient::PullOnce(Shard& shard,
       if (!observed.ok()) {
         local = observed.status();
       } else {
-        restarted |= *observed;
+        *restarted |= *observed;
       }
     }
     for (const v1::TensorChunk& chunk : response.chunks()) {
@@ -319,13 +325,12 @@ absl::Status PsClient::PullOnce(Shard& shard,
   if (!local.ok()) return local;
   COHORT_RETURN_IF_ERROR(
       shard.connection.Annotate("ParameterServer.Pull", status));
-  COHORT_RETURN_IF_ERROR(assembler.Finish());
-  if (restarted) COHORT_RETURN_IF_ERROR(Recreate(shard));
-  return absl::OkStatus();
+  return assembler.Finish();
 }
 
 absl::Status PsClient::PushOnce(Shard& shard,
-                                const std::vector<PushSlice>& slices) {
+                                const std::vector<PushSlice>& slices,
+                                bool* restarted) {
   std::unique_ptr<grpc::ClientContext> context =
       shard.connection.NewContext(options_.rpc_timeout);
   v1::PushResponse response;
@@ -338,9 +343,9 @@ absl::Status PsClient::PushOnce(Shard& shard,
   while (chunker.Next(&request)) {
     // The last message half-closes the stream with it, saving a frame.
     const bool last = chunker.Done();
-    const bool written = writer->Write(
-        request, last ? grpc::WriteOptions().set_last_message()
-                      : grpc::WriteOptions());
+    const bool written =
+        writer->Write(request, last ? grpc::WriteOptions().set_last_message()
+                                    : grpc::WriteOptions());
     // A last-message write half-closes even when it fails: WritesDone after
     // it would be a second half-close, which gRPC treats as misuse.
     half_closed = last;
@@ -350,9 +355,7 @@ absl::Status PsClient::PushOnce(Shard& shard,
   const grpc::Status status = writer->Finish();
   COHORT_RETURN_IF_ERROR(
       shard.connection.Annotate("ParameterServer.Push", status));
-  COHORT_ASSIGN_OR_RETURN(const bool restarted,
-                          Observe(shard, response.shard()));
-  if (restarted) COHORT_RETURN_IF_ERROR(Recreate(shard));
+  COHORT_ASSIGN_OR_RETURN(*restarted, Observe(shard, response.shard()));
   return absl::OkStatus();
 }
 
@@ -389,7 +392,7 @@ absl::Status PsClient::Named(const Shard& shard, const absl::Status& status) {
 
 absl::Status PsClient::RunWithRecovery(
     Shard& shard, Op op, const v1::CreateVariablesRequest& create,
-    const std::function<absl::Status()>& attempt) {
+    const std::function<absl::Status(bool* restarted)>& attempt) {
   uint64_t sent_to = incarnation(shard.id);
   bool recreated = false;
   std::optional<absl::Time> deadline;  // set by the first unavailability
@@ -397,8 +400,13 @@ absl::Status PsClient::RunWithRecovery(
   // the deadline fixed at the first failure), or is the one retry after
   // recreating missing variables.
   for (;;) {
-    const absl::Status status = attempt();
-    if (status.ok() || status.code() == absl::StatusCode::kCancelled) {
+    bool restarted = false;
+    const absl::Status status = attempt(&restarted);
+    if (status.ok()) {
+      if (restarted) RecreateAfterRestart(shard, create);
+      return status;
+    }
+    if (status.code() == absl::StatusCode::kCancelled) {
       return Named(shard, status);
     }
     if (IsMissingVariables(status) && !recreated) {
@@ -473,8 +481,7 @@ absl::Status PsClient::AwaitShard(Shard& shard,
     if (!Retryable(shard, status)) return Named(shard, status);
     last_error = status;
     // Connected, yet refused as unavailable (a shard shutting down, say).
-    COHORT_RETURN_IF_ERROR(
-        Backoff(std::min(backoff, deadline - absl::Now())));
+    COHORT_RETURN_IF_ERROR(Backoff(std::min(backoff, deadline - absl::Now())));
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
 }
@@ -504,14 +511,14 @@ absl::StatusOr<bool> PsClient::Observe(Shard& shard,
       shard.updates_seen = std::max(shard.updates_seen, state.updates());
       return false;
     }
-    event = PsRecoveryEvent{
-        .shard = shard.id,
-        .old_incarnation = shard.incarnation,
-        .new_incarnation = state.incarnation(),
-        .updates_seen = shard.updates_seen,
-        .restored_updates = state.restored_updates(),
-        .lost = std::max<int64_t>(
-            0, shard.updates_seen - state.restored_updates())};
+    event =
+        PsRecoveryEvent{.shard = shard.id,
+                        .old_incarnation = shard.incarnation,
+                        .new_incarnation = state.incarnation(),
+                        .updates_seen = shard.updates_seen,
+                        .restored_updates = state.restored_updates(),
+                        .lost = std::max<int64_t>(
+                            0, shard.updates_seen - state.restored_updates())};
     shard.retired.insert(shard.incarnation);
     shard.incarnation = state.incarnation();
     shard.updates_seen = state.updates();
@@ -527,10 +534,17 @@ absl::StatusOr<bool> PsClient::Observe(Shard& shard,
   return true;
 }
 
-absl::Status PsClient::Recreate(Shard& shard) {
-  std::shared_ptr<const Declared> d = declared();
-  if (d == nullptr) return absl::OkStatus();
-  return CreateWithRetry(shard, *d->requests[shard.id]);
+void PsClient::RecreateAfterRestart(Shard& shard,
+                                    const v1::CreateVariablesRequest& create) {
+  // The call that saw the restart succeeded, so the shard holds what it
+  // needed; this restores the rest of this client's variables, in case the
+  // snapshot predates some. Best effort: a variable still missing is
+  // recreated when a call meets it (NOT_FOUND).
+  const absl::Status status = CreateWithRetry(shard, create);
+  if (!status.ok()) {
+    spdlog::warn("recreating the variables on ps:{} after its restart: {}",
+                 shard.id, status.ToString());
+  }
 }
 
 }  // namespace cohort::ps

@@ -19,10 +19,10 @@
 //     PsRecoveryEvent (how many of the updates seen before the restart the
 //     snapshot lost) and re-issues CreateVariables there before the call
 //     returns.
-//   - A Pull or Push refused with NOT_FOUND or FAILED_PRECONDITION (the
-//     shard does not know the variables: restarted without a snapshot while
-//     no call of this client was looking) re-issues CreateVariables there
-//     once; it is retried if that shows a new incarnation.
+//   - A Pull or Push refused with NOT_FOUND (the shard does not know the
+//     variables: restarted without a snapshot while no call of this client
+//     was looking) re-issues CreateVariables there once; the call is retried
+//     if that shows a new incarnation.
 //   - Other errors return at once, naming the shard: "ps:1: ...".
 //
 // Pushes are at most once per incarnation. A Push that fails UNAVAILABLE is
@@ -157,9 +157,12 @@ class PsClient {
 
   explicit PsClient(PsClientOptions options);
 
-  // One attempt of a shard's Pull, Push or CreateVariables.
-  absl::Status PullOnce(Shard& shard, const std::vector<PullSlice>& slices);
-  absl::Status PushOnce(Shard& shard, const std::vector<PushSlice>& slices);
+  // One attempt of a shard's Pull, Push or CreateVariables. `restarted` is
+  // set when the answer showed a new incarnation.
+  absl::Status PullOnce(Shard& shard, const std::vector<PullSlice>& slices,
+                        bool* restarted);
+  absl::Status PushOnce(Shard& shard, const std::vector<PushSlice>& slices,
+                        bool* restarted);
   absl::Status CreateOnce(Shard& shard,
                           const v1::CreateVariablesRequest& request,
                           absl::Duration timeout);
@@ -167,9 +170,9 @@ class PsClient {
   // Runs a Pull or Push on one shard with the recovery rules above;
   // `create` is what probes and recreates the shard.
   enum class Op { kPull, kPush };
-  absl::Status RunWithRecovery(Shard& shard, Op op,
-                               const v1::CreateVariablesRequest& create,
-                               const std::function<absl::Status()>& attempt);
+  absl::Status RunWithRecovery(
+      Shard& shard, Op op, const v1::CreateVariablesRequest& create,
+      const std::function<absl::Status(bool*)>& attempt);
   // CreateVariables on one shard, retried while it is unavailable.
   absl::Status CreateWithRetry(Shard& shard,
                                const v1::CreateVariablesRequest& request);
@@ -189,8 +192,10 @@ class PsClient {
   // incarnation (an event was recorded). FAILED_PRECONDITION when the task
   // at that address says it is another shard.
   absl::StatusOr<bool> Observe(Shard& shard, const v1::PsShardState& state);
-  // After a response showed a new incarnation: recreate the variables there.
-  absl::Status Recreate(Shard& shard);
+  // After a successful call saw a new incarnation: CreateVariables there
+  // again (logged, not returned, when it fails).
+  void RecreateAfterRestart(Shard& shard,
+                            const v1::CreateVariablesRequest& create);
 
   // Runs `fn(shard)` for each listed shard in parallel; the first error in
   // shard order.

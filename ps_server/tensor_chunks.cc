@@ -54,9 +54,9 @@ PullAssembler::PullAssembler(std::vector<PullSlice> slices) {
 }
 
 absl::Status PullAssembler::Add(const v1::TensorChunk& chunk) {
-  auto it = std::find_if(targets_.begin(), targets_.end(), [&](const Target& t) {
-    return t.slice.name == chunk.name();
-  });
+  auto it = std::find_if(
+      targets_.begin(), targets_.end(),
+      [&](const Target& t) { return t.slice.name == chunk.name(); });
   if (it == targets_.end()) {
     return absl::InternalError(
         absl::StrCat("pull returned \"", chunk.name(), "\", not asked for"));
@@ -64,10 +64,10 @@ absl::Status PullAssembler::Add(const v1::TensorChunk& chunk) {
   const int64_t size = static_cast<int64_t>(it->slice.bytes.size());
   const int64_t len = static_cast<int64_t>(chunk.data().size());
   if (chunk.total_bytes() != size) {
-    return absl::InternalError(absl::StrCat(
-        "pull of \"", chunk.name(), "\": the shard holds ", chunk.total_bytes(),
-        " bytes, this worker expects ", size,
-        " (was it created with another shape?)"));
+    return absl::InternalError(
+        absl::StrCat("pull of \"", chunk.name(), "\": the shard holds ",
+                     chunk.total_bytes(), " bytes, this worker expects ", size,
+                     " (was it created with another shape?)"));
   }
   if (chunk.offset() < 0 || chunk.offset() > size - len ||
       it->received + len > size) {
@@ -75,7 +75,9 @@ absl::Status PullAssembler::Add(const v1::TensorChunk& chunk) {
         "pull of \"", chunk.name(), "\": chunk [", chunk.offset(), ", +", len,
         ") is out of range or repeats bytes of ", size));
   }
-  if (len > 0) std::memcpy(it->slice.bytes.data() + chunk.offset(), chunk.data().data(), len);
+  if (len > 0)
+    std::memcpy(it->slice.bytes.data() + chunk.offset(), chunk.data().data(),
+                len);
   it->received += len;
   return absl::OkStatus();
 }
@@ -83,9 +85,9 @@ absl::Status PullAssembler::Add(const v1::TensorChunk& chunk) {
 absl::Status PullAssembler::Finish() const {
   for (const Target& t : targets_) {
     if (t.received != static_cast<int64_t>(t.slice.bytes.size())) {
-      return absl::InternalError(absl::StrCat(
-          "pull of \"", t.slice.name, "\" ended with ", t.received, " of ",
-          t.slice.bytes.size(), " bytes"));
+      return absl::InternalError(
+          absl::StrCat("pull of \"", t.slice.name, "\" ended with ", t.received,
+                       " of ", t.slice.bytes.size(), " bytes"));
     }
   }
   return absl::OkStatus();

@@ -42,11 +42,10 @@ using Msg = std::vector<std::tuple<std::string, int64_t, int64_t>>;
 TEST(PushChunkerTest, BatchesSmallSlicesAndCutsLargeOnes) {
   const std::string a = Bytes(3), b = Bytes(10), c = Bytes(2);
   std::vector<PushSlice> slices = {{"a", a}, {"b", b}, {"c", c}};
-  EXPECT_EQ(Layout(slices, 4),
-            (std::vector<Msg>{{{"a", 0, 3}, {"b", 0, 1}},
-                              {{"b", 1, 4}},
-                              {{"b", 5, 4}},
-                              {{"b", 9, 1}, {"c", 0, 2}}}));
+  EXPECT_EQ(Layout(slices, 4), (std::vector<Msg>{{{"a", 0, 3}, {"b", 0, 1}},
+                                                 {{"b", 1, 4}},
+                                                 {{"b", 5, 4}},
+                                                 {{"b", 9, 1}, {"c", 0, 2}}}));
   EXPECT_EQ(Layout(slices, 100),
             (std::vector<Msg>{{{"a", 0, 3}, {"b", 0, 10}, {"c", 0, 2}}}));
 }
@@ -54,8 +53,7 @@ TEST(PushChunkerTest, BatchesSmallSlicesAndCutsLargeOnes) {
 TEST(PushChunkerTest, AnEmptySliceStillSendsOneChunk) {
   const std::string a = Bytes(4);
   std::vector<PushSlice> slices = {{"e", {}}, {"a", a}};
-  EXPECT_EQ(Layout(slices, 4),
-            (std::vector<Msg>{{{"e", 0, 0}, {"a", 0, 4}}}));
+  EXPECT_EQ(Layout(slices, 4), (std::vector<Msg>{{{"e", 0, 0}, {"a", 0, 4}}}));
 }
 
 TEST(PushChunkerTest, NothingToSendIsNoMessage) {

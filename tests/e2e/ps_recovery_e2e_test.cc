@@ -93,12 +93,12 @@ TEST(PsRecoveryE2eTest, AKilledPsComesBackFromItsSnapshot) {
   ASSERT_TRUE(tasks.Start(0).ok());
   ASSERT_TRUE(tasks.Start(1).ok());
 
-  absl::StatusOr<std::unique_ptr<ps::PsClient>> client = ps::PsClient::Create(
-      {.ps_addresses = addresses,
-       .job_id = kJob,
-       .job_sequence = 1,
-       .worker = "worker:0",
-       .recovery_timeout = kTimeout});
+  absl::StatusOr<std::unique_ptr<ps::PsClient>> client =
+      ps::PsClient::Create({.ps_addresses = addresses,
+                            .job_id = kJob,
+                            .job_sequence = 1,
+                            .worker = "worker:0",
+                            .recovery_timeout = kTimeout});
   ASSERT_TRUE(client.ok()) << client.status();
   ps::PsClient& c = **client;
   // 8 rows of 4 floats in two parts: rows 0-3 on ps 0, rows 4-7 on ps 1.
@@ -134,12 +134,14 @@ TEST(PsRecoveryE2eTest, AKilledPsComesBackFromItsSnapshot) {
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(c.Push(push).ok());
   tasks.Kill(1);
   // The coordinator must see it gone before it admits the new process.
-  absl::StatusOr<v1::ClusterState> gone = (*coordinator)->WaitForState(
-      [](const v1::ClusterState& state) {
-        const v1::TaskStatus* ps1 = FindTask(state, "ps", 1);
-        return ps1 != nullptr && ps1->state() != v1::READY;
-      },
-      kTimeout);
+  absl::StatusOr<v1::ClusterState> gone =
+      (*coordinator)
+          ->WaitForState(
+              [](const v1::ClusterState& state) {
+                const v1::TaskStatus* ps1 = FindTask(state, "ps", 1);
+                return ps1 != nullptr && ps1->state() != v1::READY;
+              },
+              kTimeout);
   ASSERT_TRUE(gone.ok()) << gone.status();
   ASSERT_TRUE(tasks.Start(1).ok());
 

@@ -3,6 +3,8 @@
 // two shards, pushes applied by the shards' optimizers, concurrent workers,
 // and the recovery rules when a shard restarts or stays away.
 
+#include "ps_server/ps_client.h"
+
 #include <future>
 #include <thread>
 
@@ -12,16 +14,15 @@
 #include "gtest/gtest.h"
 #include "ps_server/in_process_ps.h"
 #include "ps_server/partitioner.h"
-#include "ps_server/ps_client.h"
 #include "tests/testing/test_cluster.h"
 
 namespace cohort::ps {
 namespace {
 
+using ::cohort::testing::ScratchDir;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
-using ::cohort::testing::ScratchDir;
 
 constexpr char kJob[] = "job-ps-client";
 
@@ -48,9 +49,8 @@ class Shards {
     for (int i = 0; i < n; ++i) {
       options_.push_back(InProcessPsOptions{
           .shard_id = i,
-          .state_dir = state_root.empty()
-                           ? ""
-                           : absl::StrCat(state_root, "/ps", i),
+          .state_dir =
+              state_root.empty() ? "" : absl::StrCat(state_root, "/ps", i),
           // Snapshots only on request and at a clean stop.
           .snapshots = {.interval = absl::Hours(1), .every_updates = 0},
           .service = service_});
@@ -120,10 +120,10 @@ struct Model {
   }
 
   absl::Status Create(PsClient& client) const {
-    return client.CreateVariables(
-        placement, {{.optimizer = Sgd(0.5), .initial = In(emb)},
-                    {.optimizer = Sgd(0.5), .initial = In(bias)},
-                    {.initial = In(scale)}});
+    return client.CreateVariables(placement,
+                                  {{.optimizer = Sgd(0.5), .initial = In(emb)},
+                                   {.optimizer = Sgd(0.5), .initial = In(bias)},
+                                   {.initial = In(scale)}});
   }
 };
 
@@ -160,10 +160,9 @@ TEST(PsClientTest, ShardedVariablesSpreadOverBothShardsAndTrain) {
                                                 {0, "scale"}}) {
     SCOPED_TRACE(name);
     EXPECT_TRUE(shards[shard].service().store()->Layout(kJob, name).ok());
-    EXPECT_EQ(shards[1 - shard].service().store()->Layout(kJob, name)
-                  .status()
-                  .code(),
-              absl::StatusCode::kNotFound);
+    EXPECT_EQ(
+        shards[1 - shard].service().store()->Layout(kJob, name).status().code(),
+        absl::StatusCode::kNotFound);
   }
   absl::StatusOr<VariableLayout> part1 =
       shards[1].service().store()->Layout(kJob, "emb/part_1");
@@ -180,9 +179,8 @@ TEST(PsClientTest, ShardedVariablesSpreadOverBothShardsAndTrain) {
   // The scale has no optimizer: the push assigns it.
   const std::vector<float> emb_grad(40, 1.0f), bias_grad(4, 1.0f),
       new_scale = {7.0f};
-  const PushBuffer push[] = {{"emb", In(emb_grad)},
-                             {"bias", In(bias_grad)},
-                             {"scale", In(new_scale)}};
+  const PushBuffer push[] = {
+      {"emb", In(emb_grad)}, {"bias", In(bias_grad)}, {"scale", In(new_scale)}};
   ASSERT_TRUE(client->Push(push).ok());
   ASSERT_TRUE(pulled.From(*client).ok());
   for (int i = 0; i < 40; ++i) EXPECT_EQ(pulled.emb[i], model.emb[i] - 0.5f);
@@ -212,7 +210,8 @@ TEST(PsClientTest, ConcurrentWorkersShareOneClient) {
   ASSERT_TRUE(placement.ok());
   ASSERT_THAT(placement->variables[0].parts, SizeIs(2));
   std::unique_ptr<PsClient> client = NewClient(shards.addresses());
-  ASSERT_TRUE(client->CreateVariables(*placement, {{.optimizer = Sgd(1)}}).ok());
+  ASSERT_TRUE(
+      client->CreateVariables(*placement, {{.optimizer = Sgd(1)}}).ok());
 
   constexpr int kThreads = 4, kPushes = 25;
   const std::vector<float> ones(512, 1.0f);
@@ -261,8 +260,7 @@ TEST(PsClientTest, RejectsMisuseAndNamesTheShardOnErrors) {
   PsClientOptions newer{.job_sequence = 2};
   newer.ps_addresses = shards.addresses();
   newer.job_id = "job-newer";
-  absl::StatusOr<std::unique_ptr<PsClient>> successor =
-      PsClient::Create(newer);
+  absl::StatusOr<std::unique_ptr<PsClient>> successor = PsClient::Create(newer);
   ASSERT_TRUE(successor.ok());
   ASSERT_TRUE(model.Create(**successor).ok());
   const absl::Status refused = pulled.From(*client);
