@@ -23,7 +23,9 @@ ABSL_FLAG(std::string, state_dir, "",
 ABSL_FLAG(absl::Duration, snapshot_interval, absl::Seconds(10),
           "Snapshot at least this often while the shard changes.");
 ABSL_FLAG(int64_t, snapshot_every_updates, 100,
-          "Also snapshot after this many updates (0: by time only).");
+          "Also snapshot after this many updates (0: by time only). A push "
+          "is acknowledged only when at most this many acknowledged updates "
+          "are not yet on disk, so a crash loses no more than that.");
 ABSL_FLAG(int64_t, max_chunk_bytes, int64_t{4} << 20,
           "Most bytes of tensor data in one Pull message or pushed chunk.");
 
@@ -62,6 +64,7 @@ int main(int argc, char** argv) {
   const ps::SnapshotLoopOptions loop_options{
       .interval = absl::GetFlag(FLAGS_snapshot_interval),
       .every_updates = absl::GetFlag(FLAGS_snapshot_every_updates)};
+  service_options.ack_within_updates = loop_options.every_updates;
   if (loop_options.interval <= absl::ZeroDuration() ||
       loop_options.every_updates < 0) {
     ExitWithConfigError(absl::InvalidArgumentError(

@@ -92,7 +92,16 @@ class PushReader final : public grpc::ServerReadReactor<v1::PushRequest> {
       }
       *response_->mutable_shard() = service_->ShardState();
       response_->set_applied(assembler_.applied());
-      Finish(grpc::Status::OK);
+      SnapshotLoop* snapshots = service_->snapshots();
+      const int64_t bound = service_->options().ack_within_updates;
+      if (snapshots == nullptr || bound <= 0) {
+        Finish(grpc::Status::OK);
+        return;
+      }
+      // Acknowledged only once a crash could not lose more than `bound` of
+      // the updates acknowledged so far.
+      snapshots->WhenDurable(response_->shard().updates() - bound,
+                             [this] { Finish(grpc::Status::OK); });
       return;
     }
     if (absl::Status taken = Take(); !taken.ok()) {

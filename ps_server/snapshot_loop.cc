@@ -63,6 +63,19 @@ void SnapshotLoop::SnapshotNow(Done done) {
   done(absl::UnavailableError("the ps shard is shutting down"));
 }
 
+void SnapshotLoop::WhenDurable(int64_t updates, std::function<void()> then) {
+  {
+    absl::MutexLock lock(&mu_);
+    const int64_t durable = last_.has_value() ? last_->updates : 0;
+    if (updates > durable && started_ && !stopping_) {
+      waiters_.emplace_back(updates, std::move(then));
+      wake_.Signal();
+      return;
+    }
+  }
+  then();
+}
+
 std::optional<SnapshotRecord> SnapshotLoop::last() const {
   absl::MutexLock lock(&mu_);
   return last_;
@@ -72,8 +85,8 @@ void SnapshotLoop::Run() {
   absl::MutexLock lock(&mu_);
   absl::Time next = absl::Now() + options_.interval;
   while (true) {
-    while (!stopping_ && requests_.empty() && !UpdatesDue() &&
-           absl::Now() < next) {
+    while (!stopping_ && requests_.empty() && waiters_.empty() &&
+           !UpdatesDue() && absl::Now() < next) {
       wake_.WaitWithDeadline(&mu_, next);
     }
     const bool stopping = stopping_;
@@ -84,6 +97,23 @@ void SnapshotLoop::Run() {
         WriteIfChanged(/*force=*/!requests.empty());
     for (Done& done : requests) done(result);
     mu_.Lock();
+    // Waiters whose updates are now on disk go; so do all of them when the
+    // write failed or the loop stops.
+    std::vector<std::function<void()>> ready;
+    const int64_t durable = last_.has_value() ? last_->updates : 0;
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (it->first <= durable || !result.ok() || stopping) {
+        ready.push_back(std::move(it->second));
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (!ready.empty()) {
+      mu_.Unlock();
+      for (auto& then : ready) then();
+      mu_.Lock();
+    }
     next = absl::Now() + options_.interval;
     if (stopping) return;
   }

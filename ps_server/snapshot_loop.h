@@ -65,6 +65,13 @@ class SnapshotLoop {
   // one when the state has not changed since, or the error.
   void SnapshotNow(Done done);
 
+  // Calls `then` once a snapshot holding at least `updates` is on disk:
+  // at once when one is, else after the loop writes it (on its thread).
+  // Acknowledging a push only then bounds what a crash loses to
+  // every_updates. A failed write, or shutdown, calls it too (logged), so
+  // that nothing waits forever on a broken disk.
+  void WhenDurable(int64_t updates, std::function<void()> then);
+
   // The newest snapshot written or restored; unset when none.
   std::optional<SnapshotRecord> last() const;
 
@@ -87,6 +94,9 @@ class SnapshotLoop {
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<Done> requests_ ABSL_GUARDED_BY(mu_);
+  // WhenDurable's callers: the updates each waits for.
+  std::vector<std::pair<int64_t, std::function<void()>>> waiters_
+      ABSL_GUARDED_BY(mu_);
   std::optional<SnapshotRecord> last_ ABSL_GUARDED_BY(mu_);
   int64_t written_generation_ ABSL_GUARDED_BY(mu_) = -1;
   std::thread thread_;

@@ -248,6 +248,29 @@ TEST_F(SnapshotLoopTest, WritesAfterEnoughUpdates) {
   loop.Shutdown();
 }
 
+TEST_F(SnapshotLoopTest, WhenDurableWaitsForASnapshotHoldingTheUpdates) {
+  SnapshotLoop loop(&store_, &dir_,
+                    {.interval = absl::Hours(1), .every_updates = 100});
+  loop.Start(std::nullopt);
+  bool at_once = false;
+  loop.WhenDurable(0, [&] { at_once = true; });
+  EXPECT_TRUE(at_once);
+  // Two updates, far below every_updates: the wait itself makes the loop
+  // write, and the callback sees them on disk.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(store_.Apply("job", "", "w", std::string(4, char(i))).ok());
+  }
+  absl::Notification durable;
+  int64_t on_disk = -1;
+  loop.WhenDurable(2, [&] {
+    on_disk = loop.last().has_value() ? loop.last()->updates : -1;
+    durable.Notify();
+  });
+  ASSERT_TRUE(durable.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_GE(on_disk, 2);
+  loop.Shutdown();
+}
+
 TEST_F(SnapshotLoopTest, WritesOnTheIntervalOnlyWhenChanged) {
   SnapshotLoop loop(&store_, &dir_,
                     {.interval = absl::Milliseconds(20), .every_updates = 0});
