@@ -46,6 +46,15 @@ v1::ClosureResponse ClosureScheduler::Exchange(
     if (it != inflight_.end() && it->second == slot) inflight_.erase(it);
     Complete(result);
   }
+  for (auto it = inflight_.begin(); it != inflight_.end();) {
+    if (it->second == slot) {
+      requeued_.push_back(it->first);
+      ++rerun_;
+      it = inflight_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   v1::ClosureResponse response;
   for (int i = 0; i < want; ++i) {
     int64_t id = -1;

@@ -28,7 +28,9 @@ class ClosureScheduler {
 
   // Records `completed` from `slot` ("worker:1/0"), then hands it up to
   // `want` closures. A result for a closure no longer assigned to that
-  // slot (re-queued meanwhile) still counts as a completion.
+  // slot (re-queued meanwhile) still counts as a completion. A slot runs
+  // one closure at a time, so one it holds that is not among `completed`
+  // was lost with a reply that never reached it: it is re-queued.
   v1::ClosureResponse Exchange(const std::string& slot,
                                const std::vector<v1::ClosureResult>& completed,
                                int want);

@@ -59,6 +59,17 @@ TEST(ClosureSchedulerTest, ALostWorkersClosuresRunAgainElsewhere) {
   EXPECT_TRUE(scheduler.Exchange("worker:1/0", {Result(3)}, 1).done());
 }
 
+TEST(ClosureSchedulerTest, AClosureWhoseReplyWasLostRunsAgain) {
+  ClosureScheduler scheduler(3, v1::JobStatus());
+  scheduler.Exchange("worker:0/0", {}, 1);  // 0, its reply lost
+  // The executor asks again without a result: 0 is not stranded.
+  EXPECT_EQ(Ids(scheduler.Exchange("worker:0/0", {}, 1)),
+            std::vector<int64_t>{0});
+  EXPECT_EQ(scheduler.rerun(), 1);
+  EXPECT_EQ(Ids(scheduler.Exchange("worker:0/0", {Result(0)}, 1)),
+            std::vector<int64_t>{1});
+}
+
 TEST(ClosureSchedulerTest, ARestoredTableSkipsCompletedClosures) {
   v1::JobStatus saved;
   saved.set_completed_prefix(2);

@@ -111,6 +111,8 @@ class JobManager {
     std::map<std::string, int> epochs;  // per worker: bumped when it is lost
     std::set<std::string> lost;         // workers whose closures re-queued
     std::map<std::string, absl::Time> ps_down_since;
+    // Per worker: runner failures since it last finished a closure.
+    std::map<std::string, int> failures_in_a_row;
     // Per (ps index, incarnation): the event's index in status.events, the
     // updates its snapshot held, and the most any worker saw acknowledged.
     struct Recovery {

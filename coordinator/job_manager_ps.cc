@@ -15,6 +15,7 @@ namespace {
 
 constexpr absl::Duration kDefaultPsRecovery = absl::Seconds(60);
 constexpr int kMaxEvents = 50;
+constexpr int kMaxFailuresInARow = 3;
 
 absl::Duration PsRecoveryTimeout(const v1::JobSpec& spec) {
   return spec.ps().ps_recovery_timeout_ms() > 0
@@ -138,6 +139,7 @@ void JobManager::PlaceParameterServer(Job& job,
   job.reports.clear();
   job.failing_since.reset();
   job.lost.clear();
+  job.failures_in_a_row.clear();
   job.ps_down_since.clear();
   job.closures = std::make_unique<ClosureScheduler>(spec.steps(), status);
   int64_t sequence = 0;
@@ -211,7 +213,7 @@ void JobManager::RecordRecovery(Job& job, const v1::PsRecovery& recovery,
   if (fresh) {
     r.event = job.status.events_size();
     AddEvent(job, std::move(text), now);
-  } else if (r.event < job.status.events_size()) {
+  } else if (r.event >= 0 && r.event < job.status.events_size()) {
     job.status.mutable_events(r.event)->set_text(std::move(text));
   }
   int64_t total = 0;
@@ -234,10 +236,14 @@ absl::StatusOr<v1::ClosureResponse> JobManager::RunClosures(
         absl::StrCat("job ", request.job_id(), " attempt ", request.attempt(),
                      " is not running"));
   }
-  if (job->assignments.count(task) == 0 || job->lost.count(task) > 0) {
+  auto assignment = job->assignments.find(task);
+  if (assignment == job->assignments.end() || job->lost.count(task) > 0 ||
+      assignment->second.group() != request.group()) {
+    // A runner from before its worker was lost: it stops, and the agent
+    // starts the assignment's current one.
     return absl::FailedPreconditionError(
-        absl::StrCat(task, " has no part in job ", request.job_id(),
-                     " now"));
+        absl::StrCat(task, " (", request.group(), ") has no part in job ",
+                     request.job_id(), " now"));
   }
   for (const v1::PsRecovery& recovery : request.recoveries()) {
     RecordRecovery(*job, recovery, now);
@@ -254,6 +260,7 @@ absl::StatusOr<v1::ClosureResponse> JobManager::RunClosures(
       std::clamp(request.want(), 0, 1));
   if (!completed.empty()) {
     job->closures->Fill(job->status);
+    job->failures_in_a_row.erase(task);
     progressed_ = true;
   }
   if (job->status.state() != v1::JOB_RUNNING) {
@@ -302,6 +309,16 @@ void JobManager::CheckParameterServer(Job& job,
   }
   for (const std::string& task : failed) {
     const std::string error = job.reports[task].error();
+    // A worker that keeps failing without finishing a closure would
+    // otherwise be restarted forever.
+    if (++job.failures_in_a_row[task] > kMaxFailuresInARow) {
+      Finish(job, v1::JOB_FAILED,
+             absl::StrCat(task, " failed ", kMaxFailuresInARow + 1,
+                          " times in a row without finishing a closure: ",
+                          error),
+             now);
+      return;
+    }
     LoseWorker(job, task, error, now);
     job.lost.erase(task);  // its agent lives and restarts the runner
   }

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "coordinator/job_manager.h"
 
 namespace cohort::coordinator {
@@ -47,6 +48,7 @@ v1::ClosureRequest Request(const std::string& type, int32_t attempt,
   r.set_attempt(attempt);
   r.mutable_task()->set_type(type);
   r.set_want(want);
+  r.set_group(absl::StrCat("job-1/attempt-", attempt, "/", type, ":0/epoch-0"));
   for (int64_t c : completed) {
     v1::ClosureResult* result = r.add_completed();
     result->set_closure(c);
@@ -81,6 +83,20 @@ TEST_F(JobManagerPsTest, PlacesExecutorsOnEveryWorkerWithThePsAddresses) {
   ASSERT_EQ(a.ps_addresses_size(), 2);
   EXPECT_EQ(a.ps_addresses(1), "127.0.0.1:4");
   EXPECT_EQ(a.job_sequence(), 1);
+}
+
+TEST_F(JobManagerPsTest, AStaleRunnerIsRefusedAndItsClosureRunsAgain) {
+  Start();
+  ASSERT_EQ(manager_.RunClosures(Request("worker", 1, {}), now_)->closures(0),
+            0);
+  // The worker looks dead for a tick, then is back: its old runner (old
+  // group) may not take work; the current one may, and gets closure 0 again.
+  manager_.Tick(Views(v1::DEAD), now_);
+  manager_.Tick(Views(), now_);
+  EXPECT_FALSE(manager_.RunClosures(Request("worker", 1, {}), now_).ok());
+  v1::ClosureRequest current = Request("worker", 1, {});
+  current.set_group("job-1/attempt-1/worker:0/epoch-1");
+  EXPECT_EQ(manager_.RunClosures(current, now_)->closures(0), 0);
 }
 
 TEST_F(JobManagerPsTest, WaitsForPsTasksAndNamesThemWhenTheyNeverCome) {
@@ -161,6 +177,29 @@ TEST_F(JobManagerPsTest, AStepErrorFailsTheJobAtOnce) {
   manager_.Tick(Views(), now_);
   EXPECT_EQ(Job().state(), v1::JOB_FAILED);
   EXPECT_THAT(Job().error(), HasSubstr("failed at closure 3"));
+}
+
+TEST_F(JobManagerPsTest, AWorkerThatKeepsFailingWithoutProgressEndsTheJob) {
+  Start();
+  for (int i = 0; i < 4; ++i) {
+    v1::AgentJobReport report;
+    report.mutable_task()->set_type("worker");
+    report.set_job_id("1");
+    report.set_attempt(1);
+    const v1::AgentSyncResponse sync = manager_.Sync(report, now_);
+    report.set_group(sync.assignment().group());
+    report.set_state(v1::AgentJobReport::FAILED);
+    report.set_error("ps:0 did not come back within 60s");
+    manager_.Sync(report, now_);
+    manager_.Tick(Views(), now_);
+    if (i < 3) {
+      ASSERT_NE(Job().state(), v1::JOB_FAILED) << i;
+    }
+  }
+  EXPECT_EQ(Job().state(), v1::JOB_FAILED);
+  EXPECT_THAT(Job().error(),
+              HasSubstr("worker:0 failed 4 times in a row without finishing "
+                        "a closure: ps:0 did not come back"));
 }
 
 TEST_F(JobManagerPsTest, AClusterWithoutPsTasksIsRefusedAtSubmit) {

@@ -308,7 +308,8 @@ absl::Status PsClient::PullOnce(Shard& shard,
   while (reader->Read(&response)) {
     if (!local.ok()) continue;  // cancelled: drain what is left
     if (response.has_shard()) {
-      absl::StatusOr<bool> observed = Observe(shard, response.shard());
+      absl::StatusOr<bool> observed =
+          Observe(shard, response.shard(), /*acknowledged=*/false);
       if (!observed.ok()) {
         local = observed.status();
       } else {
@@ -355,7 +356,8 @@ absl::Status PsClient::PushOnce(Shard& shard,
   const grpc::Status status = writer->Finish();
   COHORT_RETURN_IF_ERROR(
       shard.connection.Annotate("ParameterServer.Push", status));
-  COHORT_ASSIGN_OR_RETURN(*restarted, Observe(shard, response.shard()));
+  COHORT_ASSIGN_OR_RETURN(*restarted, Observe(shard, response.shard(),
+                                              /*acknowledged=*/true));
   return absl::OkStatus();
 }
 
@@ -369,7 +371,7 @@ absl::Status PsClient::CreateOnce(Shard& shard,
       "ParameterServer.CreateVariables",
       shard.stub->CreateVariables(context.get(), request, &response)));
   // A new incarnation seen here needs no recreate: this was it.
-  return Observe(shard, response.shard()).status();
+  return Observe(shard, response.shard(), /*acknowledged=*/false).status();
 }
 
 // ---------------------------------------------------------------------------
@@ -495,7 +497,8 @@ absl::Status PsClient::Backoff(absl::Duration delay) {
 }
 
 absl::StatusOr<bool> PsClient::Observe(Shard& shard,
-                                       const v1::PsShardState& state) {
+                                       const v1::PsShardState& state,
+                                       bool acknowledged) {
   if (state.shard_id() != shard.id) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the ps task at ", shard.connection.address(), " says it is shard ",
@@ -508,7 +511,9 @@ absl::StatusOr<bool> PsClient::Observe(Shard& shard,
     if (shard.retired.contains(state.incarnation())) return false;  // late
     if (shard.incarnation == 0 || shard.incarnation == state.incarnation()) {
       shard.incarnation = state.incarnation();
-      shard.updates_seen = std::max(shard.updates_seen, state.updates());
+      if (acknowledged) {
+        shard.updates_seen = std::max(shard.updates_seen, state.updates());
+      }
       return false;
     }
     event =
@@ -521,7 +526,8 @@ absl::StatusOr<bool> PsClient::Observe(Shard& shard,
                             0, shard.updates_seen - state.restored_updates())};
     shard.retired.insert(shard.incarnation);
     shard.incarnation = state.incarnation();
-    shard.updates_seen = state.updates();
+    shard.updates_seen =
+        acknowledged ? state.updates() : state.restored_updates();
   }
   spdlog::warn(
       "ps:{} at {} restarted (incarnation {} -> {}): its snapshot restored "

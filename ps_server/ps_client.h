@@ -26,14 +26,15 @@
 //   - Other errors return at once, naming the shard: "ps:1: ...".
 //
 // Pushes are at most once per incarnation. A Push that fails UNAVAILABLE is
-// re-sent only if the shard then answers with a new incarnation: the
-// restarted shard restored a snapshot taken before that push (snapshots are
-// taken between pushes), so re-sending cannot apply it twice. If the shard
-// answers with the same incarnation it may or may not have applied the push
-// (the connection broke, the shard did not die); the push is not re-sent and
-// the call fails UNAVAILABLE saying so. The one window for a double apply:
-// the shard applied the push, wrote a snapshot holding it, and died before
-// its answer left it.
+// re-sent only if the shard then answers with a new incarnation, whose
+// snapshot was taken before the push was acknowledged. If the shard answers
+// with the same incarnation it may or may not have applied the push (the
+// connection broke, the shard did not die); the push is not re-sent and the
+// call fails UNAVAILABLE saying so. A re-sent push can still apply twice in
+// part: snapshots are consistent per variable, not per push, so one taken
+// while a push was being applied holds some of its variables' updates, and
+// the shard may also have applied it, snapshotted and died before its
+// answer left. At-least-once, as a re-run closure is.
 //
 // Thread-safe: the closure threads of a worker share one client. Each call
 // blocks its caller; it runs one shard on the calling thread and the others
@@ -191,7 +192,11 @@ class PsClient {
   // Records what `state` says of `shard`. True when it shows a new
   // incarnation (an event was recorded). FAILED_PRECONDITION when the task
   // at that address says it is another shard.
-  absl::StatusOr<bool> Observe(Shard& shard, const v1::PsShardState& state);
+  // `acknowledged`: the state answers a push, so its `updates` count as
+  // acknowledged to this worker (what a restart may lose is measured
+  // against those alone).
+  absl::StatusOr<bool> Observe(Shard& shard, const v1::PsShardState& state,
+                               bool acknowledged);
   // After a successful call saw a new incarnation: CreateVariables there
   // again (logged, not returned, when it fails).
   void RecreateAfterRestart(Shard& shard,

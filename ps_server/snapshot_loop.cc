@@ -68,7 +68,8 @@ void SnapshotLoop::WhenDurable(int64_t updates, std::function<void()> then) {
     absl::MutexLock lock(&mu_);
     const int64_t durable = last_.has_value() ? last_->updates : 0;
     if (updates > durable && started_ && !stopping_) {
-      waiters_.emplace_back(updates, std::move(then));
+      waiters_.push_back(
+          {updates, absl::Now() + options_.max_wait, std::move(then)});
       wake_.Signal();
       return;
     }
@@ -99,20 +100,39 @@ void SnapshotLoop::Run() {
     mu_.Lock();
     // Waiters whose updates are now on disk go; so do all of them when the
     // write failed or the loop stops.
+    // "Nothing changed" is not a failure.
+    const bool failed =
+        !result.ok() && !absl::IsFailedPrecondition(result.status());
     std::vector<std::function<void()>> ready;
     const int64_t durable = last_.has_value() ? last_->updates : 0;
+    const absl::Time now = absl::Now();
+    int late = 0;
     for (auto it = waiters_.begin(); it != waiters_.end();) {
-      if (it->first <= durable || !result.ok() || stopping) {
-        ready.push_back(std::move(it->second));
+      const bool expired = now >= it->deadline;
+      if (it->updates <= durable || failed || stopping || expired) {
+        late += expired && it->updates > durable;
+        ready.push_back(std::move(it->then));
         it = waiters_.erase(it);
       } else {
         ++it;
       }
     }
+    if (late > 0) {
+      spdlog::warn("{} push(es) acknowledged before a snapshot held them: "
+                   "snapshots take longer than {}",
+                   late, absl::FormatDuration(options_.max_wait));
+    }
     if (!ready.empty()) {
       mu_.Unlock();
       for (auto& then : ready) then();
       mu_.Lock();
+    }
+    if (failed && !stopping_) {
+      // A failing disk is not retried in a tight loop.
+      const absl::Time resume = absl::Now() + options_.retry_after_failure;
+      while (!stopping_ && absl::Now() < resume) {
+        wake_.WaitWithDeadline(&mu_, resume);
+      }
     }
     next = absl::Now() + options_.interval;
     if (stopping) return;

@@ -25,6 +25,9 @@ namespace cohort::ps {
 struct SnapshotLoopOptions {
   absl::Duration interval = absl::Seconds(10);
   int64_t every_updates = 100;  // 0: by time only
+  absl::Duration max_wait = absl::Seconds(10);  // of WhenDurable
+  // After a failed write, before the next attempt.
+  absl::Duration retry_after_failure = absl::Seconds(1);
 };
 
 // A snapshot on disk.
@@ -68,8 +71,9 @@ class SnapshotLoop {
   // Calls `then` once a snapshot holding at least `updates` is on disk:
   // at once when one is, else after the loop writes it (on its thread).
   // Acknowledging a push only then bounds what a crash loses to
-  // every_updates. A failed write, or shutdown, calls it too (logged), so
-  // that nothing waits forever on a broken disk.
+  // every_updates. A failed write, shutdown, or `max_wait` passing calls
+  // it too (logged), so that nothing waits forever on a slow or broken
+  // disk.
   void WhenDurable(int64_t updates, std::function<void()> then);
 
   // The newest snapshot written or restored; unset when none.
@@ -95,8 +99,12 @@ class SnapshotLoop {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<Done> requests_ ABSL_GUARDED_BY(mu_);
   // WhenDurable's callers: the updates each waits for.
-  std::vector<std::pair<int64_t, std::function<void()>>> waiters_
-      ABSL_GUARDED_BY(mu_);
+  struct Waiter {
+    int64_t updates;
+    absl::Time deadline;
+    std::function<void()> then;
+  };
+  std::vector<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
   std::optional<SnapshotRecord> last_ ABSL_GUARDED_BY(mu_);
   int64_t written_generation_ ABSL_GUARDED_BY(mu_) = -1;
   std::thread thread_;

@@ -47,7 +47,7 @@ bool PsJobRunner::done() const {
 void PsJobRunner::Abort(const absl::Status& status) {
   absl::MutexLock lock(&mu_);
   if (!stop_.HasBeenNotified()) stop_.Notify();
-  if (server_ != nullptr) server_->Abort(status);
+  for (const auto& server : servers_) server->Abort(status);
 }
 
 void PsJobRunner::Fail(const absl::Status& status, bool permanent) {
@@ -93,12 +93,17 @@ void PsJobRunner::Run() {
        .replicas_in_sync = 1,
        .local_batches = 1,
        .global_batch_size = a.spec().global_batch_size() * a.num_nodes()});
-  absl::StatusOr<std::unique_ptr<PsVariableServer>> server =
-      inputs.ok() ? PsVariableServer::Create(a, options_.security,
-                                             task_name_)
-                  : inputs.status();
-  if (!server.ok()) {
-    Fail(server.status(), !IsPeerFailure(server.status()));
+  std::vector<std::unique_ptr<PsVariableServer>> servers;
+  absl::Status status = inputs.status();
+  for (int slot = 0; status.ok() && slot < a.local_replicas(); ++slot) {
+    absl::StatusOr<std::unique_ptr<PsVariableServer>> server =
+        PsVariableServer::Create(a, options_.security,
+                                 absl::StrCat(task_name_, "/", slot));
+    status = server.status();
+    if (server.ok()) servers.push_back(*std::move(server));
+  }
+  if (!status.ok()) {
+    Fail(status, !IsPeerFailure(status));
     absl::MutexLock lock(&mu_);
     state_ = v1::AgentJobReport::FAILED;
     return;
@@ -107,9 +112,11 @@ void PsJobRunner::Run() {
   pipeline_ = std::move(inputs->pipeline);
   {
     absl::MutexLock lock(&mu_);
-    server_ = *std::move(server);
+    servers_ = std::move(servers);
     if (stop_.HasBeenNotified()) {
-      server_->Abort(absl::CancelledError("stopped"));
+      for (const auto& server : servers_) {
+        server->Abort(absl::CancelledError("stopped"));
+      }
     }
   }
 
@@ -132,9 +139,10 @@ absl::StatusOr<v1::ClosureResponse> PsJobRunner::Exchange(
   request.mutable_task()->set_type(options_.task.type);
   request.mutable_task()->set_index(options_.task.index);
   request.set_slot(slot);
+  request.set_group(a.group());
   for (const v1::ClosureResult& r : completed) *request.add_completed() = r;
   request.set_want(want);
-  for (const v1::PsRecovery& r : server_->TakeRecoveries()) {
+  for (const v1::PsRecovery& r : servers_[slot]->TakeRecoveries()) {
     *request.add_recoveries() = r;
   }
   const absl::Time give_up = absl::Now() + kCoordinatorPatience;
@@ -169,7 +177,7 @@ void PsJobRunner::RunExecutor(int slot) {
                     "run it on CPUs)"),
                 true);
   }
-  PsReplicaContext context(&job_, device, server_.get());
+  PsReplicaContext context(&job_, device, servers_[slot].get());
   if (functions_.init != nullptr) {
     if (absl::Status s = functions_.init(context); !s.ok()) {
       return Fail(absl::Status(s.code(),

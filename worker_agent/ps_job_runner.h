@@ -52,9 +52,10 @@ class PsJobRunner final : public AttemptRunner {
   JobInfo job_;
   StepFunctions functions_;
   std::unique_ptr<InputPipeline> pipeline_;
-  // Set once by Run() before the executors start, under mu_ so that
-  // Abort() can reach it.
-  std::unique_ptr<PsVariableServer> server_;
+  // One per executor, so that the ps keys each executor's ON_READ values
+  // apart. Set by Run() before the executors start, under mu_ so that
+  // Abort() can reach them.
+  std::vector<std::unique_ptr<PsVariableServer>> servers_;
   rpc::Connection coordinator_;
   std::unique_ptr<v1::JobControl::Stub> stub_;
   std::thread thread_;

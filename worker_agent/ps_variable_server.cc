@@ -124,8 +124,7 @@ absl::Status PsVariableServer::Create(
   if (!declared_.empty() || variables.empty()) {
     if (names != declared_) {
       return absl::FailedPreconditionError(
-          "the init function created different variables on two executors "
-          "of this worker; it must create the same ones in the same order");
+          "the variables were declared once already, and differently");
     }
     return absl::OkStatus();
   }

@@ -26,8 +26,8 @@ class PsVariableServer final : public VariableServer {
       const v1::AgentJobAssignment& assignment, const rpc::Security& security,
       const std::string& worker);
 
-  // The first call declares; later calls (the other executors) must
-  // declare the same variables and do nothing more.
+  // The first call declares; later calls must declare the same variables
+  // and do nothing more.
   absl::Status Create(const std::vector<ServerVariable>& variables) override;
   absl::Status Pull(const std::vector<HostSlice>& slices) override;
   absl::Status Push(const std::vector<HostSlice>& slices) override;
