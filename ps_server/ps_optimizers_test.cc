@@ -6,24 +6,15 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ps_server/ps_test_util.h"
 
 namespace cohort::ps {
 namespace {
 
+using ::cohort::ps::test_util::Bytes;
+using ::cohort::ps::test_util::Values;
+
 using ::testing::HasSubstr;
-
-template <typename T>
-std::string Bytes(const std::vector<T>& values) {
-  return std::string(reinterpret_cast<const char*>(values.data()),
-                     values.size() * sizeof(T));
-}
-
-template <typename T>
-std::vector<T> Values(const std::string& bytes) {
-  std::vector<T> values(bytes.size() / sizeof(T));
-  std::memcpy(values.data(), bytes.data(), bytes.size());
-  return values;
-}
 
 v1::PsOptimizer Optimizer(v1::PsOptimizer::Kind kind, double lr) {
   v1::PsOptimizer optimizer;

@@ -7,35 +7,18 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ps_server/ps_test_util.h"
 
 namespace cohort::ps {
 namespace {
 
+using ::cohort::ps::test_util::Bytes;
+using ::cohort::ps::test_util::Values;
+using ::cohort::ps::test_util::Spec;
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Specs = google::protobuf::RepeatedPtrField<v1::PsVariableSpec>;
-
-template <typename T>
-std::string Bytes(const std::vector<T>& values) {
-  return std::string(reinterpret_cast<const char*>(values.data()),
-                     values.size() * sizeof(T));
-}
-
-template <typename T>
-std::vector<T> Values(const std::string& bytes) {
-  std::vector<T> values(bytes.size() / sizeof(T));
-  std::memcpy(values.data(), bytes.data(), bytes.size());
-  return values;
-}
-
-v1::PsVariableSpec Spec(const std::string& name, std::vector<int64_t> shape,
-                        v1::PsDType dtype = v1::PS_FLOAT32) {
-  v1::PsVariableSpec spec;
-  spec.set_name(name);
-  for (int64_t dim : shape) spec.add_shape(dim);
-  spec.set_dtype(dtype);
-  return spec;
-}
 
 v1::PsVariableSpec Sgd(v1::PsVariableSpec spec, double lr) {
   spec.mutable_optimizer()->set_kind(v1::PsOptimizer::SGD);

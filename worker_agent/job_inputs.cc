@@ -35,6 +35,21 @@ class InputContextImpl final : public InputContext {
 
 }  // namespace
 
+JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment) {
+  const v1::JobSpec& spec = assignment.spec();
+  JobInfo job;
+  job.steps = spec.steps();
+  job.global_batch_size = spec.global_batch_size();
+  job.seed = spec.seed();
+  job.config_json = spec.config_json();
+  job.num_replicas = assignment.num_replicas();
+  job.checkpoint_dir = assignment.checkpoint_dir();
+  if (spec.collective_timeout_ms() > 0) {
+    job.collective_timeout = absl::Milliseconds(spec.collective_timeout_ms());
+  }
+  return job;
+}
+
 absl::StatusOr<JobInputs> LoadJobInputs(const RunnerOptions& options,
                                         const JobInfo& job,
                                         const InputLayout& layout) {

@@ -29,6 +29,9 @@ struct JobInputs {
   std::unique_ptr<InputPipeline> pipeline;  // null without a dataset_fn
 };
 
+// What every replica of the assignment's job knows about it.
+JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment);
+
 // Errors name the library, the function or the numbers at fault; all are
 // the job's own (permanent) except a library fetch that failed to reach the
 // coordinator.

@@ -17,16 +17,7 @@ namespace cohort::agent {
 JobRunner::JobRunner(RunnerOptions options)
     : options_(std::move(options)),
       central_(options_.assignment.local_replicas()) {
-  const v1::JobSpec& spec = options_.assignment.spec();
-  job_.steps = spec.steps();
-  job_.global_batch_size = spec.global_batch_size();
-  job_.seed = spec.seed();
-  job_.config_json = spec.config_json();
-  job_.num_replicas = options_.assignment.num_replicas();
-  job_.checkpoint_dir = options_.assignment.checkpoint_dir();
-  if (spec.collective_timeout_ms() > 0) {
-    job_.collective_timeout = absl::Milliseconds(spec.collective_timeout_ms());
-  }
+  job_ = JobInfoFor(options_.assignment);
   steps_done_.assign(options_.assignment.local_replicas(), 0);
   // Sized once, before Report() can look: entries are filled under mu_.
   replicas_.resize(options_.assignment.local_replicas());

@@ -20,13 +20,8 @@ PsJobRunner::PsJobRunner(RunnerOptions options)
       task_name_(options_.task.ToString()),
       coordinator_(options_.coordinator, options_.security),
       stub_(v1::JobControl::NewStub(coordinator_.channel())) {
-  const v1::AgentJobAssignment& a = options_.assignment;
-  const v1::JobSpec& spec = a.spec();
-  job_.steps = spec.steps();
-  job_.global_batch_size = spec.global_batch_size();
-  job_.seed = spec.seed();
-  job_.config_json = spec.config_json();
-  job_.num_replicas = 1;
+  job_ = JobInfoFor(options_.assignment);
+  job_.num_replicas = 1;  // each executor is its own sync group
 }
 
 PsJobRunner::~PsJobRunner() {

@@ -55,6 +55,28 @@ class JobsE2eTest : public ::testing::Test {
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     coordinator_ = cluster->coordinator.release();
     client_ = Client::Connect(coordinator_->address())->release();
+    CommandResult made =
+        RunCommand({Binary("cohort-example-mlp-data"),
+                    "--out=" + SpiralsDir(), "--files=4"});
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+  }
+  static std::string SpiralsDir() { return dir_->path() + "/spirals"; }
+  // The MLP example on the spirals' 4 record files, 2 devices per agent.
+  static JobSpec MlpJob(StrategyKind strategy, int64_t steps,
+                        const std::string& shard_policy) {
+    return JobSpec{.name = "mlp",
+                   .strategy = strategy,
+                   .library_path = Library("cohort_example_mlp"),
+                   .init_fn = "mlp_init",
+                   .step_fn = "mlp_step",
+                   .dataset_fn = "mlp_data",
+                   .steps = steps,
+                   .global_batch_size = 128,
+                   .seed = 3,
+                   .config_json = absl::StrCat(
+                       R"({"data_dir": ")", SpiralsDir(),
+                       R"(", "shard_policy": ")", shard_policy, R"("})"),
+                   .devices_per_agent = 2};
   }
   static void TearDownTestSuite() {
     delete client_;
@@ -129,23 +151,9 @@ TEST_F(JobsE2eTest, LinearRegressionLearnsTheTrueWeights) {
 }
 
 TEST_F(JobsE2eTest, MlpReachesNinetyFivePercentWithFileSharding) {
-  const std::string data = dir_->path() + "/spirals";
-  CommandResult made = RunCommand(
-      {Binary("cohort-example-mlp-data"), "--out=" + data, "--files=4"});
-  ASSERT_EQ(made.exit_code, 0) << made.output;
-  const v1::JobStatus status = Run(
-      JobSpec{.name = "mlp",
-              .library_path = Library("cohort_example_mlp"),
-              .init_fn = "mlp_init",
-              .step_fn = "mlp_step",
-              .dataset_fn = "mlp_data",
-              .steps = 600,
-              .global_batch_size = 128,
-              .seed = 3,
-              .config_json = absl::StrCat(R"({"data_dir": ")", data,
-                                          R"(", "shard_policy": "file"})"),
-              .devices_per_agent = 2},
-      absl::Seconds(90));
+  const v1::JobStatus status =
+      Run(MlpJob(StrategyKind::kMultiWorkerMirrored, 600, "file"),
+          absl::Seconds(90));
   ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
   EXPECT_GE(status.metrics().at("accuracy"), 0.95);
 }
@@ -181,26 +189,10 @@ TEST_F(JobsE2eTest, OneDeviceMirroredAndMultiWorkerAgreeAndRepeatBitwise) {
 TEST_F(JobsE2eTest, CentralStorageMlpLearnsAndMatchesMirrored) {
   // Both on the first agent's 2 devices: 2 replicas, reading one copy of the
   // variables or each its own.
-  const std::string data = dir_->path() + "/spirals-central";
-  CommandResult made = RunCommand(
-      {Binary("cohort-example-mlp-data"), "--out=" + data, "--files=4"});
-  ASSERT_EQ(made.exit_code, 0) << made.output;
-  auto mlp = [&](StrategyKind strategy) {
-    return JobSpec{.name = "mlp",
-                   .strategy = strategy,
-                   .library_path = Library("cohort_example_mlp"),
-                   .init_fn = "mlp_init",
-                   .step_fn = "mlp_step",
-                   .dataset_fn = "mlp_data",
-                   .steps = 400,
-                   .global_batch_size = 128,
-                   .seed = 3,
-                   .config_json = absl::StrCat(R"({"data_dir": ")", data,
-                                               R"("})"),
-                   .devices_per_agent = 2};
-  };
-  const v1::JobStatus central = Run(mlp(StrategyKind::kCentralStorage));
-  const v1::JobStatus mirrored = Run(mlp(StrategyKind::kMirrored));
+  const v1::JobStatus central =
+      Run(MlpJob(StrategyKind::kCentralStorage, 400, "auto"));
+  const v1::JobStatus mirrored =
+      Run(MlpJob(StrategyKind::kMirrored, 400, "auto"));
   ASSERT_EQ(central.state(), v1::JOB_SUCCEEDED) << central.error();
   ASSERT_EQ(mirrored.state(), v1::JOB_SUCCEEDED) << mirrored.error();
   EXPECT_EQ(central.num_replicas(), 2);

@@ -19,9 +19,14 @@
 #include "rpc/server.h"
 #include "rpc/status_conversion.h"
 #include "tests/testing/test_cluster.h"
+#include "ps_server/ps_test_util.h"
 
 namespace cohort::testing {
 namespace {
+
+using ::cohort::ps::test_util::Bytes;
+using ::cohort::ps::test_util::Values;
+using ::cohort::ps::test_util::Spec;
 
 using ::testing::HasSubstr;
 
@@ -34,28 +39,6 @@ rpc::TaskConfig PsTaskConfig(int index) {
   config.coordinator = "127.0.0.1:1";  // never dialled: Run() is not called
   config.daemon.server.security.token = kToken;
   return config;
-}
-
-template <typename T>
-std::string Bytes(const std::vector<T>& values) {
-  return std::string(reinterpret_cast<const char*>(values.data()),
-                     values.size() * sizeof(T));
-}
-
-template <typename T>
-std::vector<T> Values(const std::string& bytes) {
-  std::vector<T> values(bytes.size() / sizeof(T));
-  std::memcpy(values.data(), bytes.data(), bytes.size());
-  return values;
-}
-
-v1::PsVariableSpec Spec(const std::string& name, std::vector<int64_t> shape,
-                        v1::PsDType dtype = v1::PS_FLOAT32) {
-  v1::PsVariableSpec spec;
-  spec.set_name(name);
-  for (int64_t dim : shape) spec.add_shape(dim);
-  spec.set_dtype(dtype);
-  return spec;
 }
 
 v1::TensorChunk Chunk(const std::string& name, int64_t offset, std::string data,
