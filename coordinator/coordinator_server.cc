@@ -68,8 +68,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
       std::make_unique<rpc::Authenticator>(config.server.security.token);
   server->coordinator_service_ = std::make_unique<CoordinatorService>(
       server->manager_.get(), server->auth_.get());
+  // A ps that cannot answer within this shows its last heartbeat instead.
+  server->ps_reader_ = std::make_unique<PsStatusReader>(config.server.security,
+                                                        absl::Seconds(1));
   server->admin_service_ = std::make_unique<AdminService>(
-      server->manager_.get(), server->auth_.get(),
+      server->manager_.get(), server->auth_.get(), server->ps_reader_.get(),
       CoordinatorIdentity{
           .launch_mode = config.launch == LaunchMode::kLocal ? "local" : "none",
           .incarnation = server->state_.incarnation,

@@ -68,6 +68,7 @@ class CoordinatorServer {
   std::unique_ptr<Supervisor> supervisor_;
   std::unique_ptr<rpc::Authenticator> auth_;
   std::unique_ptr<CoordinatorService> coordinator_service_;
+  std::unique_ptr<PsStatusReader> ps_reader_;
   std::unique_ptr<AdminService> admin_service_;
   std::unique_ptr<StoreManager> store_manager_;
   std::unique_ptr<StoreService> store_service_;

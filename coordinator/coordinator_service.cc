@@ -4,6 +4,7 @@
 
 #include "common/version.h"
 #include "rpc/unary.h"
+#include "spdlog/spdlog.h"
 
 namespace cohort::coordinator {
 
@@ -41,8 +42,12 @@ grpc::ServerUnaryReactor* CoordinatorService::Deregister(
 
 AdminService::AdminService(ClusterManager* manager,
                            const rpc::Authenticator* auth,
+                           PsStatusReader* ps_reader,
                            CoordinatorIdentity identity)
-    : manager_(manager), auth_(auth), identity_(std::move(identity)) {}
+    : manager_(manager),
+      auth_(auth),
+      ps_reader_(ps_reader),
+      identity_(std::move(identity)) {}
 
 void AdminService::set_address(std::string address) {
   absl::MutexLock lock(&mu_);
@@ -52,7 +57,7 @@ void AdminService::set_address(std::string address) {
 grpc::ServerUnaryReactor* AdminService::GetClusterState(
     grpc::CallbackServerContext* context,
     const v1::GetClusterStateRequest* request, v1::ClusterState* response) {
-  return rpc::HandleUnary(context, auth_, [&] {
+  return rpc::ParkUnary(context, auth_, [&](auto finish) {
     const absl::Time now = absl::Now();
     {
       absl::MutexLock lock(&mu_);
@@ -64,10 +69,28 @@ grpc::ServerUnaryReactor* AdminService::GetClusterState(
     response->set_cluster_spec_json(manager_->spec().ToJson());
     response->set_coordinator_pid(getpid());
     response->set_incarnation(identity_.incarnation);
+    std::vector<std::string> ps_addresses;
+    std::vector<v1::TaskStatus*> ps_tasks;
     for (v1::TaskStatus& task : manager_->Snapshot(now)) {
-      *response->add_tasks() = std::move(task);
+      v1::TaskStatus* added = response->add_tasks();
+      *added = std::move(task);
+      if (added->task().type() == kPs && added->state() == v1::READY) {
+        ps_addresses.push_back(added->address());
+        ps_tasks.push_back(added);
+      }
     }
-    return absl::OkStatus();
+    ps_reader_->ReadAll(
+        ps_addresses, [ps_tasks, finish](PsStatusReader::Results results) {
+          for (size_t i = 0; i < results.size(); ++i) {
+            if (results[i].ok() && results[i]->report().has_ps()) {
+              *ps_tasks[i]->mutable_ps() = results[i]->report().ps();
+            } else if (!results[i].ok()) {
+              spdlog::debug("showing the last heartbeat's shard state: {}",
+                            results[i].status().ToString());
+            }
+          }
+          finish(absl::OkStatus());
+        });
   });
 }
 

@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "cohort/v1/coordinator.grpc.pb.h"
 #include "coordinator/cluster_manager.h"
+#include "coordinator/ps_status_reader.h"
 #include "rpc/auth.h"
 
 namespace cohort::coordinator {
@@ -43,11 +44,15 @@ struct CoordinatorIdentity {
   absl::Time started;
 };
 
-// `manager` and `auth` are not owned. Thread-safe.
+// `manager`, `auth` and `ps_reader` are not owned. GetClusterState reads
+// each READY ps task's shard live through `ps_reader`, so that a status
+// taken right after a job shows what the shards hold now; a ps that does
+// not answer within the reader's timeout keeps its last heartbeat's state.
+// Thread-safe.
 class AdminService final : public v1::Admin::CallbackService {
  public:
   AdminService(ClusterManager* manager, const rpc::Authenticator* auth,
-               CoordinatorIdentity identity);
+               PsStatusReader* ps_reader, CoordinatorIdentity identity);
 
   grpc::ServerUnaryReactor* GetClusterState(
       grpc::CallbackServerContext* context,
@@ -61,6 +66,7 @@ class AdminService final : public v1::Admin::CallbackService {
  private:
   ClusterManager* const manager_;
   const rpc::Authenticator* const auth_;
+  PsStatusReader* const ps_reader_;
   const CoordinatorIdentity identity_;
   absl::Mutex mu_;
   std::string address_ ABSL_GUARDED_BY(mu_);

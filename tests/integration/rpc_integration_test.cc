@@ -29,7 +29,8 @@ class InProcessCoordinator {
                  coordinator::ClusterManagerOptions{}, absl::Now()),
         auth_(token),
         coordinator_(&manager_, &auth_),
-        admin_(&manager_, &auth_,
+        ps_reader_(rpc::Security{.token = token}, absl::Seconds(1)),
+        admin_(&manager_, &auth_, &ps_reader_,
                {.launch_mode = "none", .started = absl::Now()}) {
     rpc::ServerOptions options;
     options.port_file = port_file;
@@ -47,6 +48,7 @@ class InProcessCoordinator {
   coordinator::ClusterManager manager_;
   rpc::Authenticator auth_;
   coordinator::CoordinatorService coordinator_;
+  coordinator::PsStatusReader ps_reader_;
   coordinator::AdminService admin_;
   std::unique_ptr<rpc::RpcServer> server_;
 };
