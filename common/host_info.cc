@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,6 +56,20 @@ std::string Hostname() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
   return name;
+}
+
+std::string SharedMemoryDomain() {
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  std::getline(boot, boot_id);
+  char ipc[128] = {};
+  if (readlink("/proc/self/ns/ipc", ipc, sizeof(ipc) - 1) < 0) ipc[0] = 0;
+  struct stat shm {};
+  if (stat("/dev/shm", &shm) != 0) shm = {};
+  // Without a boot id the kernel cannot be told apart: then only this very
+  // process is known to share with itself.
+  if (boot_id.empty()) return absl::StrCat("pid:", getpid(), "@", Hostname());
+  return absl::StrCat(boot_id, "/", ipc, "/shm:", shm.st_dev, ":", shm.st_ino);
 }
 
 bool IsLocalHost(absl::string_view host) {

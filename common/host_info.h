@@ -13,6 +13,12 @@ namespace cohort {
 
 std::string Hostname();
 
+// Where POSIX shared memory is shared: the kernel instance (its boot id), the
+// IPC namespace and the filesystem behind /dev/shm. Two processes whose
+// domains are equal open the same shm_open names; equal hostnames or
+// addresses prove nothing (containers, network namespaces, NAT).
+std::string SharedMemoryDomain();
+
 // True when `host` (a name or a literal address) names this machine:
 // localhost, a loopback address, our hostname, or an address of one of our
 // interfaces. Names are resolved once through getaddrinfo.

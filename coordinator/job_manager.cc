@@ -57,7 +57,8 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
     return bad("library_digest must be 64 lowercase hex digits (SHA-256)");
   }
   if (spec.step_fn().empty()) return bad("step_fn is required");
-  if (spec.steps() <= 0) return bad("steps must be positive, got ", spec.steps());
+  if (spec.steps() <= 0)
+    return bad("steps must be positive, got ", spec.steps());
   if (spec.global_batch_size() <= 0) {
     return bad("global_batch_size must be positive, got ",
                spec.global_batch_size());
@@ -187,9 +188,10 @@ absl::StatusOr<v1::JobStatus> JobManager::Cancel(const std::string& job_id,
 v1::AgentSyncResponse JobManager::Sync(const v1::AgentJobReport& report,
                                        absl::Time now) {
   v1::AgentSyncResponse response;
-  response.set_sync_interval_ms(absl::ToInt64Milliseconds(options_.sync_interval));
-  const std::string task = TaskId{report.task().type(), report.task().index()}
-                               .ToString();
+  response.set_sync_interval_ms(
+      absl::ToInt64Milliseconds(options_.sync_interval));
+  const std::string task =
+      TaskId{report.task().type(), report.task().index()}.ToString();
   absl::MutexLock lock(&mu_);
   Job* job = ActiveJob();
   if (job == nullptr) return response;
@@ -282,8 +284,8 @@ void JobManager::Place(Job& job, const std::vector<AgentView>& agents,
     auto it = std::find_if(agents.begin(), agents.end(),
                            [&](const AgentView& a) { return a.task == task; });
     if (it == agents.end() || it->state != v1::READY) {
-      std::string why = it == agents.end() ? "unknown"
-                                           : v1::TaskState_Name(it->state);
+      std::string why =
+          it == agents.end() ? "unknown" : v1::TaskState_Name(it->state);
       if (it != agents.end() && !it->last_error.empty()) {
         absl::StrAppend(&why, ": ", it->last_error);
       }
@@ -307,24 +309,24 @@ void JobManager::Place(Job& job, const std::vector<AgentView>& agents,
   int local = spec.devices_per_agent();
   if (spec.strategy() == v1::ONE_DEVICE) {
     if (local > 1) {
-      Finish(job, v1::JOB_FAILED,
-             absl::StrCat("OneDevice runs one replica; devices_per_agent=",
-                          local),
-             now);
+      Finish(
+          job, v1::JOB_FAILED,
+          absl::StrCat("OneDevice runs one replica; devices_per_agent=", local),
+          now);
       return;
     }
     local = 1;
   }
   for (const AgentView* view : views) {
     if (local == 0 && view->num_devices != views[0]->num_devices) {
-      Finish(job, v1::JOB_FAILED,
-             absl::StrCat("agents have different device counts (",
-                          views[0]->task.ToString(), ": ",
-                          views[0]->num_devices, ", ", view->task.ToString(),
-                          ": ", view->num_devices,
-                          "); set devices_per_agent to use the same number "
-                          "on each"),
-             now);
+      Finish(
+          job, v1::JOB_FAILED,
+          absl::StrCat("agents have different device counts (",
+                       views[0]->task.ToString(), ": ", views[0]->num_devices,
+                       ", ", view->task.ToString(), ": ", view->num_devices,
+                       "); set devices_per_agent to use the same number "
+                       "on each"),
+          now);
       return;
     }
     if (local > view->num_devices) {
@@ -396,10 +398,11 @@ void JobManager::Place(Job& job, const std::vector<AgentView>& agents,
       note = num_nodes == 1
                  ? "AUTO picked hierarchical: one agent, so replicas reduce "
                    "between threads in shared memory"
-                 : absl::StrCat("AUTO picked hierarchical: CPU replicas "
-                                "reduce between threads inside each agent, "
-                                "then over a gRPC ring of the ",
-                                num_nodes, " agents");
+                 : absl::StrCat(
+                       "AUTO picked hierarchical: CPU replicas "
+                       "reduce between threads inside each agent, "
+                       "then over a gRPC ring of the ",
+                       num_nodes, " agents");
     }
   } else if (communication == v1::COMMUNICATION_NCCL) {
     if (!cuda || !nccl) {
@@ -430,6 +433,7 @@ void JobManager::Place(Job& job, const std::vector<AgentView>& agents,
   status.set_num_replicas(replicas);
   status.set_communication_note(note);
   status.clear_placement();
+  status.clear_links();
   job.reports.clear();
   job.failing_since.reset();
   for (int node = 0; node < num_nodes; ++node) {
@@ -443,13 +447,13 @@ void JobManager::Place(Job& job, const std::vector<AgentView>& agents,
     a.set_first_rank(node * local);
     a.set_num_replicas(replicas);
     a.set_communication(communication);
-    a.set_group(absl::StrCat("job-", status.job_id(), "/attempt-",
-                             status.attempt()));
+    a.set_group(
+        absl::StrCat("job-", status.job_id(), "/attempt-", status.attempt()));
     a.set_checkpoint_dir(status.checkpoint_dir());
     for (int d = 0; d < local; ++d) a.add_device_indices(d);
     job.assignments[views[node]->task.ToString()] = a;
-    status.add_placement(absl::StrCat(views[node]->task.ToString(), " (",
-                                      local, local == 1 ? " replica)" : " replicas)"));
+    status.add_placement(absl::StrCat(views[node]->task.ToString(), " (", local,
+                                      local == 1 ? " replica)" : " replicas)"));
   }
   changed_ = true;
 }
@@ -461,9 +465,9 @@ void JobManager::CheckAttempt(Job& job, const std::vector<AgentView>& agents,
   const v1::AgentJobReport* failed = nullptr;
   const AgentView* dead = nullptr;
   for (const auto& [task, assignment] : job.assignments) {
-    auto view = std::find_if(agents.begin(), agents.end(), [&](const AgentView& a) {
-      return a.task.ToString() == task;
-    });
+    auto view = std::find_if(
+        agents.begin(), agents.end(),
+        [&](const AgentView& a) { return a.task.ToString() == task; });
     if (view != agents.end() && view->state != v1::READY && dead == nullptr) {
       dead = &*view;
     }
@@ -506,12 +510,12 @@ void JobManager::CheckAttempt(Job& job, const std::vector<AgentView>& agents,
           slow.push_back(task);
         }
       }
-      EndAttempt(job,
-                 absl::StrCat("the attempt did not start within ",
-                              absl::FormatDuration(options_.placement_timeout),
-                              ": no replicas running on ",
-                              absl::StrJoin(slow, ", ")),
-                 false, now);
+      EndAttempt(
+          job,
+          absl::StrCat("the attempt did not start within ",
+                       absl::FormatDuration(options_.placement_timeout),
+                       ": no replicas running on ", absl::StrJoin(slow, ", ")),
+          false, now);
     }
     return;
   }
@@ -522,7 +526,8 @@ void JobManager::CheckAttempt(Job& job, const std::vector<AgentView>& agents,
   auto name = [](const v1::AgentJobReport& r) {
     return TaskId{r.task().type(), r.task().index()}.ToString();
   };
-  const std::string at_step = absl::StrCat(" (at step ", job.status.step(), ")");
+  const std::string at_step =
+      absl::StrCat(" (at step ", job.status.step(), ")");
   if (permanent != nullptr) {
     EndAttempt(job, absl::StrCat(name(*permanent), ": ", permanent->error()),
                true, now);
@@ -551,8 +556,8 @@ void JobManager::EndAttempt(Job& job, const std::string& cause, bool permanent,
   const int max_restarts = job.status.spec().max_restarts();
   if (SpentRestarts(job.status) >= max_restarts) {
     Finish(job, v1::JOB_FAILED,
-           absl::StrCat(cause, "; no restarts left (max_restarts=",
-                        max_restarts, ")"),
+           absl::StrCat(cause,
+                        "; no restarts left (max_restarts=", max_restarts, ")"),
            now);
     return;
   }
@@ -582,8 +587,14 @@ void JobManager::Finish(Job& job, v1::JobState state, const std::string& error,
 }
 
 void JobManager::UpdateProgress(Job& job) {
+  std::vector<v1::RingLink> links;
   for (const auto& [task, report] : job.reports) {
     auto assignment = job.assignments.find(task);
+    for (v1::RingLink link : report.links()) {
+      link.set_from_task(task);
+      link.set_to_task(RankOwner(job, link.ring(), link.to_rank()));
+      links.push_back(std::move(link));
+    }
     if (report.checkpoint_step() > job.status.checkpoint_step()) {
       job.status.set_checkpoint_step(report.checkpoint_step());
       changed_ = true;
@@ -600,6 +611,28 @@ void JobManager::UpdateProgress(Job& job) {
       (*job.status.mutable_metrics())[metric] = value;
     }
   }
+  std::sort(links.begin(), links.end(),
+            [](const v1::RingLink& a, const v1::RingLink& b) {
+              return std::make_tuple(a.ring(), a.from_rank()) <
+                     std::make_tuple(b.ring(), b.from_rank());
+            });
+  if (links.size() != static_cast<size_t>(job.status.links_size())) {
+    changed_ = true;  // new links are worth saving; the rest is progress
+  }
+  *job.status.mutable_links() = {links.begin(), links.end()};
+}
+
+std::string JobManager::RankOwner(const Job& job, const std::string& ring,
+                                  int rank) const {
+  for (const auto& [task, assignment] : job.assignments) {
+    const bool owns =
+        ring == "agents"
+            ? assignment.node() == rank
+            : rank >= assignment.first_rank() &&
+                  rank < assignment.first_rank() + assignment.local_replicas();
+    if (owns) return task;
+  }
+  return "";
 }
 
 std::optional<std::string> JobManager::TakeSnapshotIfChanged(
@@ -650,8 +683,8 @@ absl::Status JobManager::Restore(const std::string& text, absl::Time now) {
     }
     int64_t id = 0;
     if (!absl::SimpleAtoi(job.status.job_id(), &id)) {
-      return absl::DataLossError(
-          absl::StrCat("a saved job has a bad id \"", job.status.job_id(), "\""));
+      return absl::DataLossError(absl::StrCat("a saved job has a bad id \"",
+                                              job.status.job_id(), "\""));
     }
     if (!IsTerminal(job.status.state()) &&
         job.status.state() != v1::JOB_SUBMITTED &&
@@ -661,7 +694,7 @@ absl::Status JobManager::Restore(const std::string& text, absl::Time now) {
       job.status.set_state(v1::JOB_RESTARTING);
       job.placing_since = now;
     } else if (!IsTerminal(job.status.state()) &&
-        job.status.state() != v1::JOB_SUBMITTED) {
+               job.status.state() != v1::JOB_SUBMITTED) {
       v1::RestartRecord* record = job.status.add_restarts();
       record->set_attempt(job.status.attempt() + 1);
       record->set_time_unix_ms(UnixMillis(now));

@@ -135,6 +135,10 @@ class JobManager {
   void Finish(Job& job, v1::JobState state, const std::string& error,
               absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateProgress(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The agent of the current attempt that holds `rank` of `ring` (a
+  // RingLink's ring); "" if none.
+  std::string RankOwner(const Job& job, const std::string& ring, int rank) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ParameterServer jobs (job_manager_ps.cc).
   void PlaceParameterServer(Job& job, const std::vector<AgentView>& agents,
                             absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -142,8 +146,8 @@ class JobManager {
                             absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoseWorker(Job& job, const std::string& task, const std::string& why,
                   absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RecordRecovery(Job& job, const v1::PsRecovery& recovery,
-                      absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordRecovery(Job& job, const v1::PsRecovery& recovery, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddEvent(Job& job, std::string text, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<TaskId> PsTasks() const;

@@ -61,9 +61,9 @@ void JobRunner::Fail(const absl::Status& status, bool permanent) {
   }
   spdlog::error("job {} attempt {}: {}", options_.assignment.job_id(),
                 options_.assignment.attempt(), status.ToString());
-  Abort(absl::AbortedError(absl::StrCat(
-      "replicas of ", options_.assignment.group(), " were stopped: ",
-      status.message())));
+  Abort(absl::AbortedError(absl::StrCat("replicas of ",
+                                        options_.assignment.group(),
+                                        " were stopped: ", status.message())));
 }
 
 void JobRunner::Progress(int local, int64_t steps_done) {
@@ -72,7 +72,8 @@ void JobRunner::Progress(int local, int64_t steps_done) {
   if (state_ == v1::AgentJobReport::LOADING) {
     state_ = v1::AgentJobReport::RUNNING;
   }
-  const int64_t done = *std::min_element(steps_done_.begin(), steps_done_.end());
+  const int64_t done =
+      *std::min_element(steps_done_.begin(), steps_done_.end());
   const absl::Time now = absl::Now();
   if (rate_steps_ < 0) {
     // The first report: the rate is timed from here, not from loading.
@@ -101,6 +102,7 @@ v1::AgentJobReport JobRunner::Report() const {
   report.set_step(*std::min_element(steps_done_.begin(), steps_done_.end()));
   report.set_steps_per_second(steps_per_second_);
   report.set_checkpoint_step(checkpoint_step_);
+  *report.mutable_links() = {links_.begin(), links_.end()};
   if (!error_.ok()) {
     report.set_error(std::string(error_.message()));
     report.set_permanent(permanent_);
@@ -115,13 +117,13 @@ v1::AgentJobReport JobRunner::Report() const {
 
 absl::Status JobRunner::Prepare() {
   const v1::AgentJobAssignment& a = options_.assignment;
-  absl::StatusOr<JobInputs> inputs = LoadJobInputs(
-      options_, job_,
-      {.pipeline = a.node(),
-       .num_pipelines = a.num_nodes(),
-       .replicas_in_sync = a.num_replicas(),
-       .local_batches = a.local_replicas(),
-       .global_batch_size = a.spec().global_batch_size()});
+  absl::StatusOr<JobInputs> inputs =
+      LoadJobInputs(options_, job_,
+                    {.pipeline = a.node(),
+                     .num_pipelines = a.num_nodes(),
+                     .replicas_in_sync = a.num_replicas(),
+                     .local_batches = a.local_replicas(),
+                     .global_batch_size = a.spec().global_batch_size()});
   if (!inputs.ok()) return inputs.status();
   functions_ = inputs->functions;
   pipeline_ = std::move(inputs->pipeline);
@@ -131,9 +133,9 @@ absl::Status JobRunner::Prepare() {
 void JobRunner::Run() {
   const v1::AgentJobAssignment& a = options_.assignment;
   spdlog::info("job {} attempt {}: node {} of {}, replicas {}..{} of {}, {}",
-               a.job_id(), a.attempt(), a.node(), a.num_nodes(),
-               a.first_rank(), a.first_rank() + a.local_replicas() - 1,
-               a.num_replicas(), v1::Communication_Name(a.communication()));
+               a.job_id(), a.attempt(), a.node(), a.num_nodes(), a.first_rank(),
+               a.first_rank() + a.local_replicas() - 1, a.num_replicas(),
+               v1::Communication_Name(a.communication()));
   if (absl::Status prepared = Prepare(); !prepared.ok()) {
     Fail(prepared, /*permanent=*/!IsPeerFailure(prepared));
     absl::MutexLock lock(&mu_);
@@ -156,8 +158,8 @@ void JobRunner::Run() {
   }
   for (std::thread& thread : threads) thread.join();
   absl::MutexLock lock(&mu_);
-  state_ = error_.ok() ? v1::AgentJobReport::FINISHED
-                       : v1::AgentJobReport::FAILED;
+  state_ =
+      error_.ok() ? v1::AgentJobReport::FINISHED : v1::AgentJobReport::FAILED;
   comms_.clear();
   if (error_.ok()) {
     spdlog::info("job {} attempt {}: all {} local replicas finished {} steps",
@@ -188,6 +190,7 @@ absl::StatusOr<std::unique_ptr<collective::Communicator>> JobRunner::Connect(
           std::unique_ptr<collective::GrpcTransport> transport,
           collective::GrpcTransport::Create(
               grpc_options("ring", rank, a.num_replicas()), *store_));
+      AddLink("replicas", rank, a.num_replicas(), transport->next_link());
       return std::unique_ptr<collective::Communicator>(
           new collective::AlgorithmicCommunicator(std::move(transport),
                                                   comm_options));
@@ -195,6 +198,10 @@ absl::StatusOr<std::unique_ptr<collective::Communicator>> JobRunner::Connect(
     case v1::COMMUNICATION_HIERARCHICAL: {
       auto local_comm = std::make_unique<collective::AlgorithmicCommunicator>(
           hub_->Connect(local), comm_options);
+      if (a.local_replicas() > 1) {
+        AddLink("local", rank, a.first_rank() + a.local_replicas(),
+                "in-process", a.first_rank());
+      }
       if (a.num_nodes() == 1) {
         return std::unique_ptr<collective::Communicator>(std::move(local_comm));
       }
@@ -204,13 +211,14 @@ absl::StatusOr<std::unique_ptr<collective::Communicator>> JobRunner::Connect(
             std::unique_ptr<collective::GrpcTransport> transport,
             collective::GrpcTransport::Create(
                 grpc_options("cross", a.node(), a.num_nodes()), *store_));
+        AddLink("agents", a.node(), a.num_nodes(), transport->next_link());
         cross = std::make_unique<collective::AlgorithmicCommunicator>(
             std::move(transport), comm_options);
       }
       return std::unique_ptr<collective::Communicator>(
-          new collective::HierarchicalCommunicator(
-              std::move(local_comm), std::move(cross), a.num_nodes(),
-              a.node()));
+          new collective::HierarchicalCommunicator(std::move(local_comm),
+                                                   std::move(cross),
+                                                   a.num_nodes(), a.node()));
     }
     case v1::COMMUNICATION_NCCL: {
 #ifdef COHORT_HAVE_NCCL
@@ -221,6 +229,7 @@ absl::StatusOr<std::unique_ptr<collective::Communicator>> JobRunner::Connect(
                                 .communicator = comm_options};
       COHORT_ASSIGN_OR_RETURN(std::unique_ptr<collective::NcclCommunicator> c,
                               collective::NcclCommunicator::Create(o, *store_));
+      AddLink("replicas", rank, a.num_replicas(), "nccl");
       return std::unique_ptr<collective::Communicator>(std::move(c));
 #else
       (void)device;
@@ -229,9 +238,20 @@ absl::StatusOr<std::unique_ptr<collective::Communicator>> JobRunner::Connect(
 #endif
     }
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown communication ", a.communication()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown communication ", a.communication()));
   }
+}
+
+void JobRunner::AddLink(const std::string& ring, int from, int end,
+                        const std::string& transport, int begin) {
+  v1::RingLink link;
+  link.set_ring(ring);
+  link.set_from_rank(from);
+  link.set_to_rank(from + 1 < end ? from + 1 : begin);
+  link.set_transport(transport);
+  absl::MutexLock lock(&mu_);
+  links_.push_back(std::move(link));
 }
 
 void JobRunner::RunReplica(int local) {
@@ -284,8 +304,8 @@ void JobRunner::RunReplica(int local) {
   };
   if (functions_.init != nullptr) {
     if (absl::Status init = functions_.init(ctx); !init.ok()) {
-      return user_failure(init,
-                          absl::StrCat("init function \"", spec.init_fn(), "\""));
+      return user_failure(
+          init, absl::StrCat("init function \"", spec.init_fn(), "\""));
     }
   }
   absl::StatusOr<int64_t> start = ctx.RestoreOrSync();
@@ -302,17 +322,17 @@ void JobRunner::RunReplica(int local) {
     Batch batch;
     if (pipeline_ != nullptr) batch = pipeline_->BatchesForStep(step)[local];
     if (absl::Status status = functions_.step(ctx, batch); !status.ok()) {
-      return user_failure(
-          status, absl::StrCat("step function \"", spec.step_fn(),
-                               "\" at step ", step));
+      return user_failure(status,
+                          absl::StrCat("step function \"", spec.step_fn(),
+                                       "\" at step ", step));
     }
     const int64_t done = step + 1;
     if (done == job_.steps || (every > 0 && done % every == 0)) {
       if (absl::Status saved = ctx.SaveCheckpoint(done); !saved.ok()) {
-        return Fail(absl::Status(saved.code(),
-                                 absl::StrCat("checkpoint at step ", done,
-                                              ": ", saved.message())),
-                    false);
+        return Fail(
+            absl::Status(saved.code(), absl::StrCat("checkpoint at step ", done,
+                                                    ": ", saved.message())),
+            false);
       }
       if (replica == 0) {
         absl::MutexLock lock(&mu_);

@@ -68,6 +68,9 @@ class JobRunner final : public AttemptRunner {
   absl::Status Prepare();
   void RunReplica(int local);
   absl::StatusOr<std::unique_ptr<collective::Communicator>> Connect(int local);
+  // Records the link from rank `from` to the next of the ring [begin, end).
+  void AddLink(const std::string& ring, int from, int end,
+               const std::string& transport, int begin = 0);
   // Records the first failure and aborts everything else.
   void Fail(const absl::Status& status, bool permanent);
   void Progress(int local, int64_t steps_done);
@@ -98,6 +101,8 @@ class JobRunner final : public AttemptRunner {
   double steps_per_second_ ABSL_GUARDED_BY(mu_) = 0;
   // Communicators in use, to abort them from another thread.
   std::vector<collective::Communicator*> comms_ ABSL_GUARDED_BY(mu_);
+  // The ring links starting at this agent's ranks, for the report.
+  std::vector<v1::RingLink> links_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cohort::agent

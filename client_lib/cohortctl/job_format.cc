@@ -6,12 +6,12 @@
 #include <map>
 #include <utility>
 
-#include "client_lib/cohortctl/table.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client_lib/cohortctl/table.h"
 
 namespace cohort::ctl {
 namespace {
@@ -226,6 +226,13 @@ std::string JobDetails(const v1::JobStatus& job, absl::Time now,
   AddDetail(
       &out, "placement",
       job.placement().empty() ? "-" : absl::StrJoin(job.placement(), ", "));
+  // One line per ring link: "agents 0->1 chief:0 -> worker:0 grpc".
+  for (const v1::RingLink& link : job.links()) {
+    AddDetail(&out, "link",
+              absl::StrCat(link.ring(), " ", link.from_rank(), "->",
+                           link.to_rank(), " ", link.from_task(), " -> ",
+                           link.to_task(), " ", link.transport()));
+  }
 
   std::string checkpoint =
       job.checkpoint_dir().empty() ? "-" : job.checkpoint_dir();
@@ -279,10 +286,10 @@ std::string JobDetails(const v1::JobStatus& job, absl::Time now,
     }
   }
   if (spec.strategy() == v1::PARAMETER_SERVER) {
-    AddDetail(&out, "closures",
-              absl::StrCat(job.closures_rerun(), " re-run after a lost worker; ",
-                           job.ps_updates_lost(),
-                           " ps update(s) lost to restarts"));
+    AddDetail(
+        &out, "closures",
+        absl::StrCat(job.closures_rerun(), " re-run after a lost worker; ",
+                     job.ps_updates_lost(), " ps update(s) lost to restarts"));
     if (!job.recent_results().empty()) {
       std::vector<std::vector<std::string>> rows = {
           {"    CLOSURE", "WORKER", "VALUES"}};

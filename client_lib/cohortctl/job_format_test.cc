@@ -260,6 +260,13 @@ TEST(JobDetailsTest, ShowsHistoryPlacementAndError) {
   job.set_num_replicas(4);
   job.add_placement("chief:0 (2 replicas)");
   job.add_placement("worker:0 (2 replicas)");
+  v1::RingLink* link = job.add_links();
+  link->set_ring("agents");
+  link->set_from_rank(0);
+  link->set_to_rank(1);
+  link->set_from_task("chief:0");
+  link->set_to_task("worker:0");
+  link->set_transport("grpc");
   job.set_checkpoint_dir("/ckpt/3");
   job.set_checkpoint_step(600);
   AddRestart(job, 2, "worker:0 lost", 500);
@@ -275,6 +282,9 @@ TEST(JobDetailsTest, ShowsHistoryPlacementAndError) {
   EXPECT_THAT(details, HasSubstr("step=train_step init=init\n"));
   EXPECT_THAT(details,
               HasSubstr("chief:0 (2 replicas), worker:0 (2 replicas)\n"));
+  EXPECT_THAT(
+      details,
+      HasSubstr("  link        agents 0->1 chief:0 -> worker:0 grpc\n"));
   EXPECT_THAT(details,
               HasSubstr("/ckpt/3, last at step 600, every 100 steps\n"));
   EXPECT_THAT(details, HasSubstr("2023-11-14 22:13:20 (1m30s ago)"));

@@ -84,9 +84,12 @@ absl::Status GrpcTransport::Connect(Store& store) {
   addresses_[options_.rank] = AdvertisedAddress(*server_);
   COHORT_RETURN_IF_ERROR(
       store.Set(AddressKey(group, options_.rank), addresses_[options_.rank]));
-  COHORT_RETURN_IF_ERROR(store.Set(HostKey(group, options_.rank), Hostname()));
+  // Neighbours share memory only where shm_open names are shared, which an
+  // equal hostname does not prove.
+  const std::string domain = SharedMemoryDomain();
+  COHORT_RETURN_IF_ERROR(store.Set(HostKey(group, options_.rank), domain));
   std::vector<std::string> hosts(static_cast<size_t>(options_.size));
-  hosts[options_.rank] = Hostname();
+  hosts[options_.rank] = domain;
   for (int peer = 0; peer < options_.size; ++peer) {
     if (peer == options_.rank) continue;
     COHORT_ASSIGN_OR_RETURN(

@@ -6,7 +6,8 @@
 // files it in its mailbox. A peer process that dies breaks its streams, and
 // every rank waiting on it fails with UNAVAILABLE naming it, at once.
 //
-// When the ring neighbours (rank - 1 -> rank) share a host, their data goes
+// When the ring neighbours (rank - 1 -> rank) share memory (the same kernel,
+// IPC namespace and /dev/shm: SharedMemoryDomain()), their data goes
 // through a shared-memory ring instead (ShmChannel); the gRPC streams still
 // carry everything else, abort notices, and the liveness that ends waits.
 
@@ -62,6 +63,8 @@ class GrpcTransport final : public Transport {
   absl::Status Recv(int peer, const Envelope& envelope, void* data,
                     size_t bytes, absl::Time deadline) override;
   size_t send_window_bytes() const override;
+  // How bytes to the next rank of the ring travel: "shm" or "grpc".
+  std::string next_link() const { return shm_out_ != nullptr ? "shm" : "grpc"; }
   // Aborts locally and tells every peer, so that their waits end too.
   void Abort(const absl::Status& status) override;
 

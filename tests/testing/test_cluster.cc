@@ -116,13 +116,15 @@ absl::StatusOr<std::string> HealthCheck(const std::string& address) {
 
 absl::StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
     const ScratchDir& dir, std::vector<std::string> flags,
-    const std::string& listen) {
+    const std::string& listen, const std::vector<std::string>& prefix) {
   const std::string port_file = dir.path() + "/coordinator.port";
   std::filesystem::remove(port_file);
   const std::string log = dir.path() + "/coordinator.log";
-  std::vector<std::string> argv = {Binary("cohort-coordinator"),
-                                   absl::StrCat("--listen=", listen),
-                                   absl::StrCat("--port_file=", port_file)};
+  std::vector<std::string> argv = prefix;
+  std::vector<std::string> own = {Binary("cohort-coordinator"),
+                                  absl::StrCat("--listen=", listen),
+                                  absl::StrCat("--port_file=", port_file)};
+  argv.insert(argv.end(), own.begin(), own.end());
   argv.insert(argv.end(), flags.begin(), flags.end());
   absl::StatusOr<Subprocess> child =
       Subprocess::Spawn({.argv = argv, .output_file = log});
@@ -139,8 +141,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
     return absl::UnavailableError(absl::StrCat(
         "cohort-coordinator did not start: ", ReadFile(log).value_or("")));
   }
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (host == "0.0.0.0" || host.empty()) host = "127.0.0.1";
   return std::unique_ptr<CoordinatorProcess>(new CoordinatorProcess(
-      *std::move(child), absl::StrCat("127.0.0.1:", std::atoi(port.c_str())),
+      *std::move(child), absl::StrCat(host, ":", std::atoi(port.c_str())),
       log));
 }
 

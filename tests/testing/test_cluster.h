@@ -65,10 +65,12 @@ absl::StatusOr<std::string> HealthCheck(const std::string& address);
 class CoordinatorProcess {
  public:
   // Starts cohort-coordinator with `flags` (plus --listen and --port_file)
-  // and waits until it serves.
+  // and waits until it serves. `prefix` wraps the command, e.g. to run it
+  // on a test host (TestHosts::Command).
   static absl::StatusOr<std::unique_ptr<CoordinatorProcess>> Start(
       const ScratchDir& dir, std::vector<std::string> flags,
-      const std::string& listen = "127.0.0.1:0");
+      const std::string& listen = "127.0.0.1:0",
+      const std::vector<std::string>& prefix = {});
   ~CoordinatorProcess();
 
   const std::string& address() const { return address_; }

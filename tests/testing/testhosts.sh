@@ -18,7 +18,7 @@
 #   testhosts.sh loss NAME I PERCENT  drop PERCENT% of host I's packets, both ways
 #   testhosts.sh clear NAME I         remove host I's rate limit and loss
 #   testhosts.sh down NAME            remove the set
-#   testhosts.sh list                 the sets that exist
+#   testhosts.sh list                 the sets that exist, with their owner pids
 #
 # NAME: 1 to 6 letters or digits (it goes into interface names).
 set -euo pipefail
@@ -79,6 +79,8 @@ cmd_up() {
   bridge="${name}br"
   mkdir -p "$dir"
   echo "$subnet" >"$dir/subnet"
+  # Whose set this is: a later run may remove a set whose owner is gone.
+  echo "${TESTHOSTS_OWNER:-$PPID}" >"$dir/owner"
   # On any failure from here on, take down what was made.
   trap 'cmd_down "$name" >/dev/null 2>&1 || true' ERR
   ip link add "$bridge" type bridge
@@ -123,7 +125,8 @@ cmd_exec() {
   shift 2
   local pid
   pid=$(holder_pid "$name" "$i")
-  exec nsenter -t "$pid" --uts --ipc --mount --net -- "$@"
+  # Keep the caller's working directory: relative paths mean the same.
+  exec nsenter -t "$pid" --uts --ipc --mount --net --wd="$PWD" -- "$@"
 }
 
 cmd_addr() {
@@ -207,7 +210,7 @@ cmd_list() {
   local dir
   for dir in "$state_root"/*/; do
     [ -d "$dir" ] || continue
-    echo "$(basename "$dir") $(cat "$dir/count" 2>/dev/null || echo '?') hosts 198.18.$(cat "$dir/subnet").0/24"
+    echo "$(basename "$dir") $(cat "$dir/count" 2>/dev/null || echo '?') hosts 198.18.$(cat "$dir/subnet").0/24 owner $(cat "$dir/owner" 2>/dev/null || echo '?')"
   done
 }
 

@@ -1,0 +1,138 @@
+#include "tests/testing/host_cluster.h"
+
+#include <signal.h>
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace cohort::testing {
+namespace {
+
+// Each host has an address of its own, so fixed ports cannot collide.
+constexpr int kCoordinatorPort = 7070;
+constexpr int kFirstTaskPort = 7100;
+const absl::Duration kReadyTimeout = absl::Seconds(60);
+
+}  // namespace
+
+HostCluster::HostCluster(TestHosts* hosts, const ScratchDir* dir,
+                         HostClusterOptions options)
+    : hosts_(hosts), dir_(dir), options_(std::move(options)) {}
+
+absl::StatusOr<std::unique_ptr<HostCluster>> HostCluster::Start(
+    TestHosts* hosts, const ScratchDir* dir, HostClusterOptions options) {
+  std::unique_ptr<HostCluster> cluster(
+      new HostCluster(hosts, dir, std::move(options)));
+  const HostClusterOptions& o = cluster->options_;
+
+  nlohmann::json spec = {{"cluster", nlohmann::json::object()}};
+  for (size_t i = 0; i < o.tasks.size(); ++i) {
+    const HostTask& task = o.tasks[i];
+    nlohmann::json& list = spec["cluster"][task.type];
+    if (list.is_null()) list = nlohmann::json::array();
+    if (static_cast<int>(list.size()) != task.index) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tasks of type ", task.type, " must come in index order"));
+    }
+    list.push_back(absl::StrCat(hosts->address(task.host), ":",
+                                kFirstTaskPort + static_cast<int>(i)));
+  }
+  cluster->spec_json_ = spec.dump();
+  const std::string spec_file = dir->Write("cluster.json", cluster->spec_json_);
+
+  std::vector<std::string> flags = {absl::StrCat("--cluster_spec=", spec_file),
+                                    "--launch=none"};
+  flags.insert(flags.end(), o.coordinator_flags.begin(),
+               o.coordinator_flags.end());
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator =
+      CoordinatorProcess::Start(*dir, flags,
+                                absl::StrCat(hosts->address(o.coordinator_host),
+                                             ":", kCoordinatorPort),
+                                hosts->Command(o.coordinator_host, {}));
+  if (!coordinator.ok()) return coordinator.status();
+  cluster->coordinator_ = *std::move(coordinator);
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      Client::Connect(cluster->coordinator_->address());
+  if (!client.ok()) return client.status();
+  cluster->client_ = *std::move(client);
+
+  for (const HostTask& task : o.tasks) {
+    COHORT_RETURN_IF_ERROR(cluster->StartTask(task.id()));
+  }
+  absl::StatusOr<v1::ClusterState> ready =
+      cluster->coordinator_->WaitAllReady(kReadyTimeout);
+  if (!ready.ok()) return ready.status();
+  return cluster;
+}
+
+HostCluster::~HostCluster() {
+  for (auto& [task, process] : processes_) process.Signal(SIGTERM);
+  for (auto& [task, process] : processes_) process.Stop(absl::Seconds(5));
+  coordinator_.reset();
+}
+
+int HostCluster::host_of(const std::string& task) const {
+  for (const HostTask& t : options_.tasks) {
+    if (t.id() == task) return t.host;
+  }
+  return -1;
+}
+
+std::string HostCluster::StateDir(const std::string& task) const {
+  std::string name = task;
+  std::replace(name.begin(), name.end(), ':', '-');
+  return absl::StrCat(dir_->path(), "/host", host_of(task), "/", name);
+}
+
+Subprocess* HostCluster::process(const std::string& task) {
+  auto it = processes_.find(task);
+  return it == processes_.end() || !it->second.running() ? nullptr
+                                                         : &it->second;
+}
+
+absl::Status HostCluster::StartTask(const std::string& task) {
+  const HostTask* found = nullptr;
+  for (const HostTask& t : options_.tasks) {
+    if (t.id() == task) found = &t;
+  }
+  if (found == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no task ", task, " in the spec"));
+  }
+  nlohmann::json tf_config = nlohmann::json::parse(spec_json_);
+  tf_config["task"] = {{"type", found->type}, {"index", found->index}};
+  const bool ps = found->type == "ps";
+  std::filesystem::create_directories(StateDir(task));
+  std::vector<std::string> argv = {
+      Binary(ps ? "cohort-ps" : "cohort-agent"),
+      absl::StrCat("--coordinator=", coordinator_->address()),
+      absl::StrCat(ps ? "--state_dir=" : "--cache_dir=", StateDir(task))};
+  const std::vector<std::string>& extra =
+      ps ? options_.ps_flags : options_.agent_flags;
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  absl::StatusOr<Subprocess> child =
+      Subprocess::Spawn({.argv = hosts_->Command(found->host, argv),
+                         .env = {{"TF_CONFIG", tf_config.dump()}},
+                         .output_file = TaskLog(task)});
+  if (!child.ok()) return child.status();
+  processes_.insert_or_assign(task, *std::move(child));
+  return absl::OkStatus();
+}
+
+void HostCluster::KillTask(const std::string& task) {
+  if (Subprocess* p = process(task)) {
+    p->Signal(SIGKILL);
+    p->Wait(absl::Seconds(10));
+  }
+}
+
+std::string HostCluster::TaskLog(const std::string& task) const {
+  std::string name = task;
+  std::replace(name.begin(), name.end(), ':', '-');
+  return absl::StrCat(dir_->path(), "/", name, ".log");
+}
+
+}  // namespace cohort::testing

@@ -1,0 +1,77 @@
+#pragma once
+
+// A Cohort cluster spread over test hosts the way an operator runs one over
+// machines: the coordinator with --launch=none on its own host, and each
+// task started on its host from that host's TF_CONFIG, as systemd or
+// Kubernetes would. The test process talks to the coordinator through the
+// hosts' bridge.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cohort/client.h"
+#include "common/subprocess.h"
+#include "tests/testing/test_cluster.h"
+#include "tests/testing/test_hosts.h"
+
+namespace cohort::testing {
+
+// Where one task of the spec runs.
+struct HostTask {
+  std::string type;  // "chief", "worker", "ps"
+  int index = 0;
+  int host = 0;  // TestHosts index
+  std::string id() const { return type + ":" + std::to_string(index); }
+};
+
+struct HostClusterOptions {
+  int coordinator_host = 1;
+  std::vector<HostTask> tasks;
+  std::vector<std::string> coordinator_flags;
+  std::vector<std::string> agent_flags;  // e.g. --cpu_devices=2
+  std::vector<std::string> ps_flags;
+};
+
+// Owns the processes it started; the destructor stops them by pid (SIGTERM,
+// then SIGKILL). `hosts` and `dir` are not owned and must outlive it.
+// Not thread-safe.
+class HostCluster {
+ public:
+  // Starts the coordinator and every task, and waits until all are READY.
+  static absl::StatusOr<std::unique_ptr<HostCluster>> Start(
+      TestHosts* hosts, const ScratchDir* dir, HostClusterOptions options);
+  ~HostCluster();
+
+  CoordinatorProcess& coordinator() { return *coordinator_; }
+  Client& client() { return *client_; }
+  const std::string& spec_json() const { return spec_json_; }
+  int host_of(const std::string& task) const;
+
+  // The task's process; nullptr if it is not running from here.
+  Subprocess* process(const std::string& task);
+  // Starts `task` on its host (again, after a kill); its log is appended to
+  // <dir>/<type>-<index>.log.
+  absl::Status StartTask(const std::string& task);
+  // SIGKILLs `task` and reaps it.
+  void KillTask(const std::string& task);
+  std::string TaskLog(const std::string& task) const;
+  // Where a task keeps its local state (--state_dir): <dir>/host<h>/<task>.
+  std::string StateDir(const std::string& task) const;
+
+ private:
+  HostCluster(TestHosts* hosts, const ScratchDir* dir,
+              HostClusterOptions options);
+
+  TestHosts* const hosts_;
+  const ScratchDir* const dir_;
+  const HostClusterOptions options_;
+  std::string spec_json_;
+  std::unique_ptr<CoordinatorProcess> coordinator_;
+  std::unique_ptr<Client> client_;
+  std::map<std::string, Subprocess> processes_;  // by task id
+};
+
+}  // namespace cohort::testing

@@ -1,0 +1,32 @@
+#pragma once
+
+// Helpers for tests that run jobs: the example libraries, the spirals MLP
+// job, and waits on a job's status with a deadline.
+
+#include <functional>
+#include <string>
+
+#include "absl/time/time.h"
+#include "cohort/client.h"
+
+namespace cohort::testing {
+
+// An example step library: build/lib/lib<name>.so.
+std::string ExampleLibrary(const std::string& name);
+
+// The MLP example on the spirals record files in `data_dir`, global batch
+// 128, seed 3, 2 devices per agent (the PS strategy ignores that).
+JobSpec MlpJob(const std::string& data_dir, StrategyKind strategy,
+               int64_t steps, const std::string& shard_policy);
+
+// Polls the job until `condition` holds or `timeout` passes; its last status.
+v1::JobStatus WaitForJob(
+    Client& client, const std::string& id,
+    const std::function<bool(const v1::JobStatus&)>& condition,
+    absl::Duration timeout);
+// Until it SUCCEEDED, FAILED or was CANCELLED.
+v1::JobStatus WaitForJobEnd(Client& client, const std::string& id,
+                            absl::Duration timeout);
+bool JobEnded(const v1::JobStatus& status);
+
+}  // namespace cohort::testing
