@@ -210,6 +210,7 @@ v1::AgentSyncResponse JobManager::Sync(const v1::AgentJobReport& report,
     }
     progressed_ = true;
     if (!ps) UpdateProgress(*job);
+    response.set_abort(job->abort);
   } else if (ps) {
     // A worker whose agent restarted between two ticks: its closures run
     // again, and the new group starts it afresh.
@@ -520,6 +521,13 @@ void JobManager::CheckAttempt(Job& job, const std::vector<AgentView>& agents,
     return;
   }
   if (!job.failing_since.has_value()) job.failing_since = now;
+  if (dead != nullptr && job.abort.empty()) {
+    job.abort = absl::StrCat(
+        dead->task.ToString(), " is gone (",
+        v1::TaskState_Name(dead->state),
+        dead->last_error.empty() ? "" : ": ", dead->last_error,
+        "); its peers stop waiting for it");
+  }
   const bool decided = permanent != nullptr ||
                        now - *job.failing_since >= options_.failure_grace;
   if (!decided) return;
@@ -548,6 +556,7 @@ void JobManager::EndAttempt(Job& job, const std::string& cause, bool permanent,
   job.assignments.clear();
   job.reports.clear();
   job.failing_since.reset();
+  job.abort.clear();
   changed_ = true;
   if (permanent) {
     Finish(job, v1::JOB_FAILED, cause, now);

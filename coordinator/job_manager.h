@@ -104,6 +104,9 @@ class JobManager {
     std::map<std::string, v1::AgentJobReport> reports;
     // The first failure of the current attempt, while its cause is decided.
     std::optional<absl::Time> failing_since;
+    // A task of the current attempt is DEAD: why, for its survivors to
+    // abort with while the cause is decided.
+    std::string abort;
     bool active() const;
 
     // --- ParameterServer jobs.

@@ -9,6 +9,7 @@ packages=(
   libabsl-dev libspdlog-dev nlohmann-json3-dev libsystemd-dev
   libgtest-dev libgmock-dev libssl-dev zlib1g-dev
   openssl systemd   # TLS test certificates; systemd-analyze for the units
+  iproute2 iptables util-linux   # test hosts: namespaces, bridge, tc, loss
 )
 
 missing=()

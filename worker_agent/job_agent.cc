@@ -54,6 +54,9 @@ void JobAgent::Run() {
       interval = absl::Milliseconds(response.sync_interval_ms());
     }
     Apply(response.assignment());
+    if (!response.abort().empty() && runner_ != nullptr && !runner_->done()) {
+      runner_->Abort(absl::UnavailableError(response.abort()));
+    }
   } while (!stop_.WaitForNotificationWithTimeout(interval));
 }
 

@@ -26,6 +26,24 @@ JobSpec MlpJob(const std::string& data_dir, StrategyKind strategy,
                  .devices_per_agent = 2};
 }
 
+JobSpec SlowLinearJob(StrategyKind strategy, int64_t steps, int step_sleep_ms) {
+  return JobSpec{.name = "linear",
+                 .strategy = strategy,
+                 .library_path = ExampleLibrary("cohort_example_linear"),
+                 .init_fn = "linear_init",
+                 .step_fn = "linear_step",
+                 .dataset_fn = "linear_data",
+                 .steps = steps,
+                 .global_batch_size = 96,
+                 .seed = 7,
+                 .config_json = absl::StrCat(
+                     R"({"dim": 4, "num_examples": 1024, "step_sleep_ms": )",
+                     step_sleep_ms,
+                     R"(, "true_w": [0.5, -1.25, 2.0, 0.75], "true_b": 0.3,
+              "learning_rate": 0.1, "shard_policy": "data"})"),
+                 .devices_per_agent = 2};
+}
+
 bool JobEnded(const v1::JobStatus& status) {
   return status.state() == v1::JOB_SUCCEEDED ||
          status.state() == v1::JOB_FAILED ||

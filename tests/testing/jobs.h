@@ -19,6 +19,13 @@ std::string ExampleLibrary(const std::string& name);
 JobSpec MlpJob(const std::string& data_dir, StrategyKind strategy,
                int64_t steps, const std::string& shard_policy);
 
+// The linear-regression example (float64, 4 weights), global batch 96 (a
+// multiple of 1, 2, 3, 4, 6 and 8 replicas),
+// every step slowed by `step_sleep_ms`, so that a job lasts long enough for
+// a fault to land in it. Its "max_weight_error" metric says how well it
+// learnt.
+JobSpec SlowLinearJob(StrategyKind strategy, int64_t steps, int step_sleep_ms);
+
 // Polls the job until `condition` holds or `timeout` passes; its last status.
 v1::JobStatus WaitForJob(
     Client& client, const std::string& id,

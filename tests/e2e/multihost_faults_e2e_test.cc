@@ -1,0 +1,267 @@
+// Network faults between test hosts while the processes stay alive: a cut
+// link (ip link set down), a lossy and slow link (iptables' statistic match
+// and tc tbf), the coordinator cut off, a ps host cut off. Nothing may hang:
+// every wait here has a deadline, and so must every wait in the daemons.
+// Skips, saying why, where test hosts cannot be made (not root).
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "cohort/client.h"
+#include "common/file_util.h"
+#include "tests/testing/host_cluster.h"
+#include "tests/testing/jobs.h"
+#include "tests/testing/test_cluster.h"
+#include "tests/testing/test_hosts.h"
+
+namespace cohort::testing {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Short, so that a cut link is noticed quickly.
+const absl::Duration kHeartbeatTimeout = absl::Seconds(3);
+
+// The time of the first line of a daemon's log that contains `needle`.
+std::optional<absl::Time> FirstLogLine(const std::string& log_file,
+                                       const std::string& needle) {
+  std::istringstream lines(ReadFile(log_file).value_or(""));
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!absl::StrContains(line, needle) || line.size() < 23) continue;
+    absl::Time time;
+    std::string error;
+    if (absl::ParseTime("%Y-%m-%dT%H:%M:%E3S", line.substr(0, 23),
+                        absl::LocalTimeZone(), &time, &error)) {
+      return time;
+    }
+  }
+  return std::nullopt;
+}
+
+v1::TaskState StateOf(HostCluster& cluster, const std::string& type,
+                      int index) {
+  absl::StatusOr<v1::ClusterState> state = cluster.coordinator().State();
+  if (!state.ok()) return v1::TASK_STATE_UNSPECIFIED;
+  const v1::TaskStatus* task = FindTask(*state, type, index);
+  return task == nullptr ? v1::TASK_STATE_UNSPECIFIED : task->state();
+}
+
+class MultiHostFaultsE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<TestHosts>> hosts = TestHosts::Create(5);
+    if (!hosts.ok()) GTEST_SKIP() << hosts.status().message();
+    hosts_ = *std::move(hosts);
+  }
+
+  // The coordinator on host 1, the chief on 2, workers on 3 and 4.
+  absl::StatusOr<std::unique_ptr<HostCluster>> StartAgents(
+      absl::Duration heartbeat_timeout = kHeartbeatTimeout) {
+    std::vector<std::string> coordinator_flags = {
+        absl::StrCat("--state_dir=", dir_.path(), "/coordinator"),
+        absl::StrCat("--heartbeat_timeout=",
+                     absl::FormatDuration(heartbeat_timeout))};
+    return HostCluster::Start(
+        hosts_.get(), &dir_,
+        {.coordinator_host = 1,
+         .tasks = {{"chief", 0, 2}, {"worker", 0, 3}, {"worker", 1, 4}},
+         .coordinator_flags = coordinator_flags,
+         .agent_flags = {"--cpu_devices=2"}});
+  }
+
+  ScratchDir dir_;
+  std::unique_ptr<TestHosts> hosts_;
+};
+
+TEST_F(MultiHostFaultsE2eTest,
+       ACutAgentLinkFailsEverySurvivorNamingItAndTheHostRejoinsWhenItReturns) {
+  auto cluster = StartAgents();
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  HostCluster& c = **cluster;
+  JobSpec spec =
+      SlowLinearJob(StrategyKind::kMultiWorkerMirrored, 1500, /*sleep=*/5);
+  spec.checkpoint_every = 100;
+  spec.max_restarts = 2;
+  absl::StatusOr<std::string> id = c.client().SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(WaitForJob(
+                c.client(), *id,
+                [](const v1::JobStatus& s) { return s.step() >= 150; },
+                absl::Seconds(60))
+                .state(),
+            v1::JOB_RUNNING);
+
+  const absl::Time cut = absl::Now();
+  ASSERT_TRUE(hosts_->SetLink(4, false).ok());
+  // Both survivors fail their collectives, naming the unreachable task.
+  for (const char* survivor : {"chief:0", "worker:0"}) {
+    std::optional<absl::Time> failed;
+    WaitUntil(
+        [&] {
+          failed = FirstLogLine(c.TaskLog(survivor), "worker:1 is gone");
+          return failed.has_value();
+        },
+        absl::Seconds(30));
+    ASSERT_TRUE(failed.has_value())
+        << survivor << " never named worker:1:\n"
+        << ReadFile(c.TaskLog(survivor)).value_or("");
+    std::cout << survivor << "'s collectives failed "
+              << absl::FormatDuration(*failed - cut)
+              << " after the cut (heartbeat timeout "
+              << absl::FormatDuration(kHeartbeatTimeout) << ")\n";
+    EXPECT_LE(*failed - cut, kHeartbeatTimeout + absl::Seconds(1)) << survivor;
+  }
+  EXPECT_EQ(StateOf(c, "worker", 1), v1::DEAD);
+  const v1::JobStatus restarting = WaitForJob(
+      c.client(), *id,
+      [](const v1::JobStatus& s) { return s.restarts_size() >= 1; },
+      absl::Seconds(30));
+  ASSERT_GE(restarting.restarts_size(), 1);
+  EXPECT_THAT(restarting.restarts(0).cause(), HasSubstr("worker:1"));
+
+  // The link comes back: the host registers again and the job, placed on
+  // every agent again, finishes.
+  ASSERT_TRUE(hosts_->SetLink(4, true).ok());
+  EXPECT_TRUE(WaitUntil([&] { return StateOf(c, "worker", 1) == v1::READY; },
+                        absl::Seconds(30)));
+  const v1::JobStatus status =
+      WaitForJobEnd(c.client(), *id, absl::Seconds(120));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_EQ(status.num_replicas(), 6);
+  EXPECT_THAT(status.placement(), Contains(HasSubstr("worker:1")));
+  EXPECT_LT(status.metrics().at("max_weight_error"), 1e-3);
+}
+
+TEST_F(MultiHostFaultsE2eTest, ALossySlowLinkStillTrainsWithoutAFalseDeath) {
+  auto cluster = StartAgents();
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  HostCluster& c = **cluster;
+  ASSERT_TRUE(hosts_->LimitRate(3, "100mbit").ok());
+  ASSERT_TRUE(hosts_->AddLoss(3, 5).ok());
+  const std::string data = dir_.path() + "/spirals";
+  CommandResult made = RunCommand(
+      {Binary("cohort-example-mlp-data"), "--out=" + data, "--files=6"});
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  JobSpec spec = MlpJob(data, StrategyKind::kMultiWorkerMirrored, 600, "data");
+  spec.global_batch_size = 120;
+  absl::StatusOr<std::string> id = c.client().SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  const v1::JobStatus status =
+      WaitForJobEnd(c.client(), *id, absl::Seconds(240));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_EQ(status.restarts_size(), 0);
+  EXPECT_GE(status.metrics().at("accuracy"), 0.95);
+  EXPECT_THAT(c.coordinator().Log(), Not(HasSubstr("is DEAD")));
+}
+
+TEST_F(MultiHostFaultsE2eTest,
+       CuttingTheCoordinatorOffForThreeSecondsStopsNothing) {
+  // The default heartbeat timeout, 5 s: longer than the cut.
+  auto cluster = StartAgents(absl::Seconds(5));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  HostCluster& c = **cluster;
+  JobSpec spec =
+      SlowLinearJob(StrategyKind::kMultiWorkerMirrored, 1500, /*sleep=*/5);
+  spec.checkpoint_every = 20;
+  absl::StatusOr<std::string> id = c.client().SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  const v1::JobStatus before = WaitForJob(
+      c.client(), *id,
+      [](const v1::JobStatus& s) { return s.checkpoint_step() >= 40; },
+      absl::Seconds(60));
+  ASSERT_EQ(before.state(), v1::JOB_RUNNING);
+
+  ASSERT_TRUE(hosts_->SetLink(1, false).ok());
+  const int64_t at_cut =
+      LoadLatestCheckpoint(before.checkpoint_dir()).value_or(Checkpoint{}).step;
+  // The fault's length is the test's input, not a wait on a condition.
+  absl::SleepFor(absl::Seconds(3));
+  // The chief went on writing checkpoints: the data plane needs no
+  // coordinator.
+  const int64_t at_restore =
+      LoadLatestCheckpoint(before.checkpoint_dir()).value_or(Checkpoint{}).step;
+  ASSERT_TRUE(hosts_->SetLink(1, true).ok());
+  std::cout << "checkpoint step " << at_cut << " at the cut, " << at_restore
+            << " when the link came back\n";
+  EXPECT_GT(at_restore, at_cut)
+      << "no step completed while the coordinator was cut off";
+
+  const v1::JobStatus status =
+      WaitForJobEnd(c.client(), *id, absl::Seconds(120));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_EQ(status.restarts_size(), 0);
+  EXPECT_EQ(status.attempt(), 1);
+  EXPECT_THAT(c.coordinator().Log(), Not(HasSubstr("is DEAD")));
+  // Every task is back, on the same process.
+  absl::StatusOr<v1::ClusterState> state =
+      c.coordinator().WaitAllReady(absl::Seconds(30));
+  ASSERT_TRUE(state.ok()) << state.status();
+  for (const v1::TaskStatus& task : state->tasks()) {
+    EXPECT_EQ(task.restart_count(), 0) << task.task().ShortDebugString();
+  }
+}
+
+TEST_F(MultiHostFaultsE2eTest,
+       ACutPsHostMakesWorkersWaitThenTheJobGoesOnOrFailsNamingIt) {
+  auto cluster = HostCluster::Start(
+      hosts_.get(), &dir_,
+      {.coordinator_host = 1,
+       .tasks = {{"chief", 0, 2}, {"worker", 0, 3}, {"ps", 0, 4}, {"ps", 1, 5}},
+       .coordinator_flags = {absl::StrCat(
+           "--heartbeat_timeout=", absl::FormatDuration(kHeartbeatTimeout))},
+       .agent_flags = {"--cpu_devices=2"}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  HostCluster& c = **cluster;
+
+  // Back within the recovery timeout: the job goes on.
+  JobSpec spec = SlowLinearJob(StrategyKind::kParameterServer, 600, 5);
+  spec.ps.recovery_timeout = absl::Seconds(60);
+  absl::StatusOr<std::string> id = c.client().SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(WaitForJob(
+                c.client(), *id,
+                [](const v1::JobStatus& s) { return s.step() >= 50; },
+                absl::Seconds(60))
+                .state(),
+            v1::JOB_RUNNING);
+  ASSERT_TRUE(hosts_->SetLink(5, false).ok());
+  EXPECT_TRUE(WaitUntil([&] { return StateOf(c, "ps", 1) == v1::DEAD; },
+                        absl::Seconds(30)));
+  ASSERT_TRUE(hosts_->SetLink(5, true).ok());
+  EXPECT_TRUE(WaitUntil([&] { return StateOf(c, "ps", 1) == v1::READY; },
+                        absl::Seconds(30)));
+  const v1::JobStatus status =
+      WaitForJobEnd(c.client(), *id, absl::Seconds(120));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_EQ(status.step(), 600);
+  EXPECT_LT(status.metrics().at("max_weight_error"), 1e-2);
+
+  // Gone past the recovery timeout: the job fails, naming the ps task.
+  spec.ps.recovery_timeout = absl::Seconds(5);
+  spec.steps = 100000;
+  id = c.client().SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(WaitForJob(
+                c.client(), *id,
+                [](const v1::JobStatus& s) { return s.step() >= 20; },
+                absl::Seconds(60))
+                .state(),
+            v1::JOB_RUNNING);
+  ASSERT_TRUE(hosts_->SetLink(5, false).ok());
+  const v1::JobStatus failed =
+      WaitForJobEnd(c.client(), *id, absl::Seconds(60));
+  ASSERT_TRUE(hosts_->SetLink(5, true).ok());
+  ASSERT_EQ(failed.state(), v1::JOB_FAILED);
+  EXPECT_THAT(failed.error(), HasSubstr("ps:1"));
+}
+
+}  // namespace
+}  // namespace cohort::testing
