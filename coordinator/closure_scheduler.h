@@ -53,11 +53,11 @@ class ClosureScheduler {
   void Complete(const v1::ClosureResult& result);
 
   const int64_t steps_;
-  int64_t next_ = 0;                   // closures never handed out start here
-  std::deque<int64_t> requeued_;       // handed out, lost, to run again
+  int64_t next_ = 0;              // closures never handed out start here
+  std::deque<int64_t> requeued_;  // handed out, lost, to run again
   std::map<int64_t, std::string> inflight_;  // closure -> slot
   std::set<int64_t> completed_beyond_;       // completed ids >= prefix_
-  int64_t prefix_ = 0;                 // every id below it has completed
+  int64_t prefix_ = 0;                       // every id below it has completed
   int64_t completed_count_ = 0;
   int64_t rerun_ = 0;
   std::deque<v1::ClosureResult> recent_;

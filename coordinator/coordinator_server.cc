@@ -6,6 +6,7 @@
 #include "common/file_util.h"
 #include "common/host_info.h"
 #include "common/status_macros.h"
+#include "coordinator/previous_cluster.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -30,6 +31,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
     COHORT_RETURN_IF_ERROR(MakeDirectories(config.state_dir));
     server->store_.emplace(config.state_dir);
     COHORT_ASSIGN_OR_RETURN(saved, server->store_->Load());
+    if (config.new_cluster && saved.has_value()) {
+      COHORT_RETURN_IF_ERROR(
+          SetAsidePreviousCluster(config.state_dir, *saved, absl::Seconds(5)));
+      saved.reset();
+    }
   }
   if (!config.spec.has_value()) {
     if (!saved.has_value()) {
@@ -86,8 +92,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
       !config.state_dir.empty()
           ? config.state_dir
           : absl::StrCat(TempDirectory(), "/cohort-coordinator-", getpid());
-  server->libraries_ =
-      std::make_unique<LibraryStore>(data_dir + "/libraries");
+  server->libraries_ = std::make_unique<LibraryStore>(data_dir + "/libraries");
   server->jobs_ = std::make_unique<JobManager>(
       *config.spec, JobManagerOptions{.checkpoint_root = data_dir + "/jobs"});
   server->jobs_service_ = std::make_unique<JobsService>(
@@ -138,6 +143,11 @@ std::vector<LaunchPlan> CoordinatorServer::PlanLaunches() const {
             absl::StrCat("--log_level=", config_.log_level)};
     if (!is_ps)
       argv.push_back(absl::StrCat("--cpu_devices=", config_.cpu_devices));
+    if (config_.task_orphan_timeout > absl::ZeroDuration()) {
+      argv.push_back(
+          absl::StrCat("--orphan_timeout=",
+                       absl::FormatDuration(config_.task_orphan_timeout)));
+    }
     // Each ps task snapshots its shard under the coordinator's state, so
     // that a restarted task (or a restarted cluster) resumes from it.
     if (is_ps && !config_.state_dir.empty()) {

@@ -40,6 +40,12 @@ struct CoordinatorConfig {
   std::string agent_binary;  // default: cohort-agent beside this binary
   std::string ps_binary;     // default: cohort-ps beside this binary
   int cpu_devices = 1;       // --cpu_devices for launched agents
+  // --orphan_timeout for launched tasks: they exit when this coordinator has
+  // been gone that long. Zero: never.
+  absl::Duration task_orphan_timeout = absl::Seconds(60);
+  // Start a new cluster in state_dir: stop the tasks a previous coordinator
+  // of it left running, and set its state aside instead of resuming it.
+  bool new_cluster = false;
   std::string log_level = "info";
   std::string task_log_dir;  // empty: state_dir/logs, or inherit stderr
 };

@@ -24,7 +24,8 @@ class JobLoop {
  public:
   // `table_path`: where the job table is saved; empty to keep none.
   JobLoop(const ClusterManager* cluster, JobManager* jobs,
-          std::string table_path, absl::Duration period = absl::Milliseconds(100));
+          std::string table_path,
+          absl::Duration period = absl::Milliseconds(100));
   ~JobLoop();
 
   // Restores the table saved at table_path, if any; DATA_LOSS when it is

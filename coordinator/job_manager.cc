@@ -523,8 +523,7 @@ void JobManager::CheckAttempt(Job& job, const std::vector<AgentView>& agents,
   if (!job.failing_since.has_value()) job.failing_since = now;
   if (dead != nullptr && job.abort.empty()) {
     job.abort = absl::StrCat(
-        dead->task.ToString(), " is gone (",
-        v1::TaskState_Name(dead->state),
+        dead->task.ToString(), " is gone (", v1::TaskState_Name(dead->state),
         dead->last_error.empty() ? "" : ": ", dead->last_error,
         "); its peers stop waiting for it");
   }

@@ -31,7 +31,8 @@ const AgentView* FindView(const std::vector<AgentView>& views,
 }
 
 std::string Why(const TaskId& task, const AgentView* view) {
-  std::string why = view == nullptr ? "unknown" : v1::TaskState_Name(view->state);
+  std::string why =
+      view == nullptr ? "unknown" : v1::TaskState_Name(view->state);
   if (view != nullptr && !view->last_error.empty()) {
     absl::StrAppend(&why, ": ", view->last_error);
   }
@@ -54,9 +55,10 @@ absl::Status ValidatePsOptions(const v1::ParameterServerOptions& ps) {
   }
   if (ps.partitioner() == v1::ParameterServerOptions::PARTITIONER_MAX_SIZE &&
       ps.max_shard_bytes() <= 0) {
-    return bad("max_shard_bytes must be positive for the max-size "
-               "partitioner, got ",
-               ps.max_shard_bytes());
+    return bad(
+        "max_shard_bytes must be positive for the max-size "
+        "partitioner, got ",
+        ps.max_shard_bytes());
   }
   if (ps.min_shard_bytes() < 0) return bad("min_shard_bytes must be >= 0");
   if (ps.max_inflight() < 0 || ps.max_inflight() > 64) {
@@ -167,9 +169,8 @@ void JobManager::PlaceParameterServer(Job& job,
     }
     a.set_job_sequence(sequence);
     job.assignments[task] = a;
-    status.add_placement(absl::StrCat(task, " (", executors,
-                                      executors == 1 ? " executor)"
-                                                     : " executors)"));
+    status.add_placement(absl::StrCat(
+        task, " (", executors, executors == 1 ? " executor)" : " executors)"));
   }
   for (const TaskId& ps : ps_tasks) {
     status.add_placement(absl::StrCat(ps.ToString(), " (variables)"));
@@ -185,9 +186,9 @@ void JobManager::LoseWorker(Job& job, const std::string& task,
   if (assignment != job.assignments.end()) {
     // A new group makes the agent start a fresh runner when it is back.
     const int epoch = ++job.epochs[task];
-    assignment->second.set_group(absl::StrCat(
-        "job-", job.status.job_id(), "/attempt-", job.status.attempt(), "/",
-        task, "/epoch-", epoch));
+    assignment->second.set_group(absl::StrCat("job-", job.status.job_id(),
+                                              "/attempt-", job.status.attempt(),
+                                              "/", task, "/epoch-", epoch));
   }
   job.reports.erase(task);
   job.closures->Fill(job.status);
@@ -207,9 +208,10 @@ void JobManager::RecordRecovery(Job& job, const v1::PsRecovery& recovery,
   r.seen = std::max(r.seen, recovery.updates_seen());
   const int64_t lost = std::max<int64_t>(0, r.seen - r.restored);
   std::string text =
-      absl::StrCat("ps:", recovery.ps_index(), " came back and restored its "
-                   "snapshot at update ", r.restored, "; ", lost,
-                   " acknowledged update(s) lost");
+      absl::StrCat("ps:", recovery.ps_index(),
+                   " came back and restored its "
+                   "snapshot at update ",
+                   r.restored, "; ", lost, " acknowledged update(s) lost");
   if (fresh) {
     r.event = job.status.events_size();
     AddEvent(job, std::move(text), now);
@@ -255,9 +257,9 @@ absl::StatusOr<v1::ClosureResponse> JobManager::RunClosures(
       result.set_time_unix_ms(absl::ToUnixMillis(now));
     }
   }
-  v1::ClosureResponse response = job->closures->Exchange(
-      absl::StrCat(task, "/", request.slot()), completed,
-      std::clamp(request.want(), 0, 1));
+  v1::ClosureResponse response =
+      job->closures->Exchange(absl::StrCat(task, "/", request.slot()),
+                              completed, std::clamp(request.want(), 0, 1));
   if (!completed.empty()) {
     job->closures->Fill(job->status);
     job->failures_in_a_row.erase(task);
@@ -290,7 +292,8 @@ void JobManager::CheckParameterServer(Job& job,
   int alive = 0;
   std::vector<std::string> failed;
   for (const auto& [task, assignment] : job.assignments) {
-    const AgentView* view = FindView(agents, ParseTaskId(task).value_or(TaskId{}));
+    const AgentView* view =
+        FindView(agents, ParseTaskId(task).value_or(TaskId{}));
     const bool up = view != nullptr && view->state == v1::READY;
     auto report = job.reports.find(task);
     if (!up) {
@@ -312,11 +315,11 @@ void JobManager::CheckParameterServer(Job& job,
     // A worker that keeps failing without finishing a closure would
     // otherwise be restarted forever.
     if (++job.failures_in_a_row[task] > kMaxFailuresInARow) {
-      Finish(job, v1::JOB_FAILED,
-             absl::StrCat(task, " failed ", kMaxFailuresInARow + 1,
-                          " times in a row without finishing a closure: ",
-                          error),
-             now);
+      Finish(
+          job, v1::JOB_FAILED,
+          absl::StrCat(task, " failed ", kMaxFailuresInARow + 1,
+                       " times in a row without finishing a closure: ", error),
+          now);
       return;
     }
     LoseWorker(job, task, error, now);

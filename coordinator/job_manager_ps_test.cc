@@ -110,7 +110,8 @@ TEST_F(JobManagerPsTest, WaitsForPsTasksAndNamesThemWhenTheyNeverCome) {
 
 TEST_F(JobManagerPsTest, ClosuresOfALostWorkerRunAgainAndTheJobCompletes) {
   Start();
-  ASSERT_EQ(manager_.RunClosures(Request("chief", 1, {}), now_)->closures(0), 0);
+  ASSERT_EQ(manager_.RunClosures(Request("chief", 1, {}), now_)->closures(0),
+            0);
   ASSERT_EQ(manager_.RunClosures(Request("worker", 1, {}), now_)->closures(0),
             1);
   EXPECT_EQ(Job().state(), v1::JOB_RUNNING);
@@ -151,7 +152,8 @@ TEST_F(JobManagerPsTest, APsThatComesBackIsReportedWithTheUpdatesItLost) {
   other.mutable_recoveries(0)->set_updates_seen(115);
   ASSERT_TRUE(manager_.RunClosures(other, now_).ok());
   EXPECT_EQ(Job().ps_updates_lost(), 15);
-  EXPECT_THAT(Job().events(1).text(), HasSubstr("15 acknowledged update(s) lost"));
+  EXPECT_THAT(Job().events(1).text(),
+              HasSubstr("15 acknowledged update(s) lost"));
 }
 
 TEST_F(JobManagerPsTest, APsThatDoesNotComeBackFailsTheJob) {
@@ -203,9 +205,9 @@ TEST_F(JobManagerPsTest, AWorkerThatKeepsFailingWithoutProgressEndsTheJob) {
 }
 
 TEST_F(JobManagerPsTest, AClusterWithoutPsTasksIsRefusedAtSubmit) {
-  JobManager manager(*ClusterSpec::FromJson(
-                         R"({"cluster": {"worker": ["127.0.0.1:2"]}})"),
-                     {});
+  JobManager manager(
+      *ClusterSpec::FromJson(R"({"cluster": {"worker": ["127.0.0.1:2"]}})"),
+      {});
   EXPECT_THAT(manager.Submit(PsJob(), now_).status().message(),
               HasSubstr("needs ps tasks"));
 }

@@ -102,7 +102,8 @@ TEST_F(JobManagerTest, AssignsRanksAndSucceedsWhenEveryAgentFinishes) {
   EXPECT_EQ(manager_.Get(id)->step(), 3);
 
   manager_.Sync(Report("chief", id, 1, v1::AgentJobReport::FINISHED, 10), now_);
-  manager_.Sync(Report("worker", id, 1, v1::AgentJobReport::FINISHED, 10), now_);
+  manager_.Sync(Report("worker", id, 1, v1::AgentJobReport::FINISHED, 10),
+                now_);
   manager_.Tick(Ready(), now_);
   EXPECT_EQ(State(id), v1::JOB_SUCCEEDED);
 }
@@ -134,15 +135,17 @@ TEST_F(JobManagerTest, DeadAgentRestartsTheJobThenFailsWhenRestartsAreSpent) {
 
   // Waits for the agent, then places attempt 2.
   manager_.Tick(agents, now_);
-  EXPECT_EQ(manager_.Sync(Report("chief", id, 1, v1::AgentJobReport::FAILED), now_)
-                .assignment()
-                .job_id(),
-            "");
+  EXPECT_EQ(
+      manager_.Sync(Report("chief", id, 1, v1::AgentJobReport::FAILED), now_)
+          .assignment()
+          .job_id(),
+      "");
   manager_.Tick(Ready(), now_);
-  EXPECT_EQ(manager_.Sync(Report("chief", id, 1, v1::AgentJobReport::FAILED), now_)
-                .assignment()
-                .attempt(),
-            2);
+  EXPECT_EQ(
+      manager_.Sync(Report("chief", id, 1, v1::AgentJobReport::FAILED), now_)
+          .assignment()
+          .attempt(),
+      2);
   manager_.Sync(Report("worker", id, 2, v1::AgentJobReport::FAILED), now_);
   now_ += absl::Seconds(1);
   manager_.Tick(Ready(), now_);

@@ -37,6 +37,14 @@ ABSL_FLAG(std::string, agent_binary, "",
 ABSL_FLAG(std::string, ps_binary, "",
           "cohort-ps to launch. Default: the one beside this binary.");
 ABSL_FLAG(int, cpu_devices, 1, "--cpu_devices for launched agents.");
+ABSL_FLAG(absl::Duration, task_orphan_timeout, absl::Seconds(60),
+          "Launched tasks exit when this coordinator has not answered them "
+          "for this long, so that none outlives it for good; a coordinator "
+          "restarted within it adopts them. 0: never.");
+ABSL_FLAG(bool, new_cluster, false,
+          "Start a new cluster in --state_dir instead of resuming the one "
+          "kept there: stop the tasks it left running and move its state to "
+          "<state_dir>/previous. Refused while its coordinator still serves.");
 ABSL_FLAG(std::string, task_log_dir, "",
           "Where launched tasks write their logs. Default: <state_dir>/logs, "
           "or this process's stderr without a state dir.");
@@ -98,6 +106,12 @@ absl::StatusOr<CoordinatorConfig> ConfigFromFlags() {
     return absl::InvalidArgumentError("--cpu_devices must be at least 1");
   }
   config.task_log_dir = absl::GetFlag(FLAGS_task_log_dir);
+  config.task_orphan_timeout = absl::GetFlag(FLAGS_task_orphan_timeout);
+  if (config.task_orphan_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--task_orphan_timeout must be 0 (never) or positive");
+  }
+  config.new_cluster = absl::GetFlag(FLAGS_new_cluster);
   return config;
 }
 

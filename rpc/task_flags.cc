@@ -20,6 +20,10 @@ ABSL_FLAG(std::string, advertise_address, "",
           "names it. Default: --listen.");
 ABSL_FLAG(absl::Duration, heartbeat_interval, absl::Seconds(1),
           "How often to heartbeat the coordinator.");
+ABSL_FLAG(absl::Duration, orphan_timeout, absl::ZeroDuration(),
+          "Exit (code 1) when the coordinator has not answered for this long; "
+          "0: retry for ever (systemd, Kubernetes). The coordinator sets it "
+          "for the tasks it launches, so that none outlives it for good.");
 
 namespace cohort::rpc {
 
@@ -93,6 +97,12 @@ absl::StatusOr<TaskConfig> TaskConfigFromFlags(
   if (config.heartbeat_interval <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--heartbeat_interval must be positive");
   }
+  const absl::Duration orphan = absl::GetFlag(FLAGS_orphan_timeout);
+  if (orphan < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--orphan_timeout must be 0 (never) or positive");
+  }
+  if (orphan > absl::ZeroDuration()) config.orphan_timeout = orphan;
   return config;
 }
 

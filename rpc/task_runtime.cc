@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <atomic>
+
 #include "absl/strings/str_cat.h"
 #include "common/host_info.h"
 #include "common/logging.h"
@@ -46,6 +48,7 @@ int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
                server.address(), config_.coordinator);
 
   TerminationWaiter waiter;
+  std::atomic<bool> orphaned{false};
   TaskSession session(TaskSessionOptions{
       .coordinator_address = config_.coordinator,
       .security = config_.daemon.server.security,
@@ -61,6 +64,12 @@ int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
           [&waiter](const absl::Status& status) {
             waiter.RequestStop(std::string(status.message()));
           },
+      .orphan_timeout = config_.orphan_timeout,
+      .on_orphaned =
+          [&waiter, &orphaned](const absl::Status& status) {
+            orphaned = true;
+            waiter.RequestStop(std::string(status.message()));
+          },
   });
   session.Start();
   const int signal = waiter.Wait();
@@ -70,7 +79,7 @@ int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
     spdlog::info("received signal {}; shutting down", signal);
   } else {
     spdlog::error("stopping: {}", waiter.stop_reason());
-    exit_code = 2;
+    exit_code = orphaned ? 1 : 2;
   }
   session.Shutdown(signal != 0 ? absl::StrCat("signal ", signal)
                                : waiter.stop_reason());

@@ -25,6 +25,8 @@ struct TaskConfig {
   std::string coordinator;        // HOST:PORT
   std::string advertise_address;  // empty: the --listen address as bound
   absl::Duration heartbeat_interval = absl::Seconds(1);
+  // Exit when the coordinator has not answered for this long.
+  absl::Duration orphan_timeout = absl::InfiniteDuration();
   DaemonFlags daemon;
 };
 

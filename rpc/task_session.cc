@@ -86,11 +86,26 @@ void TaskSession::Run() {
   const absl::Duration kMaxRetryDelay = absl::Seconds(5);
   absl::Duration retry_delay = absl::Milliseconds(100);
   std::string last_problem;
+  absl::Time last_answer = absl::Now();
   auto stopping = [this] { return stopping_; };
   while (true) {
     const bool have_session = registered();
     absl::Status status = have_session ? Heartbeat() : Register();
     absl::Duration wait = options_.heartbeat_interval;
+    // Anything but "could not reach it" is an answer.
+    if (status.code() != absl::StatusCode::kUnavailable &&
+        status.code() != absl::StatusCode::kDeadlineExceeded) {
+      last_answer = absl::Now();
+    } else if (absl::Now() - last_answer >= options_.orphan_timeout) {
+      const absl::Status orphaned = absl::UnavailableError(absl::StrCat(
+          "the coordinator at ", options_.coordinator_address,
+          " has not answered for ",
+          absl::FormatDuration(options_.orphan_timeout),
+          " (--orphan_timeout); giving up on it: ", status.message()));
+      spdlog::error("{}", std::string(orphaned.message()));
+      if (options_.on_orphaned) options_.on_orphaned(orphaned);
+      return;
+    }
     if (status.ok()) {
       if (!have_session) {
         spdlog::info("registered with the coordinator at {}",

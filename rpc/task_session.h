@@ -3,8 +3,11 @@
 // A task's session with the coordinator: register, then heartbeat every
 // interval. Used by agents and parameter servers alike.
 //
-// - The coordinator unreachable: retry with backoff, forever, logging each
-//   change of state once (systemd starts tasks in any order).
+// - The coordinator unreachable: retry with backoff, logging each change of
+//   state once (systemd starts tasks in any order); for ever, or until
+//   `orphan_timeout` has passed without an answer (then `on_orphaned` runs
+//   once and the session stops), so that the tasks of a coordinator gone
+//   for good are not left behind.
 // - The coordinator forgot us (NOT_FOUND on heartbeat, e.g. it restarted):
 //   register again.
 // - The registration refused (INVALID_ARGUMENT, PERMISSION_DENIED,
@@ -35,6 +38,11 @@ struct TaskSessionOptions {
   std::function<void()> on_registered;
   // Runs once, on the session thread, when the coordinator refuses us.
   std::function<void(const absl::Status&)> on_fatal;
+  // How long the coordinator may stay silent (no answer at all) before the
+  // task gives up on it; infinite: never.
+  absl::Duration orphan_timeout = absl::InfiniteDuration();
+  // Runs once, on the session thread, when that happens.
+  std::function<void(const absl::Status&)> on_orphaned;
 };
 
 // Owns one background thread between Start() and Shutdown(). Thread-safe.

@@ -28,8 +28,12 @@ ABSL_FLAG(std::string, cluster_spec, "",
 ABSL_FLAG(
     std::string, state_dir, "",
     "up: the coordinator's state dir. Default: ~/.local/state/cohort/local.");
-ABSL_FLAG(std::string, listen, "127.0.0.1:0",
-          "up: where the coordinator serves (port 0: a free port).");
+ABSL_FLAG(std::string, listen, "",
+          "up: where the coordinator serves (port 0: a free port). Default: "
+          "127.0.0.1:0, or with --resume the address the cluster had.");
+ABSL_FLAG(bool, resume, false,
+          "up: resume the cluster kept in the state dir (its spec, address, "
+          "jobs, and the tasks still running) instead of starting a new one.");
 ABSL_FLAG(int, cpu_devices, 2,
           "up: CPU devices per launched agent (each one a replica).");
 ABSL_FLAG(absl::Duration, ready_timeout, absl::Seconds(30),
@@ -99,10 +103,17 @@ int UpCommand(const CommonOptions& options) {
     PrintError(made);
     return 1;
   }
+  const bool resume = absl::GetFlag(FLAGS_resume);
   std::string spec_file = absl::GetFlag(FLAGS_cluster_spec);
-  if (spec_file.empty()) {
+  const std::string default_spec = state_dir + "/default_cluster.json";
+  if (spec_file.empty() && resume &&
+      std::filesystem::exists(state_dir + "/coordinator_state.json")) {
+    // The coordinator resumes the spec it kept.
+    std::cout << "cohortctl up: resuming the cluster in " << state_dir
+              << std::endl;
+  } else if (spec_file.empty()) {
     absl::StatusOr<std::string> spec = DefaultClusterSpec();
-    spec_file = state_dir + "/default_cluster.json";
+    spec_file = default_spec;
     absl::Status written =
         spec.ok() ? WriteFileAtomically(spec_file, *spec) : spec.status();
     if (!written.ok()) {
@@ -119,11 +130,18 @@ int UpCommand(const CommonOptions& options) {
   SpawnOptions spawn;
   spawn.argv = {
       ExecutableDirectory() + "/cohort-coordinator",
-      absl::StrCat("--cluster_spec=", spec_file),
       absl::StrCat("--state_dir=", state_dir),
-      absl::StrCat("--listen=", absl::GetFlag(FLAGS_listen)),
       absl::StrCat("--port_file=", port_file),
       absl::StrCat("--cpu_devices=", absl::GetFlag(FLAGS_cpu_devices))};
+  if (!spec_file.empty()) {
+    spawn.argv.push_back(absl::StrCat("--cluster_spec=", spec_file));
+  }
+  // A resumed coordinator serves where its tasks look for it, so that it
+  // adopts those still running.
+  std::string listen = absl::GetFlag(FLAGS_listen);
+  if (listen.empty() && !resume) listen = "127.0.0.1:0";
+  if (!listen.empty()) spawn.argv.push_back(absl::StrCat("--listen=", listen));
+  if (!resume) spawn.argv.push_back("--new_cluster");
   for (const std::string& flag :
        rpc::Security::ToFlags(rpc::SecurityFilesFromFlags())) {
     spawn.argv.push_back(flag);

@@ -290,5 +290,24 @@ TEST(ClusterE2eTest, RestartedCoordinatorKnowsTheClusterFromItsStateDir) {
   (*first)->ForgetProcess();
 }
 
+TEST(ClusterE2eTest, TasksOfACoordinatorGoneForGoodExitAfterTheOrphanTimeout) {
+  ScratchDir dir;
+  absl::StatusOr<ReadyCluster> cluster =
+      StartReadyCluster(dir, 1, 1, {"--task_orphan_timeout=2s"});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const std::vector<int64_t> pids = TaskPids(cluster->state);
+  CoordinatorProcess& coordinator = *cluster->coordinator;
+  coordinator.process().Signal(SIGKILL);
+  ASSERT_TRUE(coordinator.process().Wait(absl::Seconds(5)).has_value());
+  coordinator.ForgetProcess();
+  // Each task gives up on its own once the coordinator has been silent for
+  // 2 s; none is left behind.
+  EXPECT_TRUE(WaitAllGone(pids, absl::Seconds(30)));
+  const std::string log =
+      ReadFile(dir.path() + "/coordinator.log").value_or("");
+  EXPECT_THAT(log, HasSubstr("has not answered for 2s (--orphan_timeout)"));
+  KillIfAlive(pids);
+}
+
 }  // namespace
 }  // namespace cohort::testing

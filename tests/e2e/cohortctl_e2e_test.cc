@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "gmock/gmock.h"
@@ -76,6 +78,112 @@ TEST(CohortctlE2eTest, UpWithNoArgumentsBringsUpTheDefaultCluster) {
   ASSERT_TRUE(exit.has_value());
   EXPECT_TRUE(exit->exited() && exit->exit_code() == 0) << exit->ToString();
   EXPECT_TRUE(WaitAllGone(pids, absl::Seconds(5)));
+  KillIfAlive(pids);
+}
+
+// `cohortctl up` under $XDG_STATE_HOME=dir, in the background, and the
+// status it serves once every task is READY.
+class UpProcess {
+ public:
+  UpProcess(const ScratchDir& dir, std::vector<std::string> flags)
+      : env_({{"XDG_STATE_HOME", dir.path()}}) {
+    std::vector<std::string> argv = {Binary("cohortctl"), "up"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    absl::StatusOr<Subprocess> up = Subprocess::Spawn(
+        {.argv = argv, .env = env_, .output_file = dir.path() + "/up.log"});
+    if (up.ok()) process_.emplace(*std::move(up));
+    log_ = dir.path() + "/up.log";
+  }
+  ~UpProcess() {
+    if (process_.has_value() && process_->running()) {
+      process_->Stop(absl::Seconds(15));
+    }
+  }
+
+  // The status once all 3 tasks are READY; null on timeout.
+  nlohmann::json WaitReady() {
+    nlohmann::json status;
+    const bool ready = WaitUntil(
+        [&] {
+          CommandResult result =
+              RunCommand({Binary("cohortctl"), "status", "--json"},
+                         absl::Seconds(5), env_);
+          if (result.exit_code != 0) return false;
+          status = nlohmann::json::parse(result.output, nullptr, false);
+          if (status.is_discarded() || status["tasks"].size() != 3)
+            return false;
+          for (const auto& task : status["tasks"]) {
+            if (task["state"] != "READY") return false;
+          }
+          return true;
+        },
+        absl::Seconds(30), absl::Milliseconds(200));
+    return ready ? status : nlohmann::json();
+  }
+  Subprocess& process() { return *process_; }
+  std::string Log() const { return ReadFile(log_).value_or(""); }
+
+ private:
+  std::map<std::string, std::string> env_;
+  std::optional<Subprocess> process_;
+  std::string log_;
+};
+
+std::vector<int64_t> Pids(const nlohmann::json& status) {
+  std::vector<int64_t> pids;
+  for (const auto& task : status["tasks"]) pids.push_back(task["pid"]);
+  return pids;
+}
+
+TEST(CohortctlE2eTest,
+     UpStartsANewClusterUnlessAskedToResumeAndLeavesNoOrphans) {
+  ScratchDir dir;
+  std::vector<int64_t> first_pids;
+  {
+    UpProcess up(dir, {});
+    const nlohmann::json status = up.WaitReady();
+    ASSERT_FALSE(status.is_null()) << up.Log();
+    EXPECT_EQ(status["incarnation"], 1);
+    first_pids = Pids(status);
+    // The coordinator dies for real (SIGKILL), and so does `up`: its tasks
+    // are left running.
+    const pid_t coordinator = status["coordinator_pid"].get<pid_t>();
+    ASSERT_EQ(kill(coordinator, SIGKILL), 0);
+    up.process().Signal(SIGKILL);
+    up.process().Wait(absl::Seconds(10));
+  }
+  for (int64_t pid : first_pids) EXPECT_TRUE(ProcessAlive(pid)) << pid;
+
+  {
+    // Resumed: the same address, so the tasks still running are adopted.
+    UpProcess up(dir, {"--resume"});
+    const nlohmann::json status = up.WaitReady();
+    ASSERT_FALSE(status.is_null()) << up.Log();
+    EXPECT_EQ(status["incarnation"], 2);
+    EXPECT_EQ(Pids(status), first_pids) << status.dump(2);
+    // Killed again, then a plain `up`: a new cluster, which stops the
+    // leftovers of the old one before it starts its own.
+    ASSERT_EQ(kill(status["coordinator_pid"].get<pid_t>(), SIGKILL), 0);
+    up.process().Signal(SIGKILL);
+    up.process().Wait(absl::Seconds(10));
+  }
+  UpProcess fresh(dir, {});
+  const nlohmann::json status = fresh.WaitReady();
+  ASSERT_FALSE(status.is_null()) << fresh.Log();
+  EXPECT_EQ(status["incarnation"], 1);
+  for (const auto& task : status["tasks"]) {
+    EXPECT_EQ(task["restart_count"], 0) << task.dump();
+  }
+  EXPECT_TRUE(WaitAllGone(first_pids, absl::Seconds(10)))
+      << "the first cluster's tasks outlived a new `up`";
+  EXPECT_TRUE(std::filesystem::exists(
+      dir.path() + "/cohort/local/previous/coordinator_state.json"));
+
+  const std::vector<int64_t> pids = Pids(status);
+  fresh.process().Signal(SIGTERM);
+  EXPECT_TRUE(fresh.process().Wait(absl::Seconds(15)).has_value());
+  EXPECT_TRUE(WaitAllGone(pids, absl::Seconds(5)));
+  KillIfAlive(first_pids);
   KillIfAlive(pids);
 }
 

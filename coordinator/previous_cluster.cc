@@ -1,0 +1,118 @@
+#include "coordinator/previous_cluster.h"
+
+#include <netdb.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/cluster_spec.h"
+#include "common/host_info.h"
+#include "common/subprocess.h"
+#include "spdlog/spdlog.h"
+
+namespace cohort::coordinator {
+namespace {
+
+// What a coordinator keeps in its state dir, besides files put there by
+// whoever started it (a spec, a port file).
+constexpr const char* kStateEntries[] = {
+    "coordinator_state.json", "jobs.json", "jobs", "libraries", "logs", "ps"};
+
+// Whether something accepts TCP connections at `address` (HOST:PORT).
+bool Serving(const std::string& address) {
+  absl::StatusOr<HostPort> host_port = ParseHostPort(address);
+  if (!host_port.ok()) return false;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host_port->host.c_str(),
+                  std::to_string(host_port->port).c_str(), &hints,
+                  &found) != 0) {
+    return false;
+  }
+  bool serving = false;
+  for (addrinfo* it = found; it != nullptr && !serving; it = it->ai_next) {
+    const int fd = socket(it->ai_family, it->ai_socktype, it->ai_protocol);
+    if (fd < 0) continue;
+    // Only local addresses are probed, so a blocking connect ends at once.
+    serving = connect(fd, it->ai_addr, it->ai_addrlen) == 0;
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return serving;
+}
+
+// The task still runs as the earlier coordinator launched it: its identity
+// and that coordinator's address are on its command line.
+bool RunsTaskOf(int64_t pid, const PersistedTask& task,
+                const std::string& coordinator) {
+  if (!ProcessAlive(static_cast<pid_t>(pid))) return false;
+  const std::string cmdline = ProcessCommandLine(static_cast<pid_t>(pid));
+  return absl::StrContains(cmdline, "--task=" + task.task.ToString()) &&
+         absl::StrContains(cmdline, "--coordinator=" + coordinator);
+}
+
+}  // namespace
+
+absl::Status SetAsidePreviousCluster(const std::string& state_dir,
+                                     const PersistedState& saved,
+                                     absl::Duration grace) {
+  if (!saved.coordinator_address.empty() &&
+      IsLocalHost(
+          ParseHostPort(saved.coordinator_address).value_or(HostPort{}).host) &&
+      Serving(saved.coordinator_address)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the cluster in ", state_dir,
+                     " is still running: its coordinator "
+                     "serves on ",
+                     saved.coordinator_address,
+                     ". Stop it first, resume it, or use another state dir"));
+  }
+  std::vector<pid_t> stopped;
+  for (const PersistedTask& task : saved.tasks) {
+    if (!task.launched || task.pid <= 0) continue;
+    if (!RunsTaskOf(task.pid, task, saved.coordinator_address)) continue;
+    spdlog::info("stopping {} (pid {}), left running by the previous cluster",
+                 task.task.ToString(), task.pid);
+    kill(static_cast<pid_t>(task.pid), SIGTERM);
+    stopped.push_back(static_cast<pid_t>(task.pid));
+  }
+  const absl::Time deadline = absl::Now() + grace;
+  for (pid_t pid : stopped) {
+    while (ProcessAlive(pid) && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    if (ProcessAlive(pid)) kill(pid, SIGKILL);
+  }
+
+  const std::filesystem::path previous =
+      std::filesystem::path(state_dir) / "previous";
+  std::error_code error;
+  std::filesystem::remove_all(previous, error);
+  std::filesystem::create_directories(previous, error);
+  if (error) {
+    return absl::InternalError(
+        absl::StrCat("cannot make ", previous.string(), ": ", error.message()));
+  }
+  for (const char* entry : kStateEntries) {
+    const std::filesystem::path from = std::filesystem::path(state_dir) / entry;
+    if (!std::filesystem::exists(from)) continue;
+    std::filesystem::rename(from, previous / entry, error);
+    if (error) {
+      return absl::InternalError(absl::StrCat("cannot move ", from.string(),
+                                              " aside: ", error.message()));
+    }
+  }
+  spdlog::info(
+      "new cluster in {}: the previous one (incarnation {}, {} task(s) "
+      "stopped) is kept in {}",
+      state_dir, saved.incarnation, stopped.size(), previous.string());
+  return absl::OkStatus();
+}
+
+}  // namespace cohort::coordinator
