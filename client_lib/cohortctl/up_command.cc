@@ -103,6 +103,25 @@ int UpCommand(const CommonOptions& options) {
     PrintError(made);
     return 1;
   }
+  // A cluster of this state dir that is up is not replaced (nor its spec
+  // file touched): say where it is.
+  const std::string port_file = state_dir + "/coordinator.port";
+  if (absl::StatusOr<std::string> port = ReadFile(port_file);
+      port.ok() && !port->empty()) {
+    const std::string running =
+        absl::StrCat("127.0.0.1:", std::atoi(port->c_str()));
+    ClientOptions probe = options.client;
+    probe.rpc_timeout = absl::Seconds(2);
+    absl::StatusOr<std::unique_ptr<Client>> client =
+        Client::Connect(running, probe);
+    if (client.ok() && (*client)->GetClusterState().ok()) {
+      PrintError(absl::FailedPreconditionError(absl::StrCat(
+          "a cluster of ", state_dir, " is already up at ", running,
+          "; `cohortctl status` talks to it. Stop it first, or pass "
+          "--state_dir=DIR for another one")));
+      return 2;
+    }
+  }
   const bool resume = absl::GetFlag(FLAGS_resume);
   std::string spec_file = absl::GetFlag(FLAGS_cluster_spec);
   const std::string default_spec = state_dir + "/default_cluster.json";
@@ -124,7 +143,6 @@ int UpCommand(const CommonOptions& options) {
                  "one ps), spec in "
               << spec_file << std::endl;
   }
-  const std::string port_file = state_dir + "/coordinator.port";
   std::filesystem::remove(port_file);
 
   SpawnOptions spawn;
