@@ -95,10 +95,14 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   server->libraries_ = std::make_unique<LibraryStore>(data_dir + "/libraries");
   server->jobs_ = std::make_unique<JobManager>(
       *config.spec, JobManagerOptions{.checkpoint_root = data_dir + "/jobs"});
+  // Two threads: one large upload does not hold up an agent's fetch.
+  server->slow_ = std::make_unique<Executor>(2, "coord-slow");
   server->jobs_service_ = std::make_unique<JobsService>(
-      server->jobs_.get(), server->libraries_.get(), server->auth_.get());
+      server->jobs_.get(), server->libraries_.get(), server->auth_.get(),
+      server->slow_.get());
   server->job_control_service_ = std::make_unique<JobControlService>(
-      server->jobs_.get(), server->libraries_.get(), server->auth_.get());
+      server->jobs_.get(), server->libraries_.get(), server->auth_.get(),
+      server->slow_.get());
   server->job_loop_ = std::make_unique<JobLoop>(
       server->manager_.get(), server->jobs_.get(),
       config.state_dir.empty() ? "" : config.state_dir + "/jobs.json");
@@ -245,6 +249,7 @@ void CoordinatorServer::Shutdown() {
   // cancel them.
   store_manager_->Shutdown();
   server_->Shutdown(absl::Milliseconds(500));
+  slow_->Shutdown();
   spdlog::info("stopped");
 }
 

@@ -75,6 +75,9 @@ class CoordinatorServer {
   std::unique_ptr<rpc::Authenticator> auth_;
   std::unique_ptr<CoordinatorService> coordinator_service_;
   std::unique_ptr<PsStatusReader> ps_reader_;
+  // Slow work of the handlers (library uploads and fetches). Declared
+  // before the services, so destroyed after them.
+  std::unique_ptr<Executor> slow_;
   std::unique_ptr<AdminService> admin_service_;
   std::unique_ptr<StoreManager> store_manager_;
   std::unique_ptr<StoreService> store_service_;

@@ -9,13 +9,14 @@ namespace cohort::coordinator {
 using rpc::HandleUnary;
 
 JobsService::JobsService(JobManager* manager, LibraryStore* libraries,
-                         const rpc::Authenticator* auth)
-    : manager_(manager), libraries_(libraries), auth_(auth) {}
+                         const rpc::Authenticator* auth, Executor* slow)
+    : manager_(manager), libraries_(libraries), auth_(auth), slow_(slow) {}
 
 grpc::ServerUnaryReactor* JobsService::SubmitJob(
     grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
     v1::SubmitJobResponse* response) {
-  return HandleUnary(context, auth_, [&]() -> absl::Status {
+  // Hashing and writing a library of hundreds of MiB takes seconds.
+  return rpc::OffloadUnary(context, auth_, slow_, [=, this]() -> absl::Status {
     const v1::JobSpec& spec = request->spec();
     // A spec that will be refused leaves no library behind.
     if (absl::Status valid = ValidateJobSpec(spec); !valid.ok()) return valid;
@@ -74,8 +75,9 @@ grpc::ServerUnaryReactor* JobsService::CancelJob(
 
 JobControlService::JobControlService(JobManager* manager,
                                      const LibraryStore* libraries,
-                                     const rpc::Authenticator* auth)
-    : manager_(manager), libraries_(libraries), auth_(auth) {}
+                                     const rpc::Authenticator* auth,
+                                     Executor* slow)
+    : manager_(manager), libraries_(libraries), auth_(auth), slow_(slow) {}
 
 grpc::ServerUnaryReactor* JobControlService::Sync(
     grpc::CallbackServerContext* context, const v1::AgentJobReport* request,
@@ -90,7 +92,7 @@ grpc::ServerUnaryReactor* JobControlService::FetchLibrary(
     grpc::CallbackServerContext* context,
     const v1::FetchLibraryRequest* request,
     v1::FetchLibraryResponse* response) {
-  return HandleUnary(context, auth_, [&]() -> absl::Status {
+  return rpc::OffloadUnary(context, auth_, slow_, [=, this]() -> absl::Status {
     absl::StatusOr<std::string> bytes = libraries_->Get(request->digest());
     if (!bytes.ok()) return bytes.status();
     response->set_library(*std::move(bytes));

@@ -5,18 +5,20 @@
 // then does its work in the JobManager or the LibraryStore.
 
 #include "cohort/v1/job.grpc.pb.h"
+#include "common/executor.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/library_store.h"
 #include "rpc/auth.h"
 
 namespace cohort::coordinator {
 
-// `manager`, `libraries` and `auth` are not owned and must outlive the
-// service. Thread-safe.
+// `manager`, `libraries`, `auth` and `slow` are not owned and must outlive
+// the service. Library uploads are hashed and written on `slow`, never on a
+// gRPC thread. Thread-safe.
 class JobsService final : public v1::Jobs::CallbackService {
  public:
   JobsService(JobManager* manager, LibraryStore* libraries,
-              const rpc::Authenticator* auth);
+              const rpc::Authenticator* auth, Executor* slow);
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const v1::SubmitJobRequest* request,
@@ -35,13 +37,15 @@ class JobsService final : public v1::Jobs::CallbackService {
   JobManager* const manager_;
   LibraryStore* const libraries_;
   const rpc::Authenticator* const auth_;
+  Executor* const slow_;
 };
 
-// Same ownership as JobsService. Thread-safe.
+// Same ownership as JobsService; libraries are read on `slow`.
+// Thread-safe.
 class JobControlService final : public v1::JobControl::CallbackService {
  public:
   JobControlService(JobManager* manager, const LibraryStore* libraries,
-                    const rpc::Authenticator* auth);
+                    const rpc::Authenticator* auth, Executor* slow);
 
   grpc::ServerUnaryReactor* Sync(grpc::CallbackServerContext* context,
                                  const v1::AgentJobReport* request,
@@ -58,6 +62,7 @@ class JobControlService final : public v1::JobControl::CallbackService {
   JobManager* const manager_;
   const LibraryStore* const libraries_;
   const rpc::Authenticator* const auth_;
+  Executor* const slow_;
 };
 
 }  // namespace cohort::coordinator

@@ -34,7 +34,6 @@ Supervisor::Supervisor(ClusterManager* manager, SupervisorOptions options)
 Supervisor::~Supervisor() { Shutdown(); }
 
 void Supervisor::Add(LaunchPlan plan, int64_t adopt_pid) {
-  absl::MutexLock lock(&mu_);
   Child child;
   const TaskId task = plan.task;
   if (adopt_pid > 0 && RunsPlan(adopt_pid, plan)) child.adopted_pid = adopt_pid;
@@ -47,22 +46,20 @@ void Supervisor::set_on_change(std::function<void()> on_change) {
 }
 
 void Supervisor::Start() {
-  {
-    absl::MutexLock lock(&mu_);
-    const absl::Time now = absl::Now();
-    for (auto& [task, child] : children_) {
-      if (child.adopted_pid > 0) {
-        spdlog::info(
-            "{}: adopting pid {} left running by the previous "
-            "coordinator",
-            task.ToString(), child.adopted_pid);
-        child.launched_at = now;
-        manager_->MarkLaunched(task, child.adopted_pid, false, now);
-      } else {
-        Launch(child, /*is_restart=*/false, now);
-      }
+  const absl::Time now = absl::Now();
+  for (auto& [task, child] : children_) {
+    if (child.adopted_pid > 0) {
+      spdlog::info(
+          "{}: adopting pid {} left running by the previous "
+          "coordinator",
+          task.ToString(), child.adopted_pid);
+      child.launched_at = now;
+      manager_->MarkLaunched(task, child.adopted_pid, false, now);
+    } else {
+      Launch(child, /*is_restart=*/false, now);
     }
   }
+  Publish();
   if (on_change_) on_change_();
   thread_ = std::thread([this] { Run(); });
 }
@@ -101,7 +98,6 @@ bool Supervisor::Tick(absl::Time now) {
   // Heartbeat sweep first: a launched task that went silent is killed here
   // and its exit handled below like any other.
   const std::vector<TaskId> silent = manager_->ExpireSilent(now);
-  absl::MutexLock lock(&mu_);
   for (const TaskId& task : silent) {
     const auto it = children_.find(task);
     if (it == children_.end()) continue;
@@ -144,7 +140,21 @@ bool Supervisor::Tick(absl::Time now) {
       changed = true;
     }
   }
+  if (changed) Publish();
   return changed;
+}
+
+void Supervisor::Publish() {
+  std::vector<PersistedTask> tasks;
+  for (const auto& [task, child] : children_) {
+    tasks.push_back(
+        PersistedTask{.task = task,
+                      .launched = true,
+                      .pid = Pid(child),
+                      .restart_count = manager_->restart_count(task)});
+  }
+  absl::MutexLock lock(&mu_);
+  published_ = std::move(tasks);
 }
 
 void Supervisor::Run() {
@@ -167,7 +177,7 @@ void Supervisor::Shutdown() {
     stopped_ = stopping_ = true;
   }
   if (thread_.joinable()) thread_.join();
-  absl::MutexLock lock(&mu_);
+  // The children are this thread's now; nothing here holds the lock.
   // Signal everyone first, then wait, so that children stop in parallel.
   for (auto& [task, child] : children_) {
     const int64_t pid = Pid(child);
@@ -189,19 +199,12 @@ void Supervisor::Shutdown() {
     }
     spdlog::info("{}: stopped", task.ToString());
   }
+  Publish();
 }
 
 std::vector<PersistedTask> Supervisor::Tasks() const {
-  std::vector<PersistedTask> out;
   absl::MutexLock lock(&mu_);
-  for (const auto& [task, child] : children_) {
-    out.push_back(
-        PersistedTask{.task = task,
-                      .launched = true,
-                      .pid = Pid(child),
-                      .restart_count = manager_->restart_count(task)});
-  }
-  return out;
+  return published_;
 }
 
 }  // namespace cohort::coordinator

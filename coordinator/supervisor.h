@@ -44,6 +44,11 @@ struct LaunchPlan {
 
 // Owns the children and one monitor thread between Start() and Shutdown().
 // `manager` is not owned and must outlive this. Thread-safe.
+//
+// The children belong to one thread at a time: the caller until Start(),
+// the monitor until Shutdown() joins it, then Shutdown(). So spawning,
+// reaping and waiting happen without any lock held; Tasks() reads a copy
+// published under the lock after each change.
 class Supervisor {
  public:
   Supervisor(ClusterManager* manager, SupervisorOptions options);
@@ -77,15 +82,18 @@ class Supervisor {
   void Run();
   // One pass of the monitor; returns true when something changed.
   bool Tick(absl::Time now);
-  void Launch(Child& child, bool is_restart, absl::Time now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Launch(Child& child, bool is_restart, absl::Time now);
   static int64_t Pid(const Child& child);
+  // Publishes the children's pids for Tasks().
+  void Publish();
 
   ClusterManager* const manager_;
   const SupervisorOptions options_;
 
+  std::map<TaskId, Child> children_;  // see the class comment
+
   mutable absl::Mutex mu_;
-  std::map<TaskId, Child> children_ ABSL_GUARDED_BY(mu_);
+  std::vector<PersistedTask> published_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::function<void()> on_change_;

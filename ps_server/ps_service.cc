@@ -33,13 +33,30 @@ class Refusal final : public Base {
   void OnDone() override { delete this; }
 };
 
-// Writes a Pull's messages one at a time, each after the previous is sent.
-// Deletes itself when done.
+// Copies a Pull's values on the service's threads, then writes the
+// messages one at a time, each after the previous is sent. Deletes itself
+// when done.
 class PullWriter final : public grpc::ServerWriteReactor<v1::PullResponse> {
  public:
-  explicit PullWriter(std::vector<v1::PullResponse> messages)
-      : messages_(std::move(messages)) {
-    WriteNext();
+  PullWriter(const PsService* service, const v1::PullRequest* request,
+             std::string peer) {
+    service->work()->Post([this, service, request, peer] {
+      const std::vector<std::string> names(request->names().begin(),
+                                           request->names().end());
+      absl::StatusOr<std::vector<v1::PullResponse>> messages =
+          service->store()->Pull(request->job_id(), names,
+                                 service->options().max_chunk_bytes);
+      if (!messages.ok()) {
+        spdlog::warn("pull from {} of job '{}' refused: {}",
+                     request->worker().empty() ? peer : request->worker(),
+                     request->job_id(), messages.status().ToString());
+        Finish(rpc::ToGrpcStatus(messages.status()));
+        return;
+      }
+      *messages->front().mutable_shard() = service->ShardState();
+      messages_ = *std::move(messages);
+      WriteNext();
+    });
   }
 
   void OnWriteDone(bool ok) override {
@@ -84,6 +101,13 @@ class PushReader final : public grpc::ServerReadReactor<v1::PushRequest> {
   }
 
   void OnReadDone(bool ok) override {
+    service_->work()->Post([this, ok] { Handle(ok); });
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void Handle(bool ok) {
     if (!ok) {
       // The client closed its side: the stream is complete.
       if (absl::Status ended = assembler_.End(); !ended.ok()) {
@@ -112,9 +136,6 @@ class PushReader final : public grpc::ServerReadReactor<v1::PushRequest> {
     StartRead(&request_);
   }
 
-  void OnDone() override { delete this; }
-
- private:
   absl::Status Take() {
     if (first_) {
       first_ = false;
@@ -243,19 +264,7 @@ grpc::ServerWriteReactor<v1::PullResponse>* PsService::Pull(
   if (absl::Status auth = runtime_->auth()->Check(*context); !auth.ok()) {
     return new Refusal<Base>(auth);
   }
-  const std::vector<std::string> names(request->names().begin(),
-                                       request->names().end());
-  absl::StatusOr<std::vector<v1::PullResponse>> messages =
-      store_->Pull(request->job_id(), names, options_.max_chunk_bytes);
-  if (!messages.ok()) {
-    spdlog::warn(
-        "pull from {} of job '{}' refused: {}",
-        request->worker().empty() ? context->peer() : request->worker(),
-        request->job_id(), messages.status().ToString());
-    return new Refusal<Base>(messages.status());
-  }
-  *messages->front().mutable_shard() = ShardState();
-  return new PullWriter(*std::move(messages));
+  return new PullWriter(this, request, context->peer());
 }
 
 grpc::ServerReadReactor<v1::PushRequest>* PsService::Push(

@@ -7,11 +7,15 @@
 // Pull streams the values message by message from a write reactor; Push
 // reads the chunks one at a time into a PushAssembler, which applies each
 // variable as soon as its bytes are complete. A bad request fails only its
-// own call.
+// own call. Copying a pull's values and applying a push's run on the
+// service's own threads, never on gRPC's: they take the shard's lock, which
+// a snapshot holds while it copies the shard, and gRPC's threads must stay
+// free to answer health checks.
 
 #include <cstdint>
 
 #include "cohort/v1/ps.grpc.pb.h"
+#include "common/executor.h"
 #include "ps_server/snapshot_loop.h"
 #include "ps_server/variable_store.h"
 #include "rpc/task_runtime.h"
@@ -44,6 +48,8 @@ class PsService final : public v1::ParameterServer::CallbackService {
   VariableStore* store() const { return store_; }
   SnapshotLoop* snapshots() const { return snapshots_; }
   const PsServiceOptions& options() const { return options_; }
+  // Where pulls and pushes touch the shard.
+  Executor* work() const { return &work_; }
 
   grpc::ServerUnaryReactor* GetPsStatus(grpc::CallbackServerContext* context,
                                         const v1::GetPsStatusRequest* request,
@@ -68,6 +74,7 @@ class PsService final : public v1::ParameterServer::CallbackService {
   SnapshotLoop* const snapshots_;  // null: no snapshots
   const PsServiceOptions options_;
   const uint64_t incarnation_;
+  mutable Executor work_{2, "ps-work"};
 };
 
 }  // namespace cohort::ps

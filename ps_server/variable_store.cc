@@ -456,21 +456,34 @@ int64_t VariableStore::variable_bytes() const {
 }
 
 void VariableStore::FillInfo(v1::PsInfo* info) const {
-  absl::ReaderMutexLock lock(&mu_);
-  info->set_job_id(job_id_);
-  info->set_num_variables(static_cast<int64_t>(variables_.size()));
-  info->set_updates(updates_.load());
-  info->set_restored_updates(restored_updates_.load());
+  // A snapshot's capture holds the lock exclusively for as long as copying
+  // the whole shard takes; a heartbeat must not wait that long. Then the
+  // last full answer is given, with the live update count.
+  if (!mu_.ReaderTryLock()) {
+    absl::MutexLock lock(&info_mu_);
+    info->MergeFrom(last_info_);
+    info->set_updates(updates_.load());
+    return;
+  }
+  v1::PsInfo fresh;
+  fresh.set_job_id(job_id_);
+  fresh.set_num_variables(static_cast<int64_t>(variables_.size()));
+  fresh.set_updates(updates_.load());
+  fresh.set_restored_updates(restored_updates_.load());
   int64_t bytes = 0;
   for (const auto& [name, variable] : variables_) {
-    v1::PsVariableInfo* entry = info->add_variables();
+    v1::PsVariableInfo* entry = fresh.add_variables();
     entry->set_name(name);
     *entry->mutable_shape() = variable->spec.shape();
     entry->set_bytes(variable->bytes);
     entry->set_updates(variable->updates.load());
     bytes += variable->bytes;
   }
-  info->set_variable_bytes(bytes);
+  fresh.set_variable_bytes(bytes);
+  mu_.ReaderUnlock();
+  info->MergeFrom(fresh);
+  absl::MutexLock lock(&info_mu_);
+  last_info_ = std::move(fresh);
 }
 
 v1::PsSnapshot VariableStore::Capture(int64_t* generation) const {

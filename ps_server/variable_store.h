@@ -102,7 +102,9 @@ class VariableStore {
   // snapshot is due when it differs from the one the last snapshot saw.
   int64_t generation() const { return generation_.load(); }
 
-  // The shard's part of PsInfo: job, variables, bytes, updates.
+  // The shard's part of PsInfo: job, variables, bytes, updates. Never waits
+  // for a capture: meanwhile it gives the last full answer, with the live
+  // update count.
   void FillInfo(v1::PsInfo* info) const;
 
   // A consistent copy of the whole shard, with no update half-applied, and
@@ -125,6 +127,9 @@ class VariableStore {
 
   const VariableStoreOptions options_;
   mutable absl::Mutex mu_;
+  // FillInfo's last full answer, for when mu_ is held by a capture.
+  mutable absl::Mutex info_mu_;
+  mutable v1::PsInfo last_info_ ABSL_GUARDED_BY(info_mu_);
   std::string job_id_ ABSL_GUARDED_BY(mu_);  // empty: no owner yet
   int64_t job_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::unique_ptr<Variable>> variables_

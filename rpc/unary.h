@@ -1,8 +1,9 @@
 #pragma once
 
 // Callback-API unary handlers in one line: authenticate, run a short
-// function, finish with its status (HandleUnary), or park the call and
-// finish it later (ParkUnary).
+// function, finish with its status (HandleUnary), park the call and finish
+// it later (ParkUnary), or run a slow function on an executor
+// (OffloadUnary).
 //
 //   grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx,
 //                                 const Req* req, Resp* resp) override {
@@ -13,6 +14,7 @@
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/server_callback.h>
 
+#include "common/executor.h"
 #include "rpc/auth.h"
 #include "rpc/status_conversion.h"
 
@@ -44,6 +46,22 @@ grpc::ServerUnaryReactor* ParkUnary(grpc::CallbackServerContext* context,
     reactor->Finish(ToGrpcStatus(status));
   });
   return reactor;
+}
+
+// For slow work (hashing or writing a large file): authenticates, then runs
+// `fn` on `executor` and finishes with its status, so that no gRPC thread,
+// which may be needed to answer a heartbeat, waits on it. The request and
+// response stay valid until then. `executor` is not owned.
+template <typename Fn>
+grpc::ServerUnaryReactor* OffloadUnary(grpc::CallbackServerContext* context,
+                                       const Authenticator* auth,
+                                       Executor* executor, Fn&& fn) {
+  return ParkUnary(context, auth,
+                   [executor, fn = std::forward<Fn>(fn)](auto finish) mutable {
+                     executor->Post([fn = std::move(fn), finish]() mutable {
+                       finish(fn());
+                     });
+                   });
 }
 
 }  // namespace cohort::rpc
