@@ -145,8 +145,14 @@ std::vector<LaunchPlan> CoordinatorServer::PlanLaunches() const {
             absl::StrCat("--coordinator=", server_->DialAddress()),
             absl::StrCat("--listen=", address),
             absl::StrCat("--log_level=", config_.log_level)};
-    if (!is_ps)
+    if (!is_ps) {
       argv.push_back(absl::StrCat("--cpu_devices=", config_.cpu_devices));
+      // Its library cache and checkpoint copies, kept with the cluster.
+      if (!config_.state_dir.empty()) {
+        argv.push_back(absl::StrCat("--state_dir=", config_.state_dir,
+                                    "/agents/", task.type, "-", task.index));
+      }
+    }
     if (config_.task_orphan_timeout > absl::ZeroDuration()) {
       argv.push_back(
           absl::StrCat("--orphan_timeout=",

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/numbers.h"
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/digest.h"
@@ -128,6 +129,8 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
   Job& job = jobs_[id];
   v1::JobStatus& status = job.status;
   status.set_job_id(absl::StrCat(id));
+  status.set_uid(absl::StrCat(absl::Hex(absl::Uniform<uint64_t>(bit_gen_),
+                                        absl::kZeroPad16)));
   *status.mutable_spec() = spec;
   if (status.spec().config_json().empty()) {
     status.mutable_spec()->set_config_json("{}");
@@ -210,6 +213,7 @@ v1::AgentSyncResponse JobManager::Sync(const v1::AgentJobReport& report,
     }
     progressed_ = true;
     if (!ps) UpdateProgress(*job);
+    if (!report.resumed_from().empty()) NoteResume(*job, report);
     response.set_abort(job->abort);
   } else if (ps) {
     // A worker whose agent restarted between two ticks: its closures run
@@ -219,15 +223,15 @@ v1::AgentSyncResponse JobManager::Sync(const v1::AgentJobReport& report,
       job->lost.erase(task);
     }
   } else if (auto known = job->reports.find(task);
-             known != job->reports.end() &&
-             known->second.state() != v1::AgentJobReport::FAILED) {
+             known != job->reports.end()) {
     // It ran this attempt and now reports something else: it restarted and
-    // lost its replicas.
-    v1::AgentJobReport lost = known->second;
-    lost.set_state(v1::AgentJobReport::FAILED);
-    lost.set_error("the agent restarted and lost its replicas");
-    known->second = lost;
-    if (!job->failing_since.has_value()) job->failing_since = now;
+    // lost its replicas. The attempt is over for it; the next one, not this
+    // one again, is its next assignment.
+    if (known->second.state() != v1::AgentJobReport::FAILED) {
+      known->second.set_state(v1::AgentJobReport::FAILED);
+      known->second.set_error("the agent restarted and lost its replicas");
+      if (!job->failing_since.has_value()) job->failing_since = now;
+    }
     return response;
   }
   *response.mutable_assignment() = assignment->second;
@@ -451,6 +455,7 @@ void JobManager::Place(Job& job, const std::vector<AgentView>& agents,
     a.set_group(
         absl::StrCat("job-", status.job_id(), "/attempt-", status.attempt()));
     a.set_checkpoint_dir(status.checkpoint_dir());
+    a.set_job_uid(status.uid());
     for (int d = 0; d < local; ++d) a.add_device_indices(d);
     job.assignments[views[node]->task.ToString()] = a;
     status.add_placement(absl::StrCat(views[node]->task.ToString(), " (", local,
@@ -628,6 +633,19 @@ void JobManager::UpdateProgress(Job& job) {
     changed_ = true;  // new links are worth saving; the rest is progress
   }
   *job.status.mutable_links() = {links.begin(), links.end()};
+}
+
+void JobManager::NoteResume(Job& job, const v1::AgentJobReport& report) {
+  if (job.status.restarts().empty()) return;
+  v1::RestartRecord& last =
+      job.status.mutable_restarts()->at(job.status.restarts_size() - 1);
+  if (last.attempt() != job.status.attempt() ||
+      last.resumed_from() == report.resumed_from()) {
+    return;
+  }
+  last.set_resumed_from(report.resumed_from());
+  last.set_resumed_from_step(report.resumed_from_step());
+  changed_ = true;
 }
 
 std::string JobManager::RankOwner(const Job& job, const std::string& ring,

@@ -27,6 +27,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/random/random.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cohort/v1/job.pb.h"
@@ -138,6 +139,9 @@ class JobManager {
   void Finish(Job& job, v1::JobState state, const std::string& error,
               absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateProgress(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records in the attempt's restart record whose checkpoint it resumed.
+  void NoteResume(Job& job, const v1::AgentJobReport& report)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The agent of the current attempt that holds `rank` of `ring` (a
   // RingLink's ring); "" if none.
   std::string RankOwner(const Job& job, const std::string& ring, int rank) const
@@ -160,6 +164,7 @@ class JobManager {
   const ClusterSpec spec_;
   const JobManagerOptions options_;
   mutable absl::Mutex mu_;
+  absl::BitGen bit_gen_ ABSL_GUARDED_BY(mu_);  // job uids
   std::map<int64_t, Job> jobs_ ABSL_GUARDED_BY(mu_);  // by numeric id
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool changed_ ABSL_GUARDED_BY(mu_) = false;

@@ -161,6 +161,7 @@ void JobManager::PlaceParameterServer(Job& job,
                              status.attempt(), "/", task, "/epoch-",
                              job.epochs[task]));
     a.set_checkpoint_dir(status.checkpoint_dir());
+    a.set_job_uid(status.uid());
     for (int e = 0; e < executors; ++e) {
       a.add_device_indices(e % ready[node]->num_devices);
     }

@@ -20,8 +20,13 @@ namespace {
 
 // What a coordinator keeps in its state dir, besides files put there by
 // whoever started it (a spec, a port file).
-constexpr const char* kStateEntries[] = {
-    "coordinator_state.json", "jobs.json", "jobs", "libraries", "logs", "ps"};
+constexpr const char* kStateEntries[] = {"coordinator_state.json",
+                                         "jobs.json",
+                                         "jobs",
+                                         "libraries",
+                                         "logs",
+                                         "ps",
+                                         "agents"};
 
 // Whether something accepts TCP connections at `address` (HOST:PORT).
 bool Serving(const std::string& address) {

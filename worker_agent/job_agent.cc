@@ -44,8 +44,9 @@ void JobAgent::Run() {
     if (!status.ok()) {
       // The coordinator may be restarting; the job keeps running meanwhile.
       if (absl::Now() - last_warning > absl::Seconds(10)) {
-        spdlog::warn("job sync: {}",
-                     connection_.Annotate("JobControl.Sync", status).ToString());
+        spdlog::warn(
+            "job sync: {}",
+            connection_.Annotate("JobControl.Sync", status).ToString());
         last_warning = absl::Now();
       }
       continue;
@@ -69,16 +70,15 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
   if (runner_ != nullptr) {
     const v1::AgentJobAssignment& old = runner_->assignment();
     if (!runner_->done()) {
-      spdlog::info("job {} attempt {}: stopping ({})", old.job_id(),
-                   old.attempt(),
-                   assignment.job_id().empty()
-                       ? "the coordinator ended it"
-                       : absl::StrCat("attempt ", assignment.attempt(),
-                                      " replaces it"));
+      spdlog::info(
+          "job {} attempt {}: stopping ({})", old.job_id(), old.attempt(),
+          assignment.job_id().empty()
+              ? "the coordinator ended it"
+              : absl::StrCat("attempt ", assignment.attempt(), " replaces it"));
     }
-    runner_->Abort(absl::AbortedError(absl::StrCat(
-        "job ", old.job_id(), " attempt ", old.attempt(),
-        " was ended by the coordinator")));
+    runner_->Abort(absl::AbortedError(
+        absl::StrCat("job ", old.job_id(), " attempt ", old.attempt(),
+                     " was ended by the coordinator")));
     runner_.reset();  // joins
   }
   if (assignment.job_id().empty()) return;
@@ -88,11 +88,12 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
       .coordinator = options_.coordinator,
       .security = options_.security,
       .peer_listen_host = options_.peer_listen_host,
-      .fetch_library = [this](const std::string& digest) {
-        return FetchLibrary(digest);
-      }};
+      .fetch_library =
+          [this](const std::string& digest) { return FetchLibrary(digest); },
+      .task = options_.task,
+      .checkpoint_copies = options_.checkpoint_copies,
+      .origin = options_.origin};
   if (assignment.spec().strategy() == v1::PARAMETER_SERVER) {
-    runner.task = options_.task;
     runner_ = std::make_unique<PsJobRunner>(std::move(runner));
   } else {
     runner_ = std::make_unique<JobRunner>(std::move(runner));

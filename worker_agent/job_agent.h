@@ -26,6 +26,11 @@ struct JobAgentOptions {
   std::vector<Device> devices;
   std::string peer_listen_host;
   std::string cache_dir;  // where fetched libraries are kept
+  // Where this agent keeps its own copy of each job's checkpoints
+  // (<checkpoint_copies>/<job id>-<uid>), unless it is the chief, which writes
+  // the job's checkpoint_dir.
+  std::string checkpoint_copies;
+  std::string origin;  // "worker:0 on host-3", for restart records
 };
 
 // Owns its thread between Start() and Shutdown() (idempotent), and the

@@ -14,9 +14,7 @@ class InputContextImpl final : public InputContext {
 
   int input_pipeline_id() const override { return layout_.pipeline; }
   int num_input_pipelines() const override { return layout_.num_pipelines; }
-  int num_replicas_in_sync() const override {
-    return layout_.replicas_in_sync;
-  }
+  int num_replicas_in_sync() const override { return layout_.replicas_in_sync; }
   int64_t per_replica_batch_size(int64_t global) const override {
     return global / layout_.replicas_in_sync;
   }
@@ -35,7 +33,8 @@ class InputContextImpl final : public InputContext {
 
 }  // namespace
 
-JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment) {
+JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment,
+                   const std::string& checkpoint_copies) {
   const v1::JobSpec& spec = assignment.spec();
   JobInfo job;
   job.steps = spec.steps();
@@ -43,7 +42,14 @@ JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment) {
   job.seed = spec.seed();
   job.config_json = spec.config_json();
   job.num_replicas = assignment.num_replicas();
-  job.checkpoint_dir = assignment.checkpoint_dir();
+  if (assignment.node() == 0) {
+    job.checkpoint_dir = assignment.checkpoint_dir();
+  } else if (!checkpoint_copies.empty()) {
+    // Keyed by the uid too: another cluster's job may have had this id.
+    job.checkpoint_dir = absl::StrCat(checkpoint_copies, "/",
+                                      assignment.job_id(), "-",
+                                      assignment.job_uid());
+  }
   if (spec.collective_timeout_ms() > 0) {
     job.collective_timeout = absl::Milliseconds(spec.collective_timeout_ms());
   }
@@ -71,9 +77,9 @@ absl::StatusOr<JobInputs> LoadJobInputs(const RunnerOptions& options,
   inputs.functions = *functions;
   for (int index : a.device_indices()) {
     if (index < 0 || index >= static_cast<int>(options.devices.size())) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the job was assigned device ", index, ", and this agent has ",
-          options.devices.size()));
+      return absl::FailedPreconditionError(
+          absl::StrCat("the job was assigned device ", index,
+                       ", and this agent has ", options.devices.size()));
     }
   }
   if (inputs.functions.dataset == nullptr) return inputs;

@@ -16,10 +16,10 @@ namespace cohort::agent {
 
 // How the dataset is cut for this agent.
 struct InputLayout {
-  int pipeline = 0;           // InputContext::input_pipeline_id
+  int pipeline = 0;  // InputContext::input_pipeline_id
   int num_pipelines = 1;
-  int replicas_in_sync = 1;   // InputContext::num_replicas_in_sync
-  int local_batches = 1;      // batches per step from this pipeline
+  int replicas_in_sync = 1;  // InputContext::num_replicas_in_sync
+  int local_batches = 1;     // batches per step from this pipeline
   // What the pipeline takes per step over all pipelines.
   int64_t global_batch_size = 0;
 };
@@ -29,8 +29,11 @@ struct JobInputs {
   std::unique_ptr<InputPipeline> pipeline;  // null without a dataset_fn
 };
 
-// What every replica of the assignment's job knows about it.
-JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment);
+// What every replica of the assignment's job knows about it. The chief's
+// checkpoints go to the job's checkpoint_dir, every other agent's copy to
+// <checkpoint_copies>/<job id>-<job uid> (none when that is empty).
+JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment,
+                   const std::string& checkpoint_copies);
 
 // Errors name the library, the function or the numbers at fault; all are
 // the job's own (permanent) except a library fetch that failed to reach the

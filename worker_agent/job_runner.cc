@@ -17,7 +17,7 @@ namespace cohort::agent {
 JobRunner::JobRunner(RunnerOptions options)
     : options_(std::move(options)),
       central_(options_.assignment.local_replicas()) {
-  job_ = JobInfoFor(options_.assignment);
+  job_ = JobInfoFor(options_.assignment, options_.checkpoint_copies);
   steps_done_.assign(options_.assignment.local_replicas(), 0);
   // Sized once, before Report() can look: entries are filled under mu_.
   replicas_.resize(options_.assignment.local_replicas());
@@ -103,6 +103,8 @@ v1::AgentJobReport JobRunner::Report() const {
   report.set_steps_per_second(steps_per_second_);
   report.set_checkpoint_step(checkpoint_step_);
   *report.mutable_links() = {links_.begin(), links_.end()};
+  report.set_resumed_from_step(resumed_from_step_);
+  report.set_resumed_from(resumed_from_);
   if (!error_.ok()) {
     report.set_error(std::string(error_.message()));
     report.set_permanent(permanent_);
@@ -180,6 +182,7 @@ absl::StatusOr<std::unique_ptr<collective::Communicator>> JobRunner::Connect(
     o.rank = r;
     o.size = size;
     o.listen = absl::StrCat(options_.peer_listen_host, ":0");
+    o.label = options_.task.ToString();
     o.security = options_.security;
     o.connect_timeout = absl::Seconds(30);
     return o;
@@ -310,9 +313,16 @@ void JobRunner::RunReplica(int local) {
   }
   absl::StatusOr<int64_t> start = ctx.RestoreOrSync();
   if (!start.ok()) return Fail(start.status(), !IsPeerFailure(start.status()));
-  if (*start > 0 && replica == 0) {
-    spdlog::info("job {}: resumed from the checkpoint at step {}", a.job_id(),
-                 *start);
+  if (const int from = ctx.restored_from_rank(); from >= 0 && local == 0) {
+    const bool ours =
+        from >= a.first_rank() && from < a.first_rank() + a.local_replicas();
+    if (ours) {
+      spdlog::info("job {}: resumed from this agent's checkpoint at step {}",
+                   a.job_id(), *start);
+    }
+    absl::MutexLock lock(&mu_);
+    resumed_from_step_ = *start;
+    if (ours) resumed_from_ = options_.origin;
   }
   Progress(local, *start);
   const int64_t every = spec.checkpoint_every();

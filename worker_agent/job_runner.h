@@ -42,6 +42,8 @@ struct RunnerOptions {
   std::string peer_listen_host;  // where this agent's peer servers bind
   LibraryFetcher fetch_library;
   TaskId task;  // this agent's; ParameterServer executors name themselves
+  std::string checkpoint_copies;  // see JobAgentOptions
+  std::string origin;
 };
 
 // Owns its threads between Start() and destruction. Report() and Abort()
@@ -101,6 +103,10 @@ class JobRunner final : public AttemptRunner {
   double steps_per_second_ ABSL_GUARDED_BY(mu_) = 0;
   // Communicators in use, to abort them from another thread.
   std::vector<collective::Communicator*> comms_ ABSL_GUARDED_BY(mu_);
+  // The checkpoint the attempt restored (step 0: none), and whose copy it
+  // was when it was this agent's.
+  int64_t resumed_from_step_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string resumed_from_ ABSL_GUARDED_BY(mu_);
   // The ring links starting at this agent's ranks, for the report.
   std::vector<v1::RingLink> links_ ABSL_GUARDED_BY(mu_);
 };

@@ -4,21 +4,27 @@
 #include <unistd.h>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "common/cluster_spec.h"
+#include "common/file_util.h"
 #include "common/flags.h"
+#include "common/host_info.h"
 #include "rpc/task_runtime.h"
 #include "spdlog/spdlog.h"
 #include "worker_agent/agent_service.h"
 #include "worker_agent/device_discovery.h"
 #include "worker_agent/job_agent.h"
-#include "common/cluster_spec.h"
-#include "common/file_util.h"
-#include "absl/strings/str_cat.h"
 
 ABSL_FLAG(int, cpu_devices, 1,
           "CPU devices to offer when there is no CUDA GPU.");
+ABSL_FLAG(std::string, state_dir, "",
+          "This agent's local state: fetched step libraries and its own copy "
+          "of each job's checkpoints, so that a job survives the loss of any "
+          "one host without a shared filesystem. Default: "
+          "$TMPDIR/cohort-agent-<uid>/<task>.");
 ABSL_FLAG(std::string, cache_dir, "",
           "Where fetched step libraries are kept. Default: "
-          "$TMPDIR/cohort-agent-<uid>/<task>.");
+          "<state_dir>/libraries.");
 
 namespace {
 
@@ -49,10 +55,10 @@ int main(int argc, char** argv) {
                               .coordinator = config.coordinator,
                               .security = config.daemon.server.security};
   for (const v1::Device& device : devices.devices) {
-    jobs.devices.push_back(
-        {.kind = device.kind() == v1::Device::CUDA ? Device::Kind::kCuda
-                                                   : Device::Kind::kCpu,
-         .index = device.index()});
+    jobs.devices.push_back({.kind = device.kind() == v1::Device::CUDA
+                                        ? Device::Kind::kCuda
+                                        : Device::Kind::kCpu,
+                            .index = device.index()});
   }
   // Peer servers of the job's collectives bind where the agent serves.
   const absl::StatusOr<HostPort> listen =
@@ -61,11 +67,15 @@ int main(int argc, char** argv) {
                           : listen->host.find(':') != std::string::npos
                               ? absl::StrCat("[", listen->host, "]")
                               : listen->host;
-  jobs.cache_dir = absl::GetFlag(FLAGS_cache_dir);
-  if (jobs.cache_dir.empty()) {
-    jobs.cache_dir = absl::StrCat(TempDirectory(), "/cohort-agent-", getuid(),
-                                  "/", config.task.type, "-", config.task.index);
+  std::string state_dir = absl::GetFlag(FLAGS_state_dir);
+  if (state_dir.empty()) {
+    state_dir = absl::StrCat(TempDirectory(), "/cohort-agent-", getuid(), "/",
+                             config.task.type, "-", config.task.index);
   }
+  jobs.cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  if (jobs.cache_dir.empty()) jobs.cache_dir = state_dir + "/libraries";
+  jobs.checkpoint_copies = state_dir + "/checkpoints";
+  jobs.origin = absl::StrCat(config.task.ToString(), " on ", Hostname());
 
   rpc::TaskRuntime runtime("agent", std::move(config));
   agent::AgentService service(&runtime, std::move(devices.devices));

@@ -20,7 +20,7 @@ PsJobRunner::PsJobRunner(RunnerOptions options)
       task_name_(options_.task.ToString()),
       coordinator_(options_.coordinator, options_.security),
       stub_(v1::JobControl::NewStub(coordinator_.channel())) {
-  job_ = JobInfoFor(options_.assignment);
+  job_ = JobInfoFor(options_.assignment, options_.checkpoint_copies);
   job_.num_replicas = 1;  // each executor is its own sync group
 }
 

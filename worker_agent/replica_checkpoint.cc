@@ -1,6 +1,7 @@
 // ReplicaContextImpl's collective handling of a job's state: the starting
 // values of every replica, and checkpoints.
 
+#include <limits>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -29,11 +30,11 @@ absl::Status LoadInto(const std::map<std::string, SavedTensor>& saved,
   const Tensor tensor = variable.tensor();
   if (it->second.dtype != DTypeName(vo.dtype) ||
       it->second.bytes.size() != tensor.bytes()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the checkpoint ", where, " holds \"", vo.name, "\" as ",
-        it->second.bytes.size(), " bytes of ", it->second.dtype,
-        "; the init function creates ", tensor.bytes(), " bytes of ",
-        DTypeName(vo.dtype)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the checkpoint ", where, " holds \"", vo.name, "\" as ",
+                     it->second.bytes.size(), " bytes of ", it->second.dtype,
+                     "; the init function creates ", tensor.bytes(),
+                     " bytes of ", DTypeName(vo.dtype)));
   }
   return CopyToDevice(device, tensor.data, it->second.bytes.data(),
                       tensor.bytes());
@@ -44,8 +45,7 @@ absl::Status LoadInto(const std::map<std::string, SavedTensor>& saved,
 absl::Status ReplicaContextImpl::BroadcastHost(void* host, size_t count,
                                                DType dtype, int root) {
   if (!device_.is_cuda()) {
-    return Collective(
-        comm_->Broadcast(host, count, ToCollective(dtype), root));
+    return Collective(comm_->Broadcast(host, count, ToCollective(dtype), root));
   }
   const size_t bytes = count * DTypeSize(dtype);
   COHORT_ASSIGN_OR_RETURN(DeviceBuffer scratch,
@@ -55,59 +55,82 @@ absl::Status ReplicaContextImpl::BroadcastHost(void* host, size_t count,
   return CopyToHost(device_, host, scratch.data(), bytes);
 }
 
+absl::Status ReplicaContextImpl::AllReduceHost(int64_t* host, size_t count,
+                                               ReduceOp op) {
+  if (!device_.is_cuda()) {
+    return Collective(comm_->AllReduce(host, count, ToCollective(DType::kInt64),
+                                       ToCollective(op)));
+  }
+  const size_t bytes = count * sizeof(int64_t);
+  COHORT_ASSIGN_OR_RETURN(DeviceBuffer scratch,
+                          DeviceBuffer::Allocate(device_, bytes));
+  COHORT_RETURN_IF_ERROR(CopyToDevice(device_, scratch.data(), host, bytes));
+  COHORT_RETURN_IF_ERROR(
+      all_reduce(op, Tensor{scratch.data(), count, DType::kInt64}));
+  return CopyToHost(device_, host, scratch.data(), bytes);
+}
+
+absl::StatusOr<int64_t> ReplicaContextImpl::OwnLatestCheckpoint() const {
+  if (local_index_ != 0 || job_->checkpoint_dir.empty()) return -1;
+  absl::StatusOr<int64_t> latest = LatestCheckpointStep(job_->checkpoint_dir);
+  if (latest.ok()) return *latest;
+  if (absl::IsNotFound(latest.status())) return -1;
+  return latest.status();
+}
+
+absl::Status ReplicaContextImpl::LoadCheckpoint(int64_t step) {
+  const std::string where =
+      absl::StrCat(job_->checkpoint_dir, " (step ", step, ")");
+  COHORT_ASSIGN_OR_RETURN(std::vector<SavedTensor> tensors,
+                          ReadCheckpoint(job_->checkpoint_dir, step));
+  std::map<std::string, SavedTensor> saved;
+  for (SavedTensor& t : tensors) saved[t.name] = std::move(t);
+  for (auto& variable : variables_) {
+    COHORT_RETURN_IF_ERROR(LoadInto(saved, *variable, device_, where));
+  }
+  for (size_t k = 0; k < optimizers_.size(); ++k) {
+    for (const auto& slots : optimizers_[k]->slots()) {
+      for (const auto& slot : slots) {
+        COHORT_RETURN_IF_ERROR(LoadInto(saved, *slot, device_, where));
+      }
+    }
+    auto it = saved.find(IterationsName(k));
+    if (it != saved.end() && it->second.bytes.size() == sizeof(int64_t)) {
+      std::memcpy(&optimizers_[k]->iterations(), it->second.bytes.data(),
+                  sizeof(int64_t));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
   // Central storage: replica 0 may restore into the one copy only once no
   // replica's init function can still be reading it.
   if (central_ != nullptr) COHORT_RETURN_IF_ERROR(CentralBarrier());
-  // Replica 0 says whether there is a checkpoint, and from which step.
-  int64_t header[2] = {0, 0};
-  std::map<std::string, SavedTensor> saved;
-  std::string where;
-  absl::Status load = absl::OkStatus();
-  if (replica_id_ == 0 && !job_->checkpoint_dir.empty()) {
-    absl::StatusOr<int64_t> latest = LatestCheckpointStep(job_->checkpoint_dir);
-    if (latest.ok()) {
-      where = absl::StrCat(job_->checkpoint_dir, " (step ", *latest, ")");
-      absl::StatusOr<std::vector<SavedTensor>> tensors =
-          ReadCheckpoint(job_->checkpoint_dir, *latest);
-      if (tensors.ok()) {
-        for (SavedTensor& t : *tensors) saved[t.name] = std::move(t);
-        header[0] = 1;
-        header[1] = *latest;
-      } else {
-        load = tensors.status();
-      }
-    } else if (!absl::IsNotFound(latest.status())) {
-      load = latest.status();
-    }
-    if (load.ok() && header[0] == 1) {
-      for (auto& variable : variables_) {
-        load = LoadInto(saved, *variable, device_, where);
-        if (!load.ok()) break;
-      }
-      for (size_t k = 0; load.ok() && k < optimizers_.size(); ++k) {
-        for (const auto& slots : optimizers_[k]->slots()) {
-          for (const auto& slot : slots) {
-            load = LoadInto(saved, *slot, device_, where);
-            if (!load.ok()) break;
-          }
-          if (!load.ok()) break;
-        }
-        auto it = saved.find(IterationsName(k));
-        if (load.ok() && it != saved.end() &&
-            it->second.bytes.size() == sizeof(int64_t)) {
-          std::memcpy(&optimizers_[k]->iterations(), it->second.bytes.data(),
-                      sizeof(int64_t));
-        }
-      }
-    }
-    if (!load.ok()) {
-      // The others wait in the broadcast below; end it for them too.
+  // Agree on the newest checkpoint any agent holds, then on its holder: no
+  // agent's disk is needed, so a job survives the loss of any one host.
+  absl::StatusOr<int64_t> own = OwnLatestCheckpoint();
+  if (!own.ok()) {
+    // The others wait in the agreement below; end it for them too.
+    comm_->Abort(own.status());
+    return own.status();
+  }
+  int64_t newest = *own;
+  COHORT_RETURN_IF_ERROR(AllReduceHost(&newest, 1, ReduceOp::kMax));
+  int64_t holder = newest >= 0 && *own == newest
+                       ? replica_id_
+                       : std::numeric_limits<int64_t>::max();
+  COHORT_RETURN_IF_ERROR(AllReduceHost(&holder, 1, ReduceOp::kMin));
+  const bool restore = newest >= 0;
+  const int root = restore ? static_cast<int>(holder) : 0;
+  if (restore && replica_id_ == root) {
+    if (absl::Status load = LoadCheckpoint(newest); !load.ok()) {
       comm_->Abort(load);
       return load;
     }
   }
-  COHORT_RETURN_IF_ERROR(BroadcastHost(header, 2, DType::kInt64, 0));
+  if (restore) restored_from_rank_ = root;
+  int64_t header[2] = {restore ? 1 : 0, restore ? newest : 0};
 
   // Under central storage ON_WRITE variables and slots are one copy already:
   // only ON_READ variables, per replica by definition, need the broadcast.
@@ -116,7 +139,7 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
     const VariableOptions& vo = variable->options();
     if (vo.sync == VariableSync::kOnRead && header[0] == 0) continue;
     if (vo.sync == VariableSync::kOnWrite && !mirrored) continue;
-    COHORT_RETURN_IF_ERROR(broadcast(variable->tensor(), 0));
+    COHORT_RETURN_IF_ERROR(broadcast(variable->tensor(), root));
     if (vo.sync == VariableSync::kOnRead &&
         vo.aggregation == Aggregation::kSum && replica_id_ != 0) {
       // The saved value is the sum: replica 0 carries it, the others none.
@@ -129,18 +152,19 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
   for (auto& optimizer : optimizers_) {
     for (const auto& slots : optimizer->slots()) {
       for (const auto& slot : slots) {
-        if (mirrored) COHORT_RETURN_IF_ERROR(broadcast(slot->tensor(), 0));
+        if (mirrored) COHORT_RETURN_IF_ERROR(broadcast(slot->tensor(), root));
       }
     }
     // Every replica counts the updates (Adam's t), central or not.
     COHORT_RETURN_IF_ERROR(
-        BroadcastHost(&optimizer->iterations(), 1, DType::kInt64, 0));
+        BroadcastHost(&optimizer->iterations(), 1, DType::kInt64, root));
   }
   return header[0] == 1 ? header[1] : 0;
 }
 
 absl::Status ReplicaContextImpl::SaveCheckpoint(int64_t step) {
-  const bool writer = replica_id_ == 0;
+  // Each agent's first replica writes its agent's copy.
+  const bool writer = local_index_ == 0 && !job_->checkpoint_dir.empty();
   std::vector<SavedTensor> tensors;
   auto add = [&](Variable& variable) -> absl::Status {
     const VariableOptions& vo = variable.options();
@@ -149,8 +173,8 @@ absl::Status ReplicaContextImpl::SaveCheckpoint(int64_t step) {
     std::string bytes(variable.tensor().bytes(), '\0');
     COHORT_RETURN_IF_ERROR(read_value(variable, bytes.data()));
     if (writer) {
-      tensors.push_back({vo.name, DTypeName(vo.dtype), vo.shape,
-                         std::move(bytes)});
+      tensors.push_back(
+          {vo.name, DTypeName(vo.dtype), vo.shape, std::move(bytes)});
     }
     return absl::OkStatus();
   };

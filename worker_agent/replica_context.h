@@ -75,9 +75,7 @@ class ReplicaContextImpl final : public ReplicaContext {
   const Device& device() const override { return device_; }
   int64_t step() const override { return step_; }
   int64_t total_steps() const override { return job_->steps; }
-  int64_t global_batch_size() const override {
-    return job_->global_batch_size;
-  }
+  int64_t global_batch_size() const override { return job_->global_batch_size; }
   uint64_t seed() const override { return job_->seed; }
   const std::string& config_json() const override { return job_->config_json; }
   absl::StatusOr<Variable*> create_variable(const VariableOptions& options,
@@ -113,19 +111,29 @@ class ReplicaContextImpl final : public ReplicaContext {
   const absl::Status& collective_status() const { return collective_status_; }
   std::map<std::string, double> last_metrics() const;
 
-  // After the init function: restores the latest checkpoint of the job into
-  // replica 0 when there is one, then makes every replica's ON_WRITE
-  // variables and optimizer slots equal to replica 0's. Collective. Returns
-  // the step to start from.
+  // After the init function: the replicas agree on the newest complete
+  // checkpoint any agent holds (each agent's first replica reads its own
+  // copy: the job's checkpoint_dir on the chief, a local copy elsewhere).
+  // The lowest rank holding it restores it, and every replica's ON_WRITE
+  // variables and optimizer slots are made equal to that rank's (replica
+  // 0's when there is none). Collective. Returns the step to start from.
   absl::StatusOr<int64_t> RestoreOrSync();
+  // The rank whose checkpoint RestoreOrSync restored; -1 if none.
+  int restored_from_rank() const { return restored_from_rank_; }
   // Writes a checkpoint of the state after `step` steps: ON_READ variables
-  // are aggregated (collective), replica 0 writes. Collective.
+  // are aggregated (collective), and every agent's first replica writes its
+  // agent's copy. Collective.
   absl::Status SaveCheckpoint(int64_t step);
 
  private:
   // Records the first failure of the communicator, which stays failed.
   absl::Status Collective(absl::Status status);
   absl::Status BroadcastHost(void* host, size_t count, DType dtype, int root);
+  absl::Status AllReduceHost(int64_t* host, size_t count, ReduceOp op);
+  // The newest complete checkpoint this replica can read: its step, or -1.
+  absl::StatusOr<int64_t> OwnLatestCheckpoint() const;
+  // Loads checkpoint `step` of this replica's copy into its variables.
+  absl::Status LoadCheckpoint(int64_t step);
   // A new variable or optimizer slot holding `initial` (host memory, or
   // null for zeros), on this replica's device. Under central storage an
   // ON_WRITE one is local replica 0's, which the others alias (matched by
@@ -136,6 +144,7 @@ class ReplicaContextImpl final : public ReplicaContext {
   const JobInfo* const job_;
   const int replica_id_;
   const int local_index_;
+  int restored_from_rank_ = -1;
   const Device device_;
   collective::Communicator* const comm_;
   LocalMerge* const merge_;

@@ -276,7 +276,11 @@ std::string JobDetails(const v1::JobStatus& job, absl::Time now,
           {absl::StrCat("    ", restart.attempt(), restart.spent() ? "" : "*"),
            Timestamp(restart.time_unix_ms(), zone),
            restart.resumed_from_step() > 0
-               ? absl::StrCat("step ", restart.resumed_from_step())
+               ? absl::StrCat(
+                     "step ", restart.resumed_from_step(),
+                     restart.resumed_from().empty()
+                         ? ""
+                         : absl::StrCat(" (", restart.resumed_from(), ")"))
                : "the start",
            restart.cause()});
     }

@@ -24,6 +24,10 @@ std::string HostKey(const std::string& group, int rank) {
   return absl::StrCat(group, "/host/", rank);
 }
 
+std::string LabelKey(const std::string& group, int rank) {
+  return absl::StrCat(group, "/label/", rank);
+}
+
 std::string RingKey(const std::string& group, int from, int to) {
   return absl::StrCat(group, "/shm/", from, "-", to);
 }
@@ -57,6 +61,7 @@ GrpcTransport::GrpcTransport(GrpcTransportOptions options)
       mailbox_(options_.size),
       auth_(options_.security.token),
       addresses_(static_cast<size_t>(options_.size)),
+      labels_(static_cast<size_t>(options_.size)),
       senders_(static_cast<size_t>(options_.size)) {}
 
 absl::StatusOr<std::unique_ptr<GrpcTransport>> GrpcTransport::Create(
@@ -88,8 +93,11 @@ absl::Status GrpcTransport::Connect(Store& store) {
   // equal hostname does not prove.
   const std::string domain = SharedMemoryDomain();
   COHORT_RETURN_IF_ERROR(store.Set(HostKey(group, options_.rank), domain));
+  COHORT_RETURN_IF_ERROR(
+      store.Set(LabelKey(group, options_.rank), options_.label));
   std::vector<std::string> hosts(static_cast<size_t>(options_.size));
   hosts[options_.rank] = domain;
+  labels_[options_.rank] = options_.label;
   for (int peer = 0; peer < options_.size; ++peer) {
     if (peer == options_.rank) continue;
     COHORT_ASSIGN_OR_RETURN(
@@ -97,10 +105,14 @@ absl::Status GrpcTransport::Connect(Store& store) {
         store.Get(AddressKey(group, peer), options_.connect_timeout));
     COHORT_ASSIGN_OR_RETURN(
         hosts[peer], store.Get(HostKey(group, peer), options_.connect_timeout));
+    COHORT_ASSIGN_OR_RETURN(
+        labels_[peer],
+        store.Get(LabelKey(group, peer), options_.connect_timeout));
     v1::PeerFrame hello;
     hello.set_group(group);
     hello.set_source_rank(options_.rank);
     hello.set_address(addresses_[options_.rank]);
+    hello.set_label(options_.label);
     senders_[peer] = std::make_unique<PeerSender>(
         addresses_[peer], options_.security, std::move(hello), Describe(peer));
   }
@@ -158,7 +170,11 @@ std::string GrpcTransport::Describe(int rank) const {
   if (rank < 0 || rank >= options_.size || addresses_[rank].empty()) {
     return absl::StrCat("rank ", rank);
   }
-  return absl::StrCat("rank ", rank, " (", addresses_[rank], ")");
+  if (labels_[rank].empty()) {
+    return absl::StrCat("rank ", rank, " (", addresses_[rank], ")");
+  }
+  return absl::StrCat("rank ", rank, " (", labels_[rank], " at ",
+                      addresses_[rank], ")");
 }
 
 absl::Status GrpcTransport::Send(int peer, const Envelope& envelope,

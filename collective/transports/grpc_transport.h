@@ -33,6 +33,9 @@ struct GrpcTransportOptions {
   int rank = 0;
   int size = 1;
   std::string listen = "127.0.0.1:0";  // this rank's Peer server
+  // Names this rank in its peers' errors, e.g. its task "worker:1": a rank
+  // that is gone is reported as "rank 3 (worker:1 at 10.0.0.3:4001)".
+  std::string label;
   rpc::Security security;
   // Bounds the rendezvous: every rank must have published its address and
   // connected within it.
@@ -86,6 +89,7 @@ class GrpcTransport final : public Transport {
   std::unique_ptr<PeerService> service_;
   std::unique_ptr<rpc::RpcServer> server_;
   std::vector<std::string> addresses_;                // by rank
+  std::vector<std::string> labels_;                   // by rank
   std::vector<std::unique_ptr<PeerSender>> senders_;  // by rank; null for self
   int prev_ = 0, next_ = 0;
   std::unique_ptr<ShmChannel> shm_in_;   // from prev_, when on this host

@@ -19,10 +19,11 @@ class PeerReceiver final
       // The peer closed its stream or its process died.
       if (source_ >= 0) {
         service_->mailbox()->PeerGone(
-            source_, absl::UnavailableError(
-                         absl::StrCat("rank ", source_, " (", peer_address_,
-                                      ") is gone: its stream to rank ",
-                                      service_->rank(), " closed")));
+            source_, absl::UnavailableError(absl::StrCat(
+                         "rank ", source_, " (",
+                         peer_label_.empty() ? "" : peer_label_ + " at ",
+                         peer_address_, ") is gone: its stream to rank ",
+                         service_->rank(), " closed")));
       }
       Finish(grpc::Status::OK);
       return;
@@ -65,12 +66,14 @@ class PeerReceiver final
     }
     source_ = source;
     peer_address_ = frame_.address();
+    peer_label_ = frame_.label();
     return absl::OkStatus();
   }
 
   const PeerService* const service_;
   int source_ = -1;
   std::string peer_address_;  // where the source serves, from its hello
+  std::string peer_label_;    // what it is ("worker:1"), from its hello
   v1::PeerFrame frame_;
 };
 

@@ -8,9 +8,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
+#include "common/file_util.h"
 #include "tests/testing/host_cluster.h"
 #include "tests/testing/jobs.h"
 #include "tests/testing/test_cluster.h"
@@ -18,6 +20,9 @@
 
 namespace cohort::testing {
 namespace {
+
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
 
 constexpr double kAccuracyBar = 0.95;
 
@@ -140,6 +145,71 @@ TEST_F(MultiHostJobsE2eTest, ParameterServerWithEveryTaskOnItsOwnHost) {
     EXPECT_EQ(task->ps().job_id(), *id);
     EXPECT_GT(task->ps().updates(), 0);
   }
+}
+
+TEST_F(MultiHostJobsE2eTest,
+       LosingTheChiefsHostAndItsDiskResumesFromAWorkersLocalCopy) {
+  // Every agent keeps its own local state; the job's checkpoint_dir is on
+  // the chief's host too. No directory is shared.
+  absl::StatusOr<std::unique_ptr<HostCluster>> cluster = HostCluster::Start(
+      hosts_.get(), &dir_,
+      {.coordinator_host = 1,
+       .tasks = {{"chief", 0, 2}, {"worker", 0, 3}, {"worker", 1, 4}},
+       .coordinator_flags = {"--heartbeat_timeout=3s"},
+       .agent_flags = {"--cpu_devices=2"}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  HostCluster& c = **cluster;
+  JobSpec spec =
+      SlowLinearJob(StrategyKind::kMultiWorkerMirrored, 2000, /*sleep=*/5);
+  spec.checkpoint_every = 100;
+  spec.max_restarts = 2;
+  spec.checkpoint_dir = c.StateDir("chief:0") + "/checkpoints";
+  absl::StatusOr<std::string> id = c.client().SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  const v1::JobStatus before = WaitForJob(
+      c.client(), *id,
+      [](const v1::JobStatus& s) { return s.checkpoint_step() >= 300; },
+      absl::Seconds(120));
+  ASSERT_EQ(before.state(), v1::JOB_RUNNING)
+      << before.ShortDebugString() << ReadFile(c.TaskLog("chief:0")).value_or("");
+
+  // Every process on the chief's host dies, and its disk is wiped.
+  c.KillTask("chief:0");
+  std::filesystem::remove_all(c.StateDir("chief:0"));
+  const int64_t lost_at = before.checkpoint_step();
+  // The host comes back empty, as a replaced machine would, once the
+  // coordinator has given the old one up.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        absl::StatusOr<v1::ClusterState> state = c.coordinator().State();
+        const v1::TaskStatus* chief =
+            state.ok() ? FindTask(*state, "chief", 0) : nullptr;
+        return chief != nullptr && chief->state() == v1::DEAD;
+      },
+      absl::Seconds(30)));
+  ASSERT_TRUE(c.StartTask("chief:0").ok());
+
+  const v1::JobStatus status =
+      WaitForJobEnd(c.client(), *id, absl::Seconds(240));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_LT(status.metrics().at("max_weight_error"), 1e-3);
+  ASSERT_GE(status.restarts_size(), 1) << status.ShortDebugString();
+  // The first restart names the lost chief. An attempt placed before the
+  // coordinator declared it DEAD may fail too; the last one resumed.
+  EXPECT_THAT(status.restarts(0).cause(), HasSubstr("chief:0"));
+  const v1::RestartRecord& restart =
+      status.restarts(status.restarts_size() - 1);
+  for (const v1::RestartRecord& r : status.restarts()) {
+    std::cout << "restart: " << r.ShortDebugString() << "\n";
+  }
+  // Only the steps since the last checkpoint ran again.
+  EXPECT_GE(restart.resumed_from_step(), lost_at);
+  EXPECT_EQ(restart.resumed_from_step() % 100, 0);
+  // From a worker's copy, named with its host.
+  EXPECT_THAT(
+      restart.resumed_from(),
+      AnyOf(HasSubstr(absl::StrCat("worker:0 on ", hosts_->hostname(3))),
+            HasSubstr(absl::StrCat("worker:1 on ", hosts_->hostname(4)))));
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ absl::Status HostCluster::StartTask(const std::string& task) {
   std::vector<std::string> argv = {
       Binary(ps ? "cohort-ps" : "cohort-agent"),
       absl::StrCat("--coordinator=", coordinator_->address()),
-      absl::StrCat(ps ? "--state_dir=" : "--cache_dir=", StateDir(task))};
+      absl::StrCat("--state_dir=", StateDir(task))};
   const std::vector<std::string>& extra =
       ps ? options_.ps_flags : options_.agent_flags;
   argv.insert(argv.end(), extra.begin(), extra.end());
