@@ -21,6 +21,7 @@
 #include "collective/transports/grpc_transport.h"
 #include "common/file_util.h"
 #include "common/flags.h"
+#include "common/signals.h"
 #include "common/subprocess.h"
 #include "coordinator/store_manager.h"
 #include "coordinator/store_service.h"
@@ -36,7 +37,12 @@ ABSL_FLAG(absl::Duration, min_time, absl::Milliseconds(1500),
           "Length of each timed loop.");
 ABSL_FLAG(std::string, store, "",
           "Join this store (HOST:PORT) instead of starting one; with --rank.");
-ABSL_FLAG(int, rank, -1, "Internal: run as this rank of a group.");
+ABSL_FLAG(int, rank, -1,
+          "Run only this rank of a group of --ranks, joining --store: to put "
+          "ranks on other hosts.");
+ABSL_FLAG(std::string, listen, "127.0.0.1:0",
+          "With --rank: where this rank's Peer server listens (HOST:PORT; "
+          "peers dial it). With the store command: where the store serves.");
 ABSL_FLAG(std::string, group, "bench", "Internal: the group name.");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(120), "Per collective.");
 ABSL_FLAG(int64_t, chunk_bytes, 1 << 20, "Pipelining unit of large transfers.");
@@ -48,10 +54,19 @@ namespace cohort::bench {
 namespace {
 
 constexpr char kUsage[] =
-    "nccl-tests-style benchmarks of Cohort's collectives over loopback.\n"
+    "nccl-tests-style benchmarks of Cohort's collectives.\n"
     "\n"
     "  cohort-bench allreduce --ranks=2 --sizes=4K,1M,16M,64M\n"
     "  cohort-bench allgather --ranks=4 --format=csv\n"
+    "\n"
+    "Ranks on given hosts: serve a store, then start each rank where it "
+    "should run:\n"
+    "  cohort-bench store --listen=10.0.0.1:7000\n"
+    "  cohort-bench allreduce --store=10.0.0.1:7000 --ranks=2 --rank=0 "
+    "--listen=10.0.0.2:0\n"
+    "  cohort-bench allreduce --store=10.0.0.1:7000 --ranks=2 --rank=1 "
+    "--listen=10.0.0.3:0\n"
+    "Rank 0 prints the results.\n"
     "\n"
     "Collectives: allreduce (float32 sum, in place), broadcast (from rank 0),\n"
     "allgather.";
@@ -108,6 +123,7 @@ int RunRank(Collective collective, const std::vector<size_t>& sizes) {
           {.group = absl::GetFlag(FLAGS_group),
            .rank = rank,
            .size = ranks,
+           .listen = absl::GetFlag(FLAGS_listen),
            .connect_timeout = absl::Seconds(60),
            .shared_memory = absl::GetFlag(FLAGS_shared_memory)},
           store);
@@ -132,6 +148,27 @@ int RunRank(Collective collective, const std::vector<size_t>& sizes) {
   const bool all_ok = std::all_of(rows->begin(), rows->end(),
                                   [](const BenchRow& row) { return row.ok; });
   return all_ok ? 0 : 1;
+}
+
+// Store mode: serve a rendezvous store until SIGTERM or SIGINT.
+int ServeStore() {
+  coordinator::StoreManager store;
+  store.Start();
+  rpc::Authenticator no_auth(std::nullopt);
+  coordinator::StoreService service(&store, &no_auth);
+  rpc::RpcServer server({.listen = absl::GetFlag(FLAGS_listen)});
+  server.AddService(&service);
+  if (absl::Status started = server.Start(); !started.ok()) {
+    std::cerr << "cohort-bench: " << started << "\n";
+    return 1;
+  }
+  std::cout << "cohort-bench: store serving on " << server.address()
+            << std::endl;
+  TerminationWaiter waiter;
+  waiter.Wait();
+  store.Shutdown();
+  server.Shutdown();
+  return 0;
 }
 
 // Launcher mode: serve a store, start the ranks, wait for them.
@@ -199,6 +236,10 @@ int Launch(const std::string& command) {
 
 int Main(int argc, char** argv) {
   const std::vector<std::string> args = ParseCommandLine(argc, argv, kUsage);
+  if (args.size() == 1 && args[0] == "store") {
+    BlockTerminationSignals();  // before any thread, so TerminationWaiter sees them
+    return ServeStore();
+  }
   if (args.size() != 1) {
     ExitWithConfigError(absl::InvalidArgumentError(
         "give one collective: allreduce, broadcast or allgather (see --help)"));

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/host_info.h"
@@ -92,6 +94,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
       !config.state_dir.empty()
           ? config.state_dir
           : absl::StrCat(TempDirectory(), "/cohort-coordinator-", getpid());
+  // Nothing of a scratch dir outlives this process.
+  if (config.state_dir.empty()) server->scratch_dir_ = data_dir;
   server->libraries_ = std::make_unique<LibraryStore>(data_dir + "/libraries");
   server->jobs_ = std::make_unique<JobManager>(
       *config.spec, JobManagerOptions{.checkpoint_root = data_dir + "/jobs"});
@@ -256,6 +260,10 @@ void CoordinatorServer::Shutdown() {
   store_manager_->Shutdown();
   server_->Shutdown(absl::Milliseconds(500));
   slow_->Shutdown();
+  if (!scratch_dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(scratch_dir_, ignored);
+  }
   spdlog::info("stopped");
 }
 

@@ -87,6 +87,9 @@ class CoordinatorServer {
   std::unique_ptr<JobControlService> job_control_service_;
   std::unique_ptr<JobLoop> job_loop_;
   std::unique_ptr<rpc::RpcServer> server_;
+  // Without a state dir: where libraries and checkpoints went, removed on
+  // shutdown.
+  std::string scratch_dir_;
   bool started_ = false;
 
   CoordinatorServer() = default;

@@ -116,6 +116,12 @@ absl::Status GrpcTransport::Connect(Store& store) {
     senders_[peer] = std::make_unique<PeerSender>(
         addresses_[peer], options_.security, std::move(hello), Describe(peer));
   }
+  const absl::Time connect_deadline = absl::Now() + options_.connect_timeout;
+  for (const std::unique_ptr<PeerSender>& sender : senders_) {
+    if (sender != nullptr) {
+      COHORT_RETURN_IF_ERROR(sender->WaitConnected(connect_deadline));
+    }
+  }
   if (options_.size > 1)
     COHORT_RETURN_IF_ERROR(ConnectSharedMemory(store, hosts));
   // Every rank has opened its streams: from here a broken stream means a

@@ -13,6 +13,9 @@ PeerSender::PeerSender(const std::string& address,
       stub_(v1::Peer::NewStub(connection_.channel())),
       // The stream lives as long as the group: no deadline, only Close().
       context_(connection_.NewContext(absl::InfiniteDuration())) {
+  // A lost SYN on a lossy link must not fail the group: the stream waits
+  // for the connection, and WaitConnected bounds that wait.
+  context_->set_wait_for_ready(true);
   stub_->async()->Exchange(context_.get(), this);
   StartRead(&unused_read_);
   {
@@ -61,7 +64,20 @@ void PeerSender::OnWriteDone(bool ok) {
     return;
   }
   queue_.pop_front();
+  connected_ = true;  // the hello, at least, reached the peer's transport
   WriteNextLocked();
+}
+
+absl::Status PeerSender::WaitConnected(absl::Time deadline) {
+  auto settled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return connected_ || !failed_.ok();
+  };
+  absl::MutexLock lock(&mu_);
+  if (!mu_.AwaitWithDeadline(absl::Condition(&settled), deadline)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("could not connect to ", peer_, " in time"));
+  }
+  return failed_;
 }
 
 void PeerSender::OnReadDone(bool ok) {

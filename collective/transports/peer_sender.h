@@ -29,6 +29,10 @@ class PeerSender final
 
   // Queues a frame; UNAVAILABLE naming the peer once the stream failed.
   absl::Status Enqueue(v1::PeerFrame frame);
+  // Waits until the stream is up (its hello written), it failed, or
+  // `deadline`; the stream itself waits for a connection as long as it
+  // takes.
+  absl::Status WaitConnected(absl::Time deadline);
   // Half-closes once the queue drains and waits up to `grace` for the
   // stream to end, then cancels it. Idempotent.
   void Close(absl::Duration grace);
@@ -49,6 +53,7 @@ class PeerSender final
   absl::Mutex mu_;
   std::deque<v1::PeerFrame> queue_ ABSL_GUARDED_BY(mu_);  // front: in flight
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool connected_ ABSL_GUARDED_BY(mu_) = false;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool writes_done_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;

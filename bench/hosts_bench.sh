@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# All-reduce between test hosts (network namespaces on one machine, joined by
+# a bridge: tests/testing/testhosts.sh), one rank per host, so that every
+# byte crosses a network: Cohort's gRPC path, and Gloo's TCP transport (the
+# peers' gloo_allreduce, built here to bind its host's address instead of
+# 127.0.0.1). Prints the peers' RESULT lines (see ../shared/bench/peers) and
+# writes them to $OUT/hosts.csv. Needs root.
+#
+#   bench/hosts_bench.sh                       # 2 and 4 ranks
+#   RANKS="2" SIZES="4096 1048576" bench/hosts_bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RANKS="${RANKS:-2 4}"
+SIZES="${SIZES:-4096 1048576 16777216 67108864}"
+PEERS="${PEERS:-$(cd .. && pwd)/shared/bench/peers}"
+COHORT_BENCH="${COHORT_BENCH:-$PWD/build/bin/cohort-bench}"
+OUT="${OUT:-$PWD/bench/results/hosts}"
+hosts=tests/testing/testhosts.sh
+
+[ "$(id -u)" -eq 0 ] || { echo "hosts_bench: needs root (test hosts)" >&2; exit 2; }
+[ -x "$COHORT_BENCH" ] || { echo "hosts_bench: no $COHORT_BENCH; run tools/build.sh" >&2; exit 2; }
+mkdir -p "$OUT"
+scratch=$(mktemp -d -t cohort-hosts-bench.XXXXXX)
+name="hb$(( $$ % 10000 ))"
+store_pid=""
+cleanup() {
+  [ -n "$store_pid" ] && kill "$store_pid" 2>/dev/null || true
+  "$hosts" down "$name" >/dev/null 2>&1 || true
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+
+max=0
+for n in $RANKS; do [ "$n" -gt "$max" ] && max=$n; done
+"$hosts" up "$name" "$max"
+bridge=$("$hosts" addr "$name" 0)
+sizes_csv=$(echo "$SIZES" | tr ' ' ',')
+: >"$OUT/hosts.csv"
+
+# Runs "$@" as rank r of n on host r+1, for every r, and waits for all; rank
+# 0's output goes to $scratch/rank0.out. Each rank is bounded in time.
+run_ranks() {
+  local n=$1 r pids=()
+  shift
+  for r in $(seq 0 $((n - 1))); do
+    local addr
+    addr=$("$hosts" addr "$name" $((r + 1)))
+    RANK=$r ADDR=$addr timeout 600 "$hosts" exec "$name" $((r + 1)) \
+      env RANK="$r" ADDR="$addr" bash -c "$*" >"$scratch/rank$r.out" 2>"$scratch/rank$r.err" &
+    pids+=($!)
+  done
+  local failed=0
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  if [ "$failed" -ne 0 ]; then
+    echo "hosts_bench: a rank failed:" >&2
+    cat "$scratch"/rank*.err >&2
+  fi
+}
+
+# --- Cohort: a store on the bridge, each rank's Peer server on its host.
+"$COHORT_BENCH" store --listen="$bridge:7000" >"$scratch/store.out" 2>&1 &
+store_pid=$!
+for _ in $(seq 1 100); do
+  grep -q "serving on" "$scratch/store.out" 2>/dev/null && break
+  sleep 0.05
+done
+for n in $RANKS; do
+  echo "hosts_bench: cohort, $n ranks on $n hosts" >&2
+  run_ranks "$n" "'$COHORT_BENCH' allreduce --store=$bridge:7000 --group=hosts$n \
+    --ranks=$n --rank=\$RANK --listen=\$ADDR:0 --sizes=$sizes_csv \
+    --format=csv --label=cohort-hosts"
+  grep '^RESULT,' "$scratch/rank0.out" | tee -a "$OUT/hosts.csv"
+done
+
+# --- Gloo over TCP between the hosts, FileStore rendezvous in $scratch.
+if [ -f "$PEERS/gloo_allreduce.cc" ] && [ -f /usr/include/gloo/config.h ]; then
+  sed 's/attr.hostname = "127.0.0.1";/attr.hostname = std::getenv("GLOO_HOSTNAME");/' \
+    "$PEERS/gloo_allreduce.cc" >"$scratch/gloo_hosts.cc"
+  sed -i '1i #include <cstdlib>' "$scratch/gloo_hosts.cc"
+  g++ -O2 -std=c++17 -o "$scratch/gloo_hosts" "$scratch/gloo_hosts.cc" -lgloo -pthread
+  for n in $RANKS; do
+    echo "hosts_bench: gloo, $n ranks on $n hosts" >&2
+    mkdir -p "$scratch/gloo$n"
+    run_ranks "$n" "GLOO_HOSTNAME=\$ADDR '$scratch/gloo_hosts' \$RANK $n \
+      '$scratch/gloo$n' ring,ring_chunked,hd $SIZES"
+    grep '^RESULT,' "$scratch/rank0.out" | sed 's/^RESULT,gloo/RESULT,gloo-hosts/' |
+      tee -a "$OUT/hosts.csv"
+  done
+else
+  echo "hosts_bench: Gloo not installed (run $PEERS/run_all.sh once as root)" >&2
+fi
