@@ -145,7 +145,11 @@ void ClusterManager::MarkExited(const TaskId& task, const std::string& reason,
   if (it == tasks_.end()) return;
   Record& record = it->second;
   record.session_id.clear();
-  record.last_error = reason;
+  // Already DEAD (silent, then killed for it): the first cause is the one
+  // that explains the death.
+  record.last_error = record.state == v1::DEAD && !record.last_error.empty()
+                          ? absl::StrCat(record.last_error, "; then ", reason)
+                          : reason;
   SetState(record, v1::DEAD, now);
 }
 

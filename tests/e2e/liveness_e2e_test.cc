@@ -1,7 +1,8 @@
 // Slow work never delays liveness: while a 200 MiB step library uploads to
 // the coordinator and a 1 GiB ps shard snapshots to disk, both daemons still
-// answer health checks, heartbeats and status reads within 100 ms, and no
-// task is declared DEAD.
+// answer health checks, heartbeats and status reads within 100 ms (or, when
+// the whole machine stalls, within 50 ms of a control server of this test
+// process), and no task is declared DEAD.
 
 #include <gmock/gmock.h>
 #include <grpcpp/create_channel.h>
@@ -18,6 +19,7 @@
 #include "cohort/v1/coordinator.grpc.pb.h"
 #include "cohort/v1/ps.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "rpc/server.h"
 #include "tests/testing/jobs.h"
 #include "tests/testing/test_cluster.h"
 
@@ -127,6 +129,13 @@ TEST(LivenessE2eTest, UploadsAndSnapshotsNeverDelayHeartbeatsOrHealthChecks) {
     }
   }
 
+  // A control: a server of this test process, doing nothing slow. A stall
+  // of the whole machine (page reclaim, writeback) delays it as much as the
+  // daemons; only delay beyond it is the daemons' own.
+  rpc::RpcServer control_server({.listen = "127.0.0.1:0"});
+  ASSERT_TRUE(control_server.Start().ok());
+  Prober control("control (this process)",
+                 HealthProbe(control_server.address()));
   auto heartbeats = v1::Coordinator::NewStub(grpc::CreateChannel(
       coordinator.address(), grpc::InsecureChannelCredentials()));
   Prober coordinator_health("coordinator health",
@@ -170,13 +179,16 @@ TEST(LivenessE2eTest, UploadsAndSnapshotsNeverDelayHeartbeatsOrHealthChecks) {
   EXPECT_TRUE(id.ok()) << id.status();
   snapshot.join();
 
+  control.Stop();
+  std::cout << control.Describe() << "\n";
+  const absl::Duration bound = std::max(kBound, control.worst() + kBound / 2);
   for (Prober* prober :
        {&coordinator_health, &coordinator_heartbeat, &ps_health, &ps_status}) {
     prober->Stop();
     std::cout << prober->Describe() << "\n";
     EXPECT_GT(prober->probes(), 5) << prober->Describe();
     EXPECT_EQ(prober->failures(), 0) << prober->Describe();
-    EXPECT_LE(prober->worst(), kBound) << prober->Describe();
+    EXPECT_LE(prober->worst(), bound) << prober->Describe();
   }
   absl::StatusOr<v1::ClusterState> state = coordinator.State();
   ASSERT_TRUE(state.ok()) << state.status();
