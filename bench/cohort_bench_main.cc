@@ -19,6 +19,7 @@
 #include "collective/algorithmic_communicator.h"
 #include "collective/grpc_store.h"
 #include "collective/transports/grpc_transport.h"
+#include "common/allocator.h"
 #include "common/file_util.h"
 #include "common/flags.h"
 #include "common/signals.h"
@@ -235,6 +236,7 @@ int Launch(const std::string& command) {
 }
 
 int Main(int argc, char** argv) {
+  KeepLargeAllocationsInTheHeap();
   const std::vector<std::string> args = ParseCommandLine(argc, argv, kUsage);
   if (args.size() == 1 && args[0] == "store") {
     BlockTerminationSignals();  // before any thread, so TerminationWaiter sees them

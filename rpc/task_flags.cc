@@ -3,6 +3,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/allocator.h"
 #include "common/cluster_resolver.h"
 #include "common/flags.h"
 #include "common/logging.h"
@@ -109,6 +110,7 @@ absl::StatusOr<TaskConfig> TaskConfigFromFlags(
 TaskConfig InitTaskDaemon(int argc, char** argv, absl::string_view daemon,
                           absl::string_view usage,
                           const std::vector<std::string>& allowed_types) {
+  KeepLargeAllocationsInTheHeap();
   BlockTerminationSignals();
   ParseDaemonCommandLine(argc, argv, usage);
   absl::StatusOr<TaskConfig> config = TaskConfigFromFlags(allowed_types);
