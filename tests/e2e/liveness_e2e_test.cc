@@ -1,8 +1,10 @@
 // Slow work never delays liveness: while a 200 MiB step library uploads to
 // the coordinator and a 1 GiB ps shard snapshots to disk, both daemons still
-// answer health checks, heartbeats and status reads within 100 ms (or, when
-// the whole machine stalls, within 50 ms of a control server of this test
-// process), and no task is declared DEAD.
+// answer health checks, heartbeats and status reads within 100 ms of a
+// control server of this test process (which alone answers within
+// milliseconds on an idle machine, and shows it when the whole machine
+// stalls), and no task is declared DEAD. A handler blocked by the upload's
+// hashing or the snapshot's copy would be late by most of a second.
 
 #include <gmock/gmock.h>
 #include <grpcpp/create_channel.h>
@@ -181,7 +183,8 @@ TEST(LivenessE2eTest, UploadsAndSnapshotsNeverDelayHeartbeatsOrHealthChecks) {
 
   control.Stop();
   std::cout << control.Describe() << "\n";
-  const absl::Duration bound = std::max(kBound, control.worst() + kBound / 2);
+  // The daemons add at most 100 ms to what the machine itself costs.
+  const absl::Duration bound = kBound + control.worst();
   for (Prober* prober :
        {&coordinator_health, &coordinator_heartbeat, &ps_health, &ps_status}) {
     prober->Stop();
