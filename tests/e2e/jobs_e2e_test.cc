@@ -2,15 +2,15 @@
 // devices each; step libraries are submitted through the client library and
 // train, fail, crash and restart for real.
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <cmath>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
+#include "tests/testing/jobs.h"
 #include "tests/testing/test_cluster.h"
 
 namespace cohort::testing {
@@ -18,9 +18,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string Library(const std::string& name) {
-  return absl::StrCat(BinDir(), "/../lib/lib", name, ".so");
-}
+std::string Library(const std::string& name) { return ExampleLibrary(name); }
 std::string TestLibrary(const std::string& name) {
   return absl::StrCat(BinDir(), "/../tests/lib", name, ".so");
 }
@@ -51,32 +49,20 @@ class JobsE2eTest : public ::testing::Test {
     dir_ = new ScratchDir();
     absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(
         *dir_, /*workers=*/1, /*ps=*/1,
-        {"--cpu_devices=4", absl::StrCat("--state_dir=", dir_->path(), "/state")});
+        {"--cpu_devices=4",
+         absl::StrCat("--state_dir=", dir_->path(), "/state")});
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     coordinator_ = cluster->coordinator.release();
     client_ = Client::Connect(coordinator_->address())->release();
-    CommandResult made =
-        RunCommand({Binary("cohort-example-mlp-data"),
-                    "--out=" + SpiralsDir(), "--files=4"});
+    CommandResult made = RunCommand({Binary("cohort-example-mlp-data"),
+                                     "--out=" + SpiralsDir(), "--files=4"});
     ASSERT_EQ(made.exit_code, 0) << made.output;
   }
   static std::string SpiralsDir() { return dir_->path() + "/spirals"; }
   // The MLP example on the spirals' 4 record files, 2 devices per agent.
   static JobSpec MlpJob(StrategyKind strategy, int64_t steps,
                         const std::string& shard_policy) {
-    return JobSpec{.name = "mlp",
-                   .strategy = strategy,
-                   .library_path = Library("cohort_example_mlp"),
-                   .init_fn = "mlp_init",
-                   .step_fn = "mlp_step",
-                   .dataset_fn = "mlp_data",
-                   .steps = steps,
-                   .global_batch_size = 128,
-                   .seed = 3,
-                   .config_json = absl::StrCat(
-                       R"({"data_dir": ")", SpiralsDir(),
-                       R"(", "shard_policy": ")", shard_policy, R"("})"),
-                   .devices_per_agent = 2};
+    return testing::MlpJob(SpiralsDir(), strategy, steps, shard_policy);
   }
   static void TearDownTestSuite() {
     delete client_;
@@ -96,17 +82,7 @@ class JobsE2eTest : public ::testing::Test {
   }
   static v1::JobStatus WaitForEnd(const std::string& id, absl::Duration timeout,
                                   Client* client = client_) {
-    v1::JobStatus last;
-    WaitUntil(
-        [&] {
-          absl::StatusOr<v1::JobStatus> status = client->GetJob(id);
-          if (status.ok()) last = *status;
-          return status.ok() && (last.state() == v1::JOB_SUCCEEDED ||
-                                 last.state() == v1::JOB_FAILED ||
-                                 last.state() == v1::JOB_CANCELLED);
-        },
-        timeout, absl::Milliseconds(100));
-    return last;
+    return WaitForJobEnd(*client, id, timeout);
   }
   static Checkpoint Final(const v1::JobStatus& status) {
     absl::StatusOr<Checkpoint> checkpoint =
@@ -228,8 +204,8 @@ TEST_F(JobsE2eTest, KilledWorkerAgentRestartsTheJobFromItsCheckpoint) {
   JobSpec spec = LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 300);
   spec.checkpoint_every = 20;
   spec.max_restarts = 2;
-  spec.config_json = std::string(kLinearConfig).replace(
-      1, 0, R"("step_sleep_ms": 10, )");
+  spec.config_json =
+      std::string(kLinearConfig).replace(1, 0, R"("step_sleep_ms": 10, )");
   absl::StatusOr<std::string> id = client_->SubmitJob(spec);
   ASSERT_TRUE(id.ok()) << id.status();
   ASSERT_TRUE(WaitUntil(
@@ -317,15 +293,16 @@ TEST_F(JobsE2eTest, BadJobsFailWithAReasonAndTheClusterRunsTheNextJob) {
          const std::string data = dir.path() + "/one-file";
          RunCommand({Binary("cohort-example-mlp-data"), "--out=" + data,
                      "--files=1", "--examples=512"});
-         return JobSpec{.library_path = Library("cohort_example_mlp"),
-                        .init_fn = "mlp_init",
-                        .step_fn = "mlp_step",
-                        .dataset_fn = "mlp_data",
-                        .steps = 5,
-                        .global_batch_size = 8,
-                        .config_json = absl::StrCat(R"({"data_dir": ")", data,
-                                                    R"(", "shard_policy": "file"})"),
-                        .devices_per_agent = 1};
+         return JobSpec{
+             .library_path = Library("cohort_example_mlp"),
+             .init_fn = "mlp_init",
+             .step_fn = "mlp_step",
+             .dataset_fn = "mlp_data",
+             .steps = 5,
+             .global_batch_size = 8,
+             .config_json = absl::StrCat(R"({"data_dir": ")", data,
+                                         R"(", "shard_policy": "file"})"),
+             .devices_per_agent = 1};
        },
        "kData"},
       {"step returns an error",
@@ -352,7 +329,8 @@ TEST_F(JobsE2eTest, BadJobsFailWithAReasonAndTheClusterRunsTheNextJob) {
   for (const BadJob& bad : cases) {
     SCOPED_TRACE(bad.name);
     const v1::JobStatus status = Run(bad.spec(*dir_));
-    EXPECT_EQ(status.state(), v1::JOB_FAILED) << v1::JobState_Name(status.state());
+    EXPECT_EQ(status.state(), v1::JOB_FAILED)
+        << v1::JobState_Name(status.state());
     EXPECT_THAT(status.error(), HasSubstr(bad.error));
   }
   ASSERT_TRUE(coordinator_->WaitAllReady(absl::Seconds(20)).ok());
@@ -362,10 +340,16 @@ TEST_F(JobsE2eTest, BadJobsFailWithAReasonAndTheClusterRunsTheNextJob) {
 
 TEST_F(JobsE2eTest, CohortctlSubmitWaitShowsProgressAndJobJsonHasTheStatus) {
   const std::vector<std::string> submit = {
-      Binary("cohortctl"), "--coordinator=" + coordinator_->address(),
-      "submit", "--library=" + Library("cohort_example_linear"),
-      "--init=linear_init", "--step=linear_step", "--dataset=linear_data",
-      "--steps=200", "--global_batch=64", "--devices_per_agent=2",
+      Binary("cohortctl"),
+      "--coordinator=" + coordinator_->address(),
+      "submit",
+      "--library=" + Library("cohort_example_linear"),
+      "--init=linear_init",
+      "--step=linear_step",
+      "--dataset=linear_data",
+      "--steps=200",
+      "--global_batch=64",
+      "--devices_per_agent=2",
       std::string("--config=") +
           R"({"dim": 4, "step_sleep_ms": 5, "true_w": [1, 2, 3, 4]})",
       "--wait"};
@@ -379,8 +363,9 @@ TEST_F(JobsE2eTest, CohortctlSubmitWaitShowsProgressAndJobJsonHasTheStatus) {
   // On a terminal (script(1) gives it one): a bar redrawn in place.
   std::string line;
   for (const std::string& arg : submit) absl::StrAppend(&line, "'", arg, "' ");
-  CommandResult tty = RunCommand({"/usr/bin/script", "-qfec", line, "/dev/null"},
-                                 absl::Seconds(60), {{"TERM", "xterm"}});
+  CommandResult tty =
+      RunCommand({"/usr/bin/script", "-qfec", line, "/dev/null"},
+                 absl::Seconds(60), {{"TERM", "xterm"}});
   ASSERT_EQ(tty.exit_code, 0) << tty.output;
   EXPECT_THAT(tty.output, HasSubstr("\r\x1B[K["));
   EXPECT_THAT(tty.output, HasSubstr("#"));
@@ -388,14 +373,15 @@ TEST_F(JobsE2eTest, CohortctlSubmitWaitShowsProgressAndJobJsonHasTheStatus) {
   absl::StatusOr<std::vector<v1::JobStatus>> jobs = client_->ListJobs();
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   ASSERT_FALSE(jobs->empty());
-  CommandResult json = RunCommand(
-      {Binary("cohortctl"), "--coordinator=" + coordinator_->address(), "job",
-       jobs->back().job_id(), "--json"});
+  CommandResult json = RunCommand({Binary("cohortctl"),
+                                   "--coordinator=" + coordinator_->address(),
+                                   "job", jobs->back().job_id(), "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.output;
   for (const char* field : {"state", "step", "metrics", "loss", "restarts"}) {
     EXPECT_THAT(json.output, HasSubstr(field));
   }
-  EXPECT_THAT(json.output, ::testing::ContainsRegex("steps_?[pP]er_?[sS]econd"));
+  EXPECT_THAT(json.output,
+              ::testing::ContainsRegex("steps_?[pP]er_?[sS]econd"));
 }
 
 TEST_F(JobsE2eTest, RestartedCoordinatorStillListsTheJobs) {
@@ -423,7 +409,8 @@ TEST_F(JobsE2eTest, RestartedCoordinatorStillListsTheJobs) {
   absl::StatusOr<ReadyCluster> again =
       StartReadyCluster(dir, 1, 0, {"--state_dir=" + state});
   ASSERT_TRUE(again.ok()) << again.status();
-  std::unique_ptr<Client> client = *Client::Connect(again->coordinator->address());
+  std::unique_ptr<Client> client =
+      *Client::Connect(again->coordinator->address());
   absl::StatusOr<v1::JobStatus> status = client->GetJob(id);
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_EQ(status->state(), v1::JOB_SUCCEEDED);

@@ -2,16 +2,16 @@
 // worker agent (2 CPU devices each) and two ps tasks; the coordinator hands
 // out step closures; workers and ps tasks are SIGKILLed mid-job.
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <cstdio>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
+#include "tests/testing/jobs.h"
 #include "tests/testing/test_cluster.h"
 
 namespace cohort::testing {
@@ -19,9 +19,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string Library(const std::string& name) {
-  return absl::StrCat(BinDir(), "/../lib/lib", name, ".so");
-}
+std::string Library(const std::string& name) { return ExampleLibrary(name); }
 
 class PsJobsE2eTest : public ::testing::Test {
  protected:
@@ -29,7 +27,8 @@ class PsJobsE2eTest : public ::testing::Test {
     dir_ = new ScratchDir();
     absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(
         *dir_, /*workers=*/1, /*ps=*/2,
-        {"--cpu_devices=2", absl::StrCat("--state_dir=", dir_->path(), "/state")});
+        {"--cpu_devices=2",
+         absl::StrCat("--state_dir=", dir_->path(), "/state")});
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     coordinator_ = cluster->coordinator.release();
     client_ = Client::Connect(coordinator_->address())->release();
@@ -45,17 +44,9 @@ class PsJobsE2eTest : public ::testing::Test {
   }
 
   static JobSpec MlpJob(int64_t steps) {
-    JobSpec spec{.name = "mlp-ps",
-                 .strategy = StrategyKind::kParameterServer,
-                 .library_path = Library("cohort_example_mlp"),
-                 .init_fn = "mlp_init",
-                 .step_fn = "mlp_step",
-                 .dataset_fn = "mlp_data",
-                 .steps = steps,
-                 .global_batch_size = 128,
-                 .seed = 3,
-                 .config_json = absl::StrCat(R"({"data_dir": ")", data_,
-                                             R"(", "shard_policy": "file"})")};
+    JobSpec spec =
+        testing::MlpJob(data_, StrategyKind::kParameterServer, steps, "file");
+    spec.name = "mlp-ps";
     spec.ps.partitioner = ParameterServerOptions::Partitioner::kFixedShards;
     spec.ps.num_shards = 2;
     spec.ps.recovery_timeout = absl::Seconds(30);
@@ -66,26 +57,13 @@ class PsJobsE2eTest : public ::testing::Test {
       const std::string& id,
       const std::function<bool(const v1::JobStatus&)>& condition,
       absl::Duration timeout) {
-    v1::JobStatus last;
-    WaitUntil(
-        [&] {
-          absl::StatusOr<v1::JobStatus> status = client_->GetJob(id);
-          if (status.ok()) last = *status;
-          return status.ok() && condition(last);
-        },
-        timeout, absl::Milliseconds(100));
-    return last;
+    return WaitForJob(*client_, id, condition, timeout);
   }
   static v1::JobStatus WaitForEnd(const std::string& id,
                                   absl::Duration timeout) {
-    return WaitFor(
-        id,
-        [](const v1::JobStatus& s) {
-          return s.state() == v1::JOB_SUCCEEDED ||
-                 s.state() == v1::JOB_FAILED || s.state() == v1::JOB_CANCELLED;
-        },
-        timeout);
+    return WaitForJobEnd(*client_, id, timeout);
   }
+
   static pid_t Pid(const std::string& type, int index) {
     absl::StatusOr<v1::ClusterState> state = coordinator_->State();
     if (!state.ok()) return 0;
@@ -152,8 +130,9 @@ TEST_F(PsJobsE2eTest, AKilledWorkersClosuresRunAgainAndTheJobCompletes) {
   spec.ps.max_inflight = 2;
   absl::StatusOr<std::string> id = client_->SubmitJob(spec);
   ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_EQ(WaitFor(*id, [](const v1::JobStatus& s) { return s.step() >= 60; },
-                    absl::Seconds(60))
+  ASSERT_EQ(WaitFor(
+                *id, [](const v1::JobStatus& s) { return s.step() >= 60; },
+                absl::Seconds(60))
                 .state(),
             v1::JOB_RUNNING);
   const pid_t worker = Pid("worker", 0);
@@ -175,12 +154,14 @@ TEST_F(PsJobsE2eTest, AKilledWorkersClosuresRunAgainAndTheJobCompletes) {
   EXPECT_LT(status.metrics().at("max_weight_error"), 0.05);
 }
 
-TEST_F(PsJobsE2eTest, AKilledPsIsRestoredFromItsSnapshotAndTheJobReachesTheBar) {
+TEST_F(PsJobsE2eTest,
+       AKilledPsIsRestoredFromItsSnapshotAndTheJobReachesTheBar) {
   JobSpec spec = MlpJob(1200);
   absl::StatusOr<std::string> id = client_->SubmitJob(spec);
   ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_EQ(WaitFor(*id, [](const v1::JobStatus& s) { return s.step() >= 300; },
-                    absl::Seconds(60))
+  ASSERT_EQ(WaitFor(
+                *id, [](const v1::JobStatus& s) { return s.step() >= 300; },
+                absl::Seconds(60))
                 .state(),
             v1::JOB_RUNNING);
   const pid_t ps = Pid("ps", 1);
