@@ -406,7 +406,7 @@ void JobManager::Place(Job& job, const std::vector<AgentView>& agents,
                  : absl::StrCat(
                        "AUTO picked hierarchical: CPU replicas "
                        "reduce between threads inside each agent, "
-                       "then over a gRPC ring of the ",
+                       "then over a ring of the ",
                        num_nodes, " agents");
     }
   } else if (communication == v1::COMMUNICATION_NCCL) {

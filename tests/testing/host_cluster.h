@@ -52,11 +52,12 @@ class HostCluster {
 
   // The task's process; nullptr if it is not running from here.
   Subprocess* process(const std::string& task);
-  // Starts `task` on its host (again, after a kill); its log is appended to
-  // <dir>/<type>-<index>.log.
+  // Starts `task` on its host (again, after a kill), with --state_dir at
+  // StateDir(task); its output is appended to TaskLog(task).
   absl::Status StartTask(const std::string& task);
   // SIGKILLs `task` and reaps it.
   void KillTask(const std::string& task);
+  // The path of the task's log: <dir>/<type>-<index>.log.
   std::string TaskLog(const std::string& task) const;
   // Where a task keeps its local state (--state_dir): <dir>/host<h>/<task>.
   std::string StateDir(const std::string& task) const;
