@@ -46,22 +46,8 @@ std::optional<absl::Time> FirstLogLine(const std::string& log_file,
   return std::nullopt;
 }
 
-v1::TaskState StateOf(HostCluster& cluster, const std::string& type,
-                      int index) {
-  absl::StatusOr<v1::ClusterState> state = cluster.coordinator().State();
-  if (!state.ok()) return v1::TASK_STATE_UNSPECIFIED;
-  const v1::TaskStatus* task = FindTask(*state, type, index);
-  return task == nullptr ? v1::TASK_STATE_UNSPECIFIED : task->state();
-}
-
-class MultiHostFaultsE2eTest : public ::testing::Test {
+class MultiHostFaultsE2eTest : public TestHostsTest<5> {
  protected:
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<TestHosts>> hosts = TestHosts::Create(5);
-    if (!hosts.ok()) GTEST_SKIP() << hosts.status().message();
-    hosts_ = *std::move(hosts);
-  }
-
   // The coordinator on host 1, the chief on 2, workers on 3 and 4.
   absl::StatusOr<std::unique_ptr<HostCluster>> StartAgents(
       absl::Duration heartbeat_timeout = kHeartbeatTimeout) {
@@ -76,9 +62,6 @@ class MultiHostFaultsE2eTest : public ::testing::Test {
          .coordinator_flags = coordinator_flags,
          .agent_flags = {"--cpu_devices=2"}});
   }
-
-  ScratchDir dir_;
-  std::unique_ptr<TestHosts> hosts_;
 };
 
 TEST_F(MultiHostFaultsE2eTest,
@@ -92,11 +75,7 @@ TEST_F(MultiHostFaultsE2eTest,
   spec.max_restarts = 2;
   absl::StatusOr<std::string> id = c.client().SubmitJob(spec);
   ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_EQ(WaitForJob(
-                c.client(), *id,
-                [](const v1::JobStatus& s) { return s.step() >= 150; },
-                absl::Seconds(60))
-                .state(),
+  ASSERT_EQ(WaitForStep(c.client(), *id, 150, absl::Seconds(60)).state(),
             v1::JOB_RUNNING);
 
   const absl::Time cut = absl::Now();
@@ -119,7 +98,7 @@ TEST_F(MultiHostFaultsE2eTest,
               << absl::FormatDuration(kHeartbeatTimeout) << ")\n";
     EXPECT_LE(*failed - cut, kHeartbeatTimeout + absl::Seconds(1)) << survivor;
   }
-  EXPECT_EQ(StateOf(c, "worker", 1), v1::DEAD);
+  EXPECT_EQ(c.TaskState("worker", 1), v1::DEAD);
   const v1::JobStatus restarting = WaitForJob(
       c.client(), *id,
       [](const v1::JobStatus& s) { return s.restarts_size() >= 1; },
@@ -130,7 +109,7 @@ TEST_F(MultiHostFaultsE2eTest,
   // The link comes back: the host registers again and the job, placed on
   // every agent again, finishes.
   ASSERT_TRUE(hosts_->SetLink(4, true).ok());
-  EXPECT_TRUE(WaitUntil([&] { return StateOf(c, "worker", 1) == v1::READY; },
+  EXPECT_TRUE(WaitUntil([&] { return c.TaskState("worker", 1) == v1::READY; },
                         absl::Seconds(30)));
   const v1::JobStatus status =
       WaitForJobEnd(c.client(), *id, absl::Seconds(120));
@@ -226,17 +205,13 @@ TEST_F(MultiHostFaultsE2eTest,
   spec.ps.recovery_timeout = absl::Seconds(60);
   absl::StatusOr<std::string> id = c.client().SubmitJob(spec);
   ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_EQ(WaitForJob(
-                c.client(), *id,
-                [](const v1::JobStatus& s) { return s.step() >= 50; },
-                absl::Seconds(60))
-                .state(),
+  ASSERT_EQ(WaitForStep(c.client(), *id, 50, absl::Seconds(60)).state(),
             v1::JOB_RUNNING);
   ASSERT_TRUE(hosts_->SetLink(5, false).ok());
-  EXPECT_TRUE(WaitUntil([&] { return StateOf(c, "ps", 1) == v1::DEAD; },
+  EXPECT_TRUE(WaitUntil([&] { return c.TaskState("ps", 1) == v1::DEAD; },
                         absl::Seconds(30)));
   ASSERT_TRUE(hosts_->SetLink(5, true).ok());
-  EXPECT_TRUE(WaitUntil([&] { return StateOf(c, "ps", 1) == v1::READY; },
+  EXPECT_TRUE(WaitUntil([&] { return c.TaskState("ps", 1) == v1::READY; },
                         absl::Seconds(30)));
   const v1::JobStatus status =
       WaitForJobEnd(c.client(), *id, absl::Seconds(120));
@@ -249,11 +224,7 @@ TEST_F(MultiHostFaultsE2eTest,
   spec.steps = 100000;
   id = c.client().SubmitJob(spec);
   ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_EQ(WaitForJob(
-                c.client(), *id,
-                [](const v1::JobStatus& s) { return s.step() >= 20; },
-                absl::Seconds(60))
-                .state(),
+  ASSERT_EQ(WaitForStep(c.client(), *id, 20, absl::Seconds(60)).state(),
             v1::JOB_RUNNING);
   ASSERT_TRUE(hosts_->SetLink(5, false).ok());
   const v1::JobStatus failed =

@@ -39,20 +39,17 @@ std::map<std::string, std::string> Tensors(const v1::JobStatus& status) {
   return out;
 }
 
-class MultiHostJobsE2eTest : public ::testing::Test {
+class MultiHostJobsE2eTest : public TestHostsTest<5> {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<TestHosts>> hosts = TestHosts::Create(5);
-    if (!hosts.ok()) GTEST_SKIP() << hosts.status().message();
-    hosts_ = *std::move(hosts);
+    TestHostsTest::SetUp();
+    if (IsSkipped()) return;
     data_ = dir_.path() + "/spirals";
     CommandResult made = RunCommand(
         {Binary("cohort-example-mlp-data"), "--out=" + data_, "--files=6"});
     ASSERT_EQ(made.exit_code, 0) << made.output;
   }
 
-  ScratchDir dir_;
-  std::unique_ptr<TestHosts> hosts_;
   std::string data_;
 };
 
@@ -171,7 +168,8 @@ TEST_F(MultiHostJobsE2eTest,
       [](const v1::JobStatus& s) { return s.checkpoint_step() >= 300; },
       absl::Seconds(120));
   ASSERT_EQ(before.state(), v1::JOB_RUNNING)
-      << before.ShortDebugString() << ReadFile(c.TaskLog("chief:0")).value_or("");
+      << before.ShortDebugString()
+      << ReadFile(c.TaskLog("chief:0")).value_or("");
 
   // Every process on the chief's host dies, and its disk is wiped.
   c.KillTask("chief:0");
@@ -179,14 +177,8 @@ TEST_F(MultiHostJobsE2eTest,
   const int64_t lost_at = before.checkpoint_step();
   // The host comes back empty, as a replaced machine would, once the
   // coordinator has given the old one up.
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        absl::StatusOr<v1::ClusterState> state = c.coordinator().State();
-        const v1::TaskStatus* chief =
-            state.ok() ? FindTask(*state, "chief", 0) : nullptr;
-        return chief != nullptr && chief->state() == v1::DEAD;
-      },
-      absl::Seconds(30)));
+  ASSERT_TRUE(WaitUntil([&] { return c.TaskState("chief", 0) == v1::DEAD; },
+                        absl::Seconds(30)));
   ASSERT_TRUE(c.StartTask("chief:0").ok());
 
   const v1::JobStatus status =

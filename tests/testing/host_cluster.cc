@@ -82,6 +82,13 @@ int HostCluster::host_of(const std::string& task) const {
   return -1;
 }
 
+v1::TaskState HostCluster::TaskState(const std::string& type, int index) {
+  absl::StatusOr<v1::ClusterState> state = coordinator_->State();
+  if (!state.ok()) return v1::TASK_STATE_UNSPECIFIED;
+  const v1::TaskStatus* task = FindTask(*state, type, index);
+  return task == nullptr ? v1::TASK_STATE_UNSPECIFIED : task->state();
+}
+
 std::string HostCluster::StateDir(const std::string& task) const {
   std::string name = task;
   std::replace(name.begin(), name.end(), ':', '-');

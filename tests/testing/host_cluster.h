@@ -6,6 +6,8 @@
 // Kubernetes would. The test process talks to the coordinator through the
 // hosts' bridge.
 
+#include <gtest/gtest.h>
+
 #include <map>
 #include <memory>
 #include <string>
@@ -49,6 +51,8 @@ class HostCluster {
   Client& client() { return *client_; }
   const std::string& spec_json() const { return spec_json_; }
   int host_of(const std::string& task) const;
+  // A task's state as the coordinator reports it; UNSPECIFIED if unknown.
+  v1::TaskState TaskState(const std::string& type, int index);
 
   // The task's process; nullptr if it is not running from here.
   Subprocess* process(const std::string& task);
@@ -73,6 +77,21 @@ class HostCluster {
   std::unique_ptr<CoordinatorProcess> coordinator_;
   std::unique_ptr<Client> client_;
   std::map<std::string, Subprocess> processes_;  // by task id
+};
+
+// A fixture with `n` test hosts; skips, saying why, where they cannot be
+// made (not root).
+template <int n>
+class TestHostsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<TestHosts>> hosts = TestHosts::Create(n);
+    if (!hosts.ok()) GTEST_SKIP() << hosts.status().message();
+    hosts_ = *std::move(hosts);
+  }
+
+  ScratchDir dir_;
+  std::unique_ptr<TestHosts> hosts_;
 };
 
 }  // namespace cohort::testing

@@ -65,6 +65,16 @@ v1::JobStatus WaitForJob(
   return last;
 }
 
+v1::JobStatus WaitForStep(Client& client, const std::string& id, int64_t step,
+                          absl::Duration timeout) {
+  return WaitForJob(
+      client, id,
+      [step](const v1::JobStatus& s) {
+        return s.step() >= step || JobEnded(s);
+      },
+      timeout);
+}
+
 v1::JobStatus WaitForJobEnd(Client& client, const std::string& id,
                             absl::Duration timeout) {
   return WaitForJob(client, id, JobEnded, timeout);

@@ -31,6 +31,9 @@ v1::JobStatus WaitForJob(
     Client& client, const std::string& id,
     const std::function<bool(const v1::JobStatus&)>& condition,
     absl::Duration timeout);
+// Until it has done `step` steps (or ended); its last status.
+v1::JobStatus WaitForStep(Client& client, const std::string& id, int64_t step,
+                          absl::Duration timeout);
 // Until it SUCCEEDED, FAILED or was CANCELLED.
 v1::JobStatus WaitForJobEnd(Client& client, const std::string& id,
                             absl::Duration timeout);
