@@ -100,15 +100,14 @@ absl::Status AlgorithmicCommunicator::ReduceScatter(const void* input,
   if (absl::Status supported = CheckSupported(dtype, op); !supported.ok()) {
     return supported;
   }
+  const size_t element = DTypeSize(dtype);
+  const size_t total = count * static_cast<size_t>(size());
+  // The ring reduces in place; the caller's input stays intact.
+  std::vector<char> work(static_cast<const char*>(input),
+                         static_cast<const char*>(input) + total * element);
   return Run(absl::StrCat("reducescatter ", DTypeName(dtype), " ",
                           ReduceOpName(op), " ", count),
              [&](const OpContext& ctx) {
-               const size_t element = DTypeSize(dtype);
-               const size_t total = count * static_cast<size_t>(ctx.size());
-               // The ring reduces in place; the caller's input stays intact.
-               std::vector<char> work(
-                   static_cast<const char*>(input),
-                   static_cast<const char*>(input) + total * element);
                const Segments segments(total, ctx.size());
                absl::Status status =
                    RingReduceScatter(ctx, work.data(), segments, dtype, op, 0);

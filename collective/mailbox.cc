@@ -9,7 +9,7 @@ namespace cohort::collective {
 Mailbox::Mailbox(int size) : sources_(static_cast<size_t>(size)) {}
 
 void Mailbox::Deliver(int source, const Tag& tag, std::string signature,
-                      std::string payload) {
+                      absl::Cord payload) {
   absl::MutexLock lock(&mu_);
   sources_[source].messages.insert_or_assign(
       tag, Message{std::move(signature), std::move(payload)});
@@ -38,6 +38,21 @@ absl::Status Mailbox::Await(const Transport& self, int source,
 absl::Status Mailbox::Take(const Transport& self, int source,
                            const Envelope& envelope, void* data, size_t bytes,
                            absl::Time deadline) {
+  absl::StatusOr<absl::Cord> payload =
+      TakeCord(self, source, envelope, bytes, deadline);
+  if (!payload.ok()) return payload.status();
+  char* out = static_cast<char*>(data);
+  for (absl::string_view piece : payload->Chunks()) {
+    std::memcpy(out, piece.data(), piece.size());
+    out += piece.size();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<absl::Cord> Mailbox::TakeCord(const Transport& self, int source,
+                                             const Envelope& envelope,
+                                             size_t bytes,
+                                             absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   auto& messages = sources_[source].messages;
   const Tag& tag = envelope.tag;
@@ -68,9 +83,9 @@ absl::Status Mailbox::Take(const Transport& self, int source,
                      " bytes for ", envelope.signature, " where ",
                      self.Describe(self.rank()), " expects ", bytes));
   }
-  if (bytes > 0) std::memcpy(data, it->second.payload.data(), bytes);
+  absl::Cord payload = std::move(it->second.payload);
   messages.erase(it);
-  return absl::OkStatus();
+  return payload;
 }
 
 void Mailbox::PeerGone(int source, const absl::Status& status) {

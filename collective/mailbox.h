@@ -10,6 +10,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "absl/synchronization/mutex.h"
 #include "collective/transport.h"
 
@@ -21,9 +23,11 @@ class Mailbox {
   explicit Mailbox(int size);
 
   // Files a message from `source`. A message for a tag already held
-  // replaces it (only a misbehaving peer sends one twice).
+  // replaces it (only a misbehaving peer sends one twice). The payload is a
+  // Cord so that bytes received into a transport's own buffers are filed
+  // without a copy.
   void Deliver(int source, const Tag& tag, std::string signature,
-               std::string payload);
+               absl::Cord payload);
 
   // Waits for the message from `source` with `envelope.tag` and copies it to
   // `data` (exactly `bytes`). `self` names the ranks in errors. Fails with
@@ -31,6 +35,10 @@ class Mailbox {
   // FAILED_PRECONDITION on a signature or size mismatch.
   absl::Status Take(const Transport& self, int source, const Envelope& envelope,
                     void* data, size_t bytes, absl::Time deadline);
+  // As Take, but hands over the payload itself instead of copying it.
+  absl::StatusOr<absl::Cord> TakeCord(const Transport& self, int source,
+                                      const Envelope& envelope, size_t bytes,
+                                      absl::Time deadline);
 
   // Fails pending and later Takes from `source` (its process died, its
   // stream broke). The first status for a source wins.
@@ -45,7 +53,7 @@ class Mailbox {
  private:
   struct Message {
     std::string signature;
-    std::string payload;
+    absl::Cord payload;
   };
   struct Source {
     std::map<Tag, Message> messages;

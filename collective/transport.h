@@ -14,6 +14,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
@@ -58,6 +60,13 @@ class Transport {
   // FAILED_PRECONDITION on a signature or size mismatch.
   virtual absl::Status Recv(int peer, const Envelope& envelope, void* data,
                             size_t bytes, absl::Time deadline) = 0;
+  // As Recv, but returns the bytes as they arrived, without copying them
+  // where the transport can: a reduction reads them once, in place. By
+  // default, Recv into a buffer of its own.
+  virtual absl::StatusOr<absl::Cord> RecvCord(int peer,
+                                              const Envelope& envelope,
+                                              size_t bytes,
+                                              absl::Time deadline);
 
   // How far, in bytes, a rank may send ahead of its receives from the same
   // exchange without Send having to wait for the peer. Algorithms that send

@@ -35,6 +35,11 @@ struct OpContext {
     return transport->Recv(peer, {{sequence, step, chunk}, signature}, data,
                            bytes, deadline);
   }
+  absl::StatusOr<absl::Cord> RecvCord(int peer, uint32_t step, uint32_t chunk,
+                                      size_t bytes) const {
+    return transport->RecvCord(peer, {{sequence, step, chunk}, signature},
+                               bytes, deadline);
+  }
 };
 
 // How a buffer of `count` elements is cut into `parts` contiguous segments:

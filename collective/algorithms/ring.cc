@@ -1,7 +1,7 @@
 #include "collective/algorithms/ring.h"
 
 #include <algorithm>
-#include <vector>
+#include <cstring>
 
 #include "collective/reduce.h"
 
@@ -20,17 +20,41 @@ size_t ChunkBytes(const OpContext& ctx, size_t element) {
   return std::max<size_t>(limit / element, 1) * element;
 }
 
+// Reduces the received `chunk` into `target` piece by piece, as the
+// transport holds it. An element split across two pieces is joined first.
+void AccumulateCord(char* target, const absl::Cord& chunk, size_t element,
+                    DType dtype, ReduceOp op) {
+  char split[16];
+  size_t held = 0;  // bytes of a split element in `split`
+  for (absl::string_view piece : chunk.Chunks()) {
+    if (held > 0) {
+      const size_t take = std::min(element - held, piece.size());
+      std::memcpy(split + held, piece.data(), take);
+      held += take;
+      piece.remove_prefix(take);
+      if (held < element) continue;
+      Accumulate(target, split, 1, dtype, op);
+      target += element;
+      held = 0;
+    }
+    const size_t whole = piece.size() / element;
+    Accumulate(target, piece.data(), whole, dtype, op);
+    target += whole * element;
+    piece.remove_prefix(whole * element);
+    std::memcpy(split, piece.data(), piece.size());
+    held = piece.size();
+  }
+}
+
 // Sends `send_bytes` from `send` to next and receives `recv_bytes` from prev,
-// in chunks of whole elements (`element` bytes). Each received chunk lands
-// at `recv_target(offset, length)`, and `on_chunk(offset, length, where)`
-// runs right after it arrives. Sends run ahead of receives by the
-// transport's window (all of them over gRPC, whose Send only queues), so
-// the transport streams while this thread reduces.
-template <typename RecvTarget, typename OnChunk>
+// in chunks of whole elements (`element` bytes). `receive(step, chunk,
+// offset, length)` takes each chunk from prev. Sends run ahead of receives
+// by the transport's window (all of them over gRPC, whose Send only
+// queues), so the transport streams while this thread reduces.
+template <typename Receive>
 absl::Status ExchangeChunks(const OpContext& ctx, uint32_t step, size_t element,
                             const char* send, size_t send_bytes,
-                            size_t recv_bytes, RecvTarget recv_target,
-                            OnChunk on_chunk) {
+                            size_t recv_bytes, Receive receive) {
   const size_t chunk = ChunkBytes(ctx, element);
   // At least one (possibly empty) message each way, so that even an empty
   // segment carries the signature for mismatch detection.
@@ -55,11 +79,9 @@ absl::Status ExchangeChunks(const OpContext& ctx, uint32_t step, size_t element,
     }
     const size_t at = received * chunk;
     const size_t len = std::min(chunk, recv_bytes - std::min(at, recv_bytes));
-    char* where = recv_target(at, len);
     absl::Status status =
-        ctx.Recv(ctx.prev(), step, static_cast<uint32_t>(received), where, len);
+        receive(step, static_cast<uint32_t>(received), at, len);
     if (!status.ok()) return status;
-    on_chunk(at, len, where);
   }
   while (sent < send_chunks) {
     if (absl::Status s = send_next(); !s.ok()) return s;
@@ -75,24 +97,27 @@ absl::Status RingReduceScatter(const OpContext& ctx, char* data,
   const int n = ctx.size();
   const int r = ctx.rank();
   const size_t element = DTypeSize(dtype);
-  // One chunk of scratch, reused: a segment-sized temporary would cost a
-  // page fault per 4 KiB on every call.
-  std::vector<char> scratch(ChunkBytes(ctx, element));
   for (int s = 0; s < n - 1; ++s) {
     // Step s: pass on the segment reduced so far, add our part to the one
     // arriving. After n-1 steps segment r has passed through every rank.
     const int send_segment = Mod(r - s - 1, n);
     const int recv_segment = Mod(r - s - 2, n);
     char* target = data + segments.offset(recv_segment) * element;
-    absl::Status status = ExchangeChunks(
-        ctx, first_step + static_cast<uint32_t>(s), element,
-        data + segments.offset(send_segment) * element,
-        segments.length(send_segment) * element,
-        segments.length(recv_segment) * element,
-        [&](size_t, size_t) { return scratch.data(); },
-        [&](size_t at, size_t bytes, const char* chunk) {
-          Accumulate(target + at, chunk, bytes / element, dtype, op);
-        });
+    absl::Status status =
+        ExchangeChunks(ctx, first_step + static_cast<uint32_t>(s), element,
+                       data + segments.offset(send_segment) * element,
+                       segments.length(send_segment) * element,
+                       segments.length(recv_segment) * element,
+                       [&](uint32_t step, uint32_t chunk, size_t at,
+                           size_t bytes) -> absl::Status {
+                         // Reduced straight from the transport's buffers: no
+                         // copy first.
+                         absl::StatusOr<absl::Cord> got =
+                             ctx.RecvCord(ctx.prev(), step, chunk, bytes);
+                         if (!got.ok()) return got.status();
+                         AccumulateCord(target + at, *got, element, dtype, op);
+                         return absl::OkStatus();
+                       });
     if (!status.ok()) return status;
   }
   return absl::OkStatus();
@@ -112,10 +137,11 @@ absl::Status RingAllGather(const OpContext& ctx, char* data,
         data + segments.offset(send_segment) * element,
         segments.length(send_segment) * element,
         segments.length(recv_segment) * element,
-        [&](size_t at, size_t) {
-          return data + segments.offset(recv_segment) * element + at;
-        },
-        [](size_t, size_t, const char*) {});
+        [&](uint32_t step, uint32_t chunk, size_t at, size_t bytes) {
+          return ctx.Recv(ctx.prev(), step, chunk,
+                          data + segments.offset(recv_segment) * element + at,
+                          bytes);
+        });
     if (!status.ok()) return status;
   }
   return absl::OkStatus();

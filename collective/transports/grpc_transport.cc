@@ -6,6 +6,7 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "collective/transports/peer_frame.h"
 #include "collective/transports/peer_sender.h"
 #include "collective/transports/peer_service.h"
 #include "common/cluster_spec.h"
@@ -105,9 +106,8 @@ absl::Status GrpcTransport::Connect(Store& store) {
         store.Get(AddressKey(group, peer), options_.connect_timeout));
     COHORT_ASSIGN_OR_RETURN(
         hosts[peer], store.Get(HostKey(group, peer), options_.connect_timeout));
-    COHORT_ASSIGN_OR_RETURN(
-        labels_[peer],
-        store.Get(LabelKey(group, peer), options_.connect_timeout));
+    COHORT_ASSIGN_OR_RETURN(labels_[peer], store.Get(LabelKey(group, peer),
+                                                     options_.connect_timeout));
     v1::PeerFrame hello;
     hello.set_group(group);
     hello.set_source_rank(options_.rank);
@@ -192,13 +192,15 @@ absl::Status GrpcTransport::Send(int peer, const Envelope& envelope,
   if (shm_out_ != nullptr && peer == next_) {
     return SendShm(envelope, data, bytes, deadline);
   }
-  v1::PeerFrame frame;
-  frame.mutable_tag()->set_sequence(envelope.tag.sequence);
-  frame.mutable_tag()->set_step(envelope.tag.step);
-  frame.mutable_tag()->set_chunk(envelope.tag.chunk);
-  frame.set_op_signature(std::string(envelope.signature));
-  frame.set_payload(static_cast<const char*>(data), bytes);
-  return senders_[peer]->Enqueue(std::move(frame));
+  v1::PeerFrame header;
+  header.mutable_tag()->set_sequence(envelope.tag.sequence);
+  header.mutable_tag()->set_step(envelope.tag.step);
+  header.mutable_tag()->set_chunk(envelope.tag.chunk);
+  header.set_op_signature(std::string(envelope.signature));
+  // The one copy of the payload on this side: into a slice gRPC owns, so
+  // that Send returns at once and the caller may reuse `data`.
+  grpc::Slice payload = bytes > 0 ? grpc::Slice(data, bytes) : grpc::Slice();
+  return senders_[peer]->Enqueue(EncodePeerFrame(header, std::move(payload)));
 }
 
 absl::Status GrpcTransport::Recv(int peer, const Envelope& envelope, void* data,
@@ -207,6 +209,16 @@ absl::Status GrpcTransport::Recv(int peer, const Envelope& envelope, void* data,
     return RecvShm(envelope, data, bytes, deadline);
   }
   return mailbox_.Take(*this, peer, envelope, data, bytes, deadline);
+}
+
+absl::StatusOr<absl::Cord> GrpcTransport::RecvCord(int peer,
+                                                   const Envelope& envelope,
+                                                   size_t bytes,
+                                                   absl::Time deadline) {
+  if (shm_in_ != nullptr && peer == prev_) {
+    return Transport::RecvCord(peer, envelope, bytes, deadline);
+  }
+  return mailbox_.TakeCord(*this, peer, envelope, bytes, deadline);
 }
 
 size_t GrpcTransport::send_window_bytes() const {
@@ -297,7 +309,7 @@ void GrpcTransport::Abort(const absl::Status& status) {
     notice.set_abort(reason);
     notice.set_abort_code(static_cast<int>(status.code()));
     // Best effort: a peer that is gone needs no notice.
-    sender->Enqueue(std::move(notice)).IgnoreError();
+    sender->Enqueue(EncodePeerFrame(notice)).IgnoreError();
   }
 }
 

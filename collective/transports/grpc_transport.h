@@ -65,6 +65,9 @@ class GrpcTransport final : public Transport {
                     size_t bytes, absl::Time deadline) override;
   absl::Status Recv(int peer, const Envelope& envelope, void* data,
                     size_t bytes, absl::Time deadline) override;
+  absl::StatusOr<absl::Cord> RecvCord(int peer, const Envelope& envelope,
+                                      size_t bytes,
+                                      absl::Time deadline) override;
   size_t send_window_bytes() const override;
   // How bytes to the next rank of the ring travel: "shm" or "grpc".
   std::string next_link() const { return shm_out_ != nullptr ? "shm" : "grpc"; }

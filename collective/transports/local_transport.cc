@@ -22,13 +22,19 @@ class LocalTransport final : public Transport {
     }
     hub_->mailboxes_[peer]->Deliver(
         rank_, envelope.tag, std::string(envelope.signature),
-        std::string(static_cast<const char*>(data), bytes));
+        absl::Cord(std::string(static_cast<const char*>(data), bytes)));
     return absl::OkStatus();
   }
 
   absl::Status Recv(int peer, const Envelope& envelope, void* data,
                     size_t bytes, absl::Time deadline) override {
     return own().Take(*this, peer, envelope, data, bytes, deadline);
+  }
+
+  absl::StatusOr<absl::Cord> RecvCord(int peer, const Envelope& envelope,
+                                      size_t bytes,
+                                      absl::Time deadline) override {
+    return own().TakeCord(*this, peer, envelope, bytes, deadline);
   }
 
   // The whole group shares the abort, as peer processes learn of it.

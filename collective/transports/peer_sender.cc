@@ -1,6 +1,7 @@
 #include "collective/transports/peer_sender.h"
 
 #include "absl/strings/str_cat.h"
+#include "collective/transports/peer_frame.h"
 #include "common/check.h"
 
 namespace cohort::collective {
@@ -10,17 +11,18 @@ PeerSender::PeerSender(const std::string& address,
                        std::string peer)
     : peer_(std::move(peer)),
       connection_(address, security),
-      stub_(v1::Peer::NewStub(connection_.channel())),
+      stub_(connection_.channel()),
       // The stream lives as long as the group: no deadline, only Close().
       context_(connection_.NewContext(absl::InfiniteDuration())) {
   // A lost SYN on a lossy link must not fail the group: the stream waits
   // for the connection, and WaitConnected bounds that wait.
   context_->set_wait_for_ready(true);
-  stub_->async()->Exchange(context_.get(), this);
+  stub_.PrepareBidiStreamingCall(context_.get(), "/cohort.v1.Peer/Exchange",
+                                 grpc::StubOptions(), this);
   StartRead(&unused_read_);
   {
     absl::MutexLock lock(&mu_);
-    queue_.push_back(std::move(hello));
+    queue_.push_back(EncodePeerFrame(hello));
     WriteNextLocked();
   }
   StartCall();
@@ -40,7 +42,7 @@ void PeerSender::WriteNextLocked() {
   }
 }
 
-absl::Status PeerSender::Enqueue(v1::PeerFrame frame) {
+absl::Status PeerSender::Enqueue(grpc::ByteBuffer frame) {
   absl::MutexLock lock(&mu_);
   if (!failed_.ok()) return failed_;
   if (closing_) {

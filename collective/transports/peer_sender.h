@@ -2,7 +2,10 @@
 
 // The sending side of GrpcTransport: one client stream to one peer. Frames
 // are queued and written one at a time by gRPC's callback API, so a sender
-// never blocks on its peer.
+// never blocks on its peer. Frames travel as encoded buffers (peer_frame.h),
+// not as protobuf messages, so that payloads are not copied again.
+
+#include <grpcpp/generic/generic_stub.h>
 
 #include <deque>
 #include <memory>
@@ -12,14 +15,14 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "cohort/v1/peer.grpc.pb.h"
+#include "cohort/v1/peer.pb.h"
 #include "rpc/channel.h"
 
 namespace cohort::collective {
 
 // Thread-safe. Close() before destruction (the destructor does it).
 class PeerSender final
-    : public grpc::ClientBidiReactor<v1::PeerFrame, v1::PeerFrame> {
+    : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // Opens the stream to `address` and queues `hello` as its first frame.
   // `peer` names the peer in errors: "rank 1 (127.0.0.1:4001)".
@@ -27,8 +30,9 @@ class PeerSender final
              v1::PeerFrame hello, std::string peer);
   ~PeerSender() override;
 
-  // Queues a frame; UNAVAILABLE naming the peer once the stream failed.
-  absl::Status Enqueue(v1::PeerFrame frame);
+  // Queues an encoded frame; UNAVAILABLE naming the peer once the stream
+  // failed.
+  absl::Status Enqueue(grpc::ByteBuffer frame);
   // Waits until the stream is up (its hello written), it failed, or
   // `deadline`; the stream itself waits for a connection as long as it
   // takes.
@@ -46,12 +50,12 @@ class PeerSender final
 
   const std::string peer_;
   rpc::Connection connection_;
-  std::unique_ptr<v1::Peer::Stub> stub_;
+  grpc::GenericStub stub_;
   std::unique_ptr<grpc::ClientContext> context_;
-  v1::PeerFrame unused_read_;  // the peer never writes back
+  grpc::ByteBuffer unused_read_;  // the peer never writes back
 
   absl::Mutex mu_;
-  std::deque<v1::PeerFrame> queue_ ABSL_GUARDED_BY(mu_);  // front: in flight
+  std::deque<grpc::ByteBuffer> queue_ ABSL_GUARDED_BY(mu_);  // front: in flight
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool connected_ ABSL_GUARDED_BY(mu_) = false;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,6 +1,7 @@
 #include "collective/transports/peer_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "collective/transports/peer_frame.h"
 #include "rpc/status_conversion.h"
 
 namespace cohort::collective {
@@ -8,56 +9,75 @@ namespace {
 
 // Reads one peer's stream until it ends. Deletes itself when done.
 class PeerReceiver final
-    : public grpc::ServerBidiReactor<v1::PeerFrame, v1::PeerFrame> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   explicit PeerReceiver(const PeerService* service) : service_(service) {
-    StartRead(&frame_);
+    StartRead(&buffer_);
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
       // The peer closed its stream or its process died.
-      if (source_ >= 0) {
-        service_->mailbox()->PeerGone(
-            source_, absl::UnavailableError(absl::StrCat(
-                         "rank ", source_, " (",
-                         peer_label_.empty() ? "" : peer_label_ + " at ",
-                         peer_address_, ") is gone: its stream to rank ",
-                         service_->rank(), " closed")));
-      }
+      Gone(absl::UnavailableError(absl::StrCat(Peer(),
+                                               " is gone: its stream to rank ",
+                                               service_->rank(), " closed")));
       Finish(grpc::Status::OK);
       return;
     }
+    if (absl::Status decoded = DecodePeerFrame(buffer_, &received_);
+        !decoded.ok()) {
+      // Nothing after a corrupt frame can be trusted: end the stream, which
+      // the rank sees as its peer gone, with the reason.
+      Gone(absl::Status(decoded.code(),
+                        absl::StrCat(decoded.message(), " from ", Peer())));
+      Finish(rpc::ToGrpcStatus(decoded));
+      return;
+    }
+    buffer_.Clear();
+    const v1::PeerFrame& frame = received_.header;
     if (source_ < 0) {
       if (absl::Status hello = Hello(); !hello.ok()) {
         Finish(rpc::ToGrpcStatus(hello));
         return;
       }
-    } else if (!frame_.abort().empty()) {
+    } else if (!frame.abort().empty()) {
       service_->mailbox()->Abort(absl::Status(
-          static_cast<absl::StatusCode>(frame_.abort_code()), frame_.abort()));
-    } else {
-      const auto& tag = frame_.tag();
-      service_->mailbox()->Deliver(source_,
-                                   Tag{tag.sequence(), tag.step(), tag.chunk()},
-                                   std::move(*frame_.mutable_op_signature()),
-                                   std::move(*frame_.mutable_payload()));
+          static_cast<absl::StatusCode>(frame.abort_code()), frame.abort()));
+    } else if (frame.has_tag()) {
+      const auto& tag = frame.tag();
+      service_->mailbox()->Deliver(
+          source_, Tag{tag.sequence(), tag.step(), tag.chunk()},
+          std::move(*received_.header.mutable_op_signature()),
+          std::move(received_.payload));
     }
-    frame_.Clear();
-    StartRead(&frame_);
+    received_.payload.Clear();
+    StartRead(&buffer_);
   }
 
   void OnDone() override { delete this; }
 
  private:
+  // "rank 1 (worker:0 at 10.0.0.2:4001)", once the hello named it.
+  std::string Peer() const {
+    if (source_ < 0) return "a peer that has not said hello";
+    return absl::StrCat("rank ", source_, " (",
+                        peer_label_.empty() ? "" : peer_label_ + " at ",
+                        peer_address_, ")");
+  }
+
+  void Gone(const absl::Status& status) {
+    if (source_ >= 0) service_->mailbox()->PeerGone(source_, status);
+  }
+
   // The first frame names the group and the sending rank.
   absl::Status Hello() {
-    if (frame_.group() != service_->group()) {
+    const v1::PeerFrame& frame = received_.header;
+    if (frame.group() != service_->group()) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "stream for group \"", frame_.group(), "\" reached rank ",
+          "stream for group \"", frame.group(), "\" reached rank ",
           service_->rank(), " of group \"", service_->group(), "\""));
     }
-    const int source = frame_.source_rank();
+    const int source = frame.source_rank();
     if (source < 0 || source >= service_->size() ||
         source == service_->rank()) {
       return absl::InvalidArgumentError(
@@ -65,8 +85,8 @@ class PeerReceiver final
                        ", not a peer in a group of ", service_->size()));
     }
     source_ = source;
-    peer_address_ = frame_.address();
-    peer_label_ = frame_.label();
+    peer_address_ = frame.address();
+    peer_label_ = frame.label();
     return absl::OkStatus();
   }
 
@@ -74,12 +94,13 @@ class PeerReceiver final
   int source_ = -1;
   std::string peer_address_;  // where the source serves, from its hello
   std::string peer_label_;    // what it is ("worker:1"), from its hello
-  v1::PeerFrame frame_;
+  grpc::ByteBuffer buffer_;   // the frame being read
+  ReceivedFrame received_;    // the last frame read, decoded
 };
 
 // Refuses a stream whose call failed authentication.
 class Refusal final
-    : public grpc::ServerBidiReactor<v1::PeerFrame, v1::PeerFrame> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   explicit Refusal(const absl::Status& status) {
     Finish(rpc::ToGrpcStatus(status));
@@ -97,8 +118,8 @@ PeerService::PeerService(std::string group, int rank, int size,
       mailbox_(mailbox),
       auth_(auth) {}
 
-grpc::ServerBidiReactor<v1::PeerFrame, v1::PeerFrame>* PeerService::Exchange(
-    grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
+PeerService::Exchange(grpc::CallbackServerContext* context) {
   if (absl::Status auth = auth_->Check(*context); !auth.ok()) {
     return new Refusal(auth);
   }

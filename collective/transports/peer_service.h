@@ -2,8 +2,9 @@
 
 // The receiving side of GrpcTransport: the cohort.v1.Peer service. Each
 // incoming stream belongs to one peer rank, named by its hello frame; its
-// frames are filed in the rank's mailbox. A stream that breaks marks its
-// peer gone, which fails every wait on that peer at once.
+// frames are filed in the rank's mailbox, payloads still in the buffers gRPC
+// read them into (peer_frame.h). A stream that breaks marks its peer gone,
+// which fails every wait on that peer at once.
 
 #include <string>
 
@@ -15,12 +16,13 @@ namespace cohort::collective {
 
 // `mailbox` and `auth` are not owned and must outlive the server.
 // Thread-safe.
-class PeerService final : public v1::Peer::CallbackService {
+class PeerService final
+    : public v1::Peer::WithRawCallbackMethod_Exchange<v1::Peer::Service> {
  public:
   PeerService(std::string group, int rank, int size, Mailbox* mailbox,
               const rpc::Authenticator* auth);
 
-  grpc::ServerBidiReactor<v1::PeerFrame, v1::PeerFrame>* Exchange(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Exchange(
       grpc::CallbackServerContext* context) override;
 
   const std::string& group() const { return group_; }

@@ -1,0 +1,140 @@
+#include "collective/transports/peer_frame.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace cohort::collective {
+namespace {
+
+// PeerFrame.payload: field 4, length-delimited.
+constexpr uint8_t kPayloadKey = (4 << 3) | 2;
+constexpr size_t kMaxVarintBytes = 10;
+
+// Reads bytes across the slices of one buffer, in order.
+class SliceReader {
+ public:
+  explicit SliceReader(const std::vector<grpc::Slice>& slices)
+      : slices_(slices) {}
+
+  size_t position() const { return position_; }
+
+  bool ReadByte(uint8_t* byte) {
+    while (index_ < slices_.size() && offset_ == slices_[index_].size()) {
+      ++index_;
+      offset_ = 0;
+    }
+    if (index_ == slices_.size()) return false;
+    *byte = slices_[index_].begin()[offset_++];
+    ++position_;
+    return true;
+  }
+
+  bool ReadVarint(uint64_t* value) {
+    *value = 0;
+    for (size_t i = 0; i < kMaxVarintBytes; ++i) {
+      uint8_t byte;
+      if (!ReadByte(&byte)) return false;
+      *value |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
+      if ((byte & 0x80) == 0) return true;
+    }
+    return false;
+  }
+
+  // Hands the next `bytes` to `piece(slice, begin, end)` slice by slice.
+  template <typename Piece>
+  void Take(size_t bytes, Piece piece) {
+    while (bytes > 0) {
+      const grpc::Slice& slice = slices_[index_];
+      const size_t take = std::min(bytes, slice.size() - offset_);
+      if (take > 0) piece(slice, offset_, offset_ + take);
+      offset_ += take;
+      position_ += take;
+      bytes -= take;
+      if (offset_ == slice.size()) {
+        ++index_;
+        offset_ = 0;
+      }
+    }
+  }
+
+ private:
+  const std::vector<grpc::Slice>& slices_;
+  size_t index_ = 0;
+  size_t offset_ = 0;
+  size_t position_ = 0;
+};
+
+absl::Status Corrupt(absl::string_view what) {
+  return absl::DataLossError(absl::StrCat("corrupt peer frame: ", what));
+}
+
+}  // namespace
+
+grpc::ByteBuffer EncodePeerFrame(const v1::PeerFrame& header,
+                                 grpc::Slice payload) {
+  const size_t bytes = payload.size();
+  char prefix[1 + kMaxVarintBytes];
+  size_t prefix_bytes = 0;
+  prefix[prefix_bytes++] = static_cast<char>(kPayloadKey);
+  for (uint64_t left = bytes;; left >>= 7) {
+    const uint8_t low = left & 0x7f;
+    if (left < 0x80) {
+      prefix[prefix_bytes++] = static_cast<char>(low);
+      break;
+    }
+    prefix[prefix_bytes++] = static_cast<char>(low | 0x80);
+  }
+  const std::string rest = header.SerializeAsString();
+  grpc::Slice slices[3] = {grpc::Slice(prefix, prefix_bytes),
+                           std::move(payload),
+                           grpc::Slice(rest.data(), rest.size())};
+  return grpc::ByteBuffer(slices, 3);
+}
+
+absl::Status DecodePeerFrame(const grpc::ByteBuffer& buffer,
+                             ReceivedFrame* frame) {
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Dump(&slices).ok()) return Corrupt("unreadable buffer");
+  const size_t total = buffer.Length();
+  SliceReader reader(slices);
+  uint8_t key = 0;
+  uint64_t bytes = 0;
+  if (total == 0 || !reader.ReadByte(&key) || key != kPayloadKey) {
+    // Not payload-first: decode it whole.
+    std::string whole;
+    whole.reserve(total);
+    for (const grpc::Slice& slice : slices) {
+      whole.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+    if (!frame->header.ParseFromString(whole)) return Corrupt("not a frame");
+    frame->payload = absl::Cord(std::move(*frame->header.mutable_payload()));
+    frame->header.clear_payload();
+    return absl::OkStatus();
+  }
+  if (!reader.ReadVarint(&bytes) || bytes > total - reader.position()) {
+    return Corrupt(absl::StrCat("payload length ", bytes, " in a frame of ",
+                                total, " bytes"));
+  }
+  frame->payload.Clear();
+  reader.Take(bytes, [&](const grpc::Slice& slice, size_t begin, size_t end) {
+    const absl::string_view piece(
+        reinterpret_cast<const char*>(slice.begin()) + begin, end - begin);
+    // The Cord holds a reference to gRPC's buffer instead of a copy.
+    frame->payload.Append(
+        absl::MakeCordFromExternal(piece, [slice](absl::string_view) {}));
+  });
+  std::string rest;
+  rest.reserve(total - reader.position());
+  reader.Take(total - reader.position(), [&](const grpc::Slice& slice,
+                                             size_t begin, size_t end) {
+    rest.append(reinterpret_cast<const char*>(slice.begin()) + begin,
+                end - begin);
+  });
+  if (!frame->header.ParseFromString(rest)) return Corrupt("bad header");
+  if (!frame->header.payload().empty()) return Corrupt("two payloads");
+  return absl::OkStatus();
+}
+
+}  // namespace cohort::collective

@@ -1,0 +1,34 @@
+#pragma once
+
+// The wire form of a PeerFrame on the Peer stream. It is a PeerFrame's
+// protobuf encoding with the payload field written first: any PeerFrame
+// encoding decodes, and one whose payload comes first is received without
+// copying the payload, which stays in the buffers gRPC read it into.
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include <cstddef>
+
+#include "absl/status/status.h"
+#include "absl/strings/cord.h"
+#include "cohort/v1/peer.pb.h"
+
+namespace cohort::collective {
+
+// A frame as received: everything but the payload, and the payload.
+struct ReceivedFrame {
+  v1::PeerFrame header;  // its payload field is empty
+  absl::Cord payload;
+};
+
+// Encodes `header` (whose payload must be empty) with `payload`, which the
+// buffer references, not copies.
+grpc::ByteBuffer EncodePeerFrame(const v1::PeerFrame& header,
+                                 grpc::Slice payload = grpc::Slice());
+
+// Decodes `buffer`, keeping a reference to its payload bytes. Fails with
+// DATA_LOSS when the bytes are not a PeerFrame.
+absl::Status DecodePeerFrame(const grpc::ByteBuffer& buffer,
+                             ReceivedFrame* frame);
+
+}  // namespace cohort::collective

@@ -1,0 +1,119 @@
+#include "collective/transports/peer_frame.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace cohort::collective {
+namespace {
+
+v1::PeerFrame Header() {
+  v1::PeerFrame header;
+  header.mutable_tag()->set_sequence(7);
+  header.mutable_tag()->set_step(2);
+  header.mutable_tag()->set_chunk(3);
+  header.set_op_signature("allreduce float32 sum 4");
+  return header;
+}
+
+// `bytes` cut into slices of `piece` bytes, as gRPC may hand them over.
+grpc::ByteBuffer Split(const std::string& bytes, size_t piece) {
+  std::vector<grpc::Slice> slices;
+  for (size_t at = 0; at < bytes.size(); at += piece) {
+    slices.emplace_back(bytes.data() + at, std::min(piece, bytes.size() - at));
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+std::string Flatten(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  EXPECT_TRUE(buffer.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return bytes;
+}
+
+TEST(PeerFrameTest, RoundTripKeepsHeaderAndPayload) {
+  const std::string payload(300, 'x');  // a two-byte length varint
+  const grpc::ByteBuffer encoded =
+      EncodePeerFrame(Header(), grpc::Slice(payload.data(), payload.size()));
+  ReceivedFrame frame;
+  ASSERT_TRUE(DecodePeerFrame(encoded, &frame).ok());
+  EXPECT_EQ(frame.header.tag().sequence(), 7u);
+  EXPECT_EQ(frame.header.tag().chunk(), 3u);
+  EXPECT_EQ(frame.header.op_signature(), "allreduce float32 sum 4");
+  EXPECT_TRUE(frame.header.payload().empty());
+  EXPECT_EQ(std::string(frame.payload), payload);
+}
+
+TEST(PeerFrameTest, EncodingIsAValidPeerFrame) {
+  const grpc::ByteBuffer encoded =
+      EncodePeerFrame(Header(), grpc::Slice("ab", 2));
+  v1::PeerFrame parsed;
+  ASSERT_TRUE(parsed.ParseFromString(Flatten(encoded)));
+  EXPECT_EQ(parsed.payload(), "ab");
+  EXPECT_EQ(parsed.tag().step(), 2u);
+}
+
+TEST(PeerFrameTest, DecodesAcrossSliceBoundaries) {
+  std::string payload(1000, '\0');
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = char(i * 7);
+  const std::string bytes = Flatten(
+      EncodePeerFrame(Header(), grpc::Slice(payload.data(), payload.size())));
+  // One-byte slices split the key, the length varint and the payload.
+  for (size_t piece : {1, 2, 3, 64, 999}) {
+    ReceivedFrame frame;
+    ASSERT_TRUE(DecodePeerFrame(Split(bytes, piece), &frame).ok()) << piece;
+    EXPECT_EQ(std::string(frame.payload), payload) << piece;
+    EXPECT_EQ(frame.header.tag().sequence(), 7u) << piece;
+  }
+}
+
+TEST(PeerFrameTest, DecodesFramesInFieldOrder) {
+  v1::PeerFrame whole = Header();
+  whole.set_payload("payload");
+  ReceivedFrame frame;
+  ASSERT_TRUE(
+      DecodePeerFrame(Split(whole.SerializeAsString(), 5), &frame).ok());
+  EXPECT_EQ(std::string(frame.payload), "payload");
+  EXPECT_TRUE(frame.header.payload().empty());
+  EXPECT_EQ(frame.header.op_signature(), "allreduce float32 sum 4");
+}
+
+TEST(PeerFrameTest, EmptyPayloadAndEmptyFrame) {
+  ReceivedFrame frame;
+  ASSERT_TRUE(DecodePeerFrame(EncodePeerFrame(Header()), &frame).ok());
+  EXPECT_TRUE(frame.payload.empty());
+  EXPECT_TRUE(frame.header.has_tag());
+  grpc::Slice nothing;
+  ASSERT_TRUE(DecodePeerFrame(grpc::ByteBuffer(&nothing, 1), &frame).ok());
+  EXPECT_FALSE(frame.header.has_tag());
+}
+
+TEST(PeerFrameTest, CorruptFramesAreDataLoss) {
+  const std::string payload(50, 'p');
+  const std::string good = Flatten(
+      EncodePeerFrame(Header(), grpc::Slice(payload.data(), payload.size())));
+  // A length past the end of the frame.
+  std::string long_length = good;
+  long_length[1] = 0x7f;
+  // The payload field twice.
+  std::string twice = good + good.substr(0, 3) + "abc";
+  // A varint that never ends.
+  std::string endless = std::string(1, good[0]) + std::string(12, '\xff');
+  // Not a protobuf at all, not payload-first.
+  std::string garbage = "\x0a\xff\xff\xff";
+  for (const std::string& bytes : {long_length, twice, endless, garbage}) {
+    ReceivedFrame frame;
+    const absl::Status status = DecodePeerFrame(Split(bytes, 4), &frame);
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+    EXPECT_NE(status.message().find("corrupt peer frame"), std::string::npos)
+        << status;
+  }
+}
+
+}  // namespace
+}  // namespace cohort::collective
