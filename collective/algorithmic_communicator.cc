@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "collective/algorithms/chain_broadcast.h"
 #include "collective/algorithms/dissemination_barrier.h"
+#include "collective/algorithms/one_shot.h"
 #include "collective/algorithms/ring.h"
 #include "collective/reduce.h"
 
@@ -45,6 +46,9 @@ absl::Status AlgorithmicCommunicator::AllReduce(void* data, size_t count,
                           " ", count),
              [&](const OpContext& ctx) {
                char* bytes = static_cast<char*>(data);
+               if (OneShotFits(ctx, count * DTypeSize(dtype))) {
+                 return OneShotAllReduce(ctx, bytes, count, dtype, op);
+               }
                const Segments segments(count, ctx.size());
                absl::Status status =
                    RingReduceScatter(ctx, bytes, segments, dtype, op, 0);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace cohort::collective {
 namespace {
@@ -66,6 +67,31 @@ void Accumulate(void* dst, const void* src, size_t count, DType dtype,
       return AccumulateHalf<BFloat16ToFloat, FloatToBFloat16>(
           static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src),
           count);
+  }
+}
+
+void Accumulate(void* dst, const absl::Cord& src, DType dtype, ReduceOp op) {
+  const size_t element = DTypeSize(dtype);
+  char* target = static_cast<char*>(dst);
+  char split[16];
+  size_t held = 0;  // bytes of a split element in `split`
+  for (absl::string_view piece : src.Chunks()) {
+    if (held > 0) {
+      const size_t take = std::min(element - held, piece.size());
+      std::memcpy(split + held, piece.data(), take);
+      held += take;
+      piece.remove_prefix(take);
+      if (held < element) continue;
+      Accumulate(target, split, 1, dtype, op);
+      target += element;
+      held = 0;
+    }
+    const size_t whole = piece.size() / element;
+    Accumulate(target, piece.data(), whole, dtype, op);
+    target += whole * element;
+    piece.remove_prefix(whole * element);
+    std::memcpy(split, piece.data(), piece.size());
+    held = piece.size();
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "absl/strings/cord.h"
 #include "collective/types.h"
 
 namespace cohort::collective {
@@ -14,6 +15,10 @@ namespace cohort::collective {
 // in float32 and rounded back after each step.
 void Accumulate(void* dst, const void* src, size_t count, DType dtype,
                 ReduceOp op);
+
+// As above, with `src` as a transport holds it: in pieces, reduced where
+// they lie. An element split across two pieces is joined first.
+void Accumulate(void* dst, const absl::Cord& src, DType dtype, ReduceOp op);
 
 // data[i] /= divisor, in the element type (integer division truncates).
 void DivideForMean(void* data, size_t count, DType dtype, int divisor);

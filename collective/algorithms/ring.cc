@@ -1,7 +1,6 @@
 #include "collective/algorithms/ring.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "collective/reduce.h"
 
@@ -18,32 +17,6 @@ size_t ChunkBytes(const OpContext& ctx, size_t element) {
   const size_t limit =
       std::min(ctx.chunk_bytes, ctx.transport->send_window_bytes() / 2);
   return std::max<size_t>(limit / element, 1) * element;
-}
-
-// Reduces the received `chunk` into `target` piece by piece, as the
-// transport holds it. An element split across two pieces is joined first.
-void AccumulateCord(char* target, const absl::Cord& chunk, size_t element,
-                    DType dtype, ReduceOp op) {
-  char split[16];
-  size_t held = 0;  // bytes of a split element in `split`
-  for (absl::string_view piece : chunk.Chunks()) {
-    if (held > 0) {
-      const size_t take = std::min(element - held, piece.size());
-      std::memcpy(split + held, piece.data(), take);
-      held += take;
-      piece.remove_prefix(take);
-      if (held < element) continue;
-      Accumulate(target, split, 1, dtype, op);
-      target += element;
-      held = 0;
-    }
-    const size_t whole = piece.size() / element;
-    Accumulate(target, piece.data(), whole, dtype, op);
-    target += whole * element;
-    piece.remove_prefix(whole * element);
-    std::memcpy(split, piece.data(), piece.size());
-    held = piece.size();
-  }
 }
 
 // Sends `send_bytes` from `send` to next and receives `recv_bytes` from prev,
@@ -115,7 +88,7 @@ absl::Status RingReduceScatter(const OpContext& ctx, char* data,
                          absl::StatusOr<absl::Cord> got =
                              ctx.RecvCord(ctx.prev(), step, chunk, bytes);
                          if (!got.ok()) return got.status();
-                         AccumulateCord(target + at, *got, element, dtype, op);
+                         Accumulate(target + at, *got, dtype, op);
                          return absl::OkStatus();
                        });
     if (!status.ok()) return status;
