@@ -36,8 +36,8 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "ps_server/in_process_ps.h"
-#include "ps_server/partitioner.h"
-#include "ps_server/ps_client.h"
+#include "ps_client/partitioner.h"
+#include "ps_client/ps_client.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
 

@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/collective_reference.h"
+#include "tests/testing/wait.h"
 
 namespace cohort::collective {
 namespace {
@@ -282,7 +283,9 @@ TEST(FailureTest, AbortFailsPendingAndLaterOperations) {
   std::thread waiter([&] {
     pending = comm.AllReduce(data.data(), 10, DType::kFloat32, ReduceOp::kSum);
   });
-  absl::SleepFor(absl::Milliseconds(50));
+  // Abort only once the operation waits on its missing peer.
+  EXPECT_TRUE(testing::WaitUntil([&] { return hub.waiting(0) == 1; },
+                                 absl::Seconds(10), absl::Milliseconds(1)));
   const absl::Time aborted = absl::Now();
   comm.Abort(absl::AbortedError("job cancelled"));
   waiter.join();

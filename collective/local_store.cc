@@ -16,12 +16,20 @@ absl::StatusOr<std::string> LocalStore::Get(const std::string& key,
   auto present = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return values_.contains(key);
   };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&present), timeout)) {
+  ++waiting_readers_;
+  const bool set = mu_.AwaitWithTimeout(absl::Condition(&present), timeout);
+  --waiting_readers_;
+  if (!set) {
     return absl::DeadlineExceededError(
         absl::StrCat("store key \"", key, "\" was not set within ",
                      absl::FormatDuration(timeout)));
   }
   return values_[key];
+}
+
+int LocalStore::waiting_readers() const {
+  absl::MutexLock lock(&mu_);
+  return waiting_readers_;
 }
 
 absl::Status LocalStore::Barrier(const std::string& name, int participants,

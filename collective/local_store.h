@@ -22,8 +22,12 @@ class LocalStore final : public Store {
   absl::Status Barrier(const std::string& name, int participants, int rank,
                        absl::Duration timeout) override;
 
+  // Readers waiting in Get for a key not yet set.
+  int waiting_readers() const;
+
  private:
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
+  int waiting_readers_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::string> values_ ABSL_GUARDED_BY(mu_);
   // Ranks that reached each barrier; a barrier opens once full and stays
   // open (names are unique per use).

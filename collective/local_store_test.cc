@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/wait.h"
 
 namespace cohort::collective {
 namespace {
@@ -13,8 +14,10 @@ using ::testing::HasSubstr;
 TEST(LocalStoreTest, GetWaitsForSetAndTimesOutNamingTheKey) {
   LocalStore store;
   absl::StatusOr<std::string> value;
-  std::thread reader([&] { value = store.Get("id", absl::Seconds(5)); });
-  absl::SleepFor(absl::Milliseconds(20));
+  std::thread reader([&] { value = store.Get("id", absl::Seconds(30)); });
+  // Set only once the reader waits.
+  EXPECT_TRUE(testing::WaitUntil([&] { return store.waiting_readers() == 1; },
+                                 absl::Seconds(10), absl::Milliseconds(1)));
   ASSERT_TRUE(store.Set("id", "abc").ok());
   reader.join();
   ASSERT_TRUE(value.ok()) << value.status();

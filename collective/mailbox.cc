@@ -24,7 +24,9 @@ absl::Status Mailbox::Await(const Transport& self, int source,
   auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !abort_.ok() || condition() || !from.gone.ok();
   };
+  ++waiting_;
   const bool met = mu_.AwaitWithDeadline(absl::Condition(&done), deadline);
+  --waiting_;
   if (!abort_.ok()) return abort_;
   if (condition()) return absl::OkStatus();
   if (!from.gone.ok()) return from.gone;
@@ -33,6 +35,11 @@ absl::Status Mailbox::Await(const Transport& self, int source,
       absl::StrCat("no message from ", self.Describe(source), " for ",
                    envelope.signature, " (sequence ", envelope.tag.sequence,
                    ", step ", envelope.tag.step, ") before the deadline"));
+}
+
+int Mailbox::waiting() const {
+  absl::MutexLock lock(&mu_);
+  return waiting_;
 }
 
 absl::Status Mailbox::Take(const Transport& self, int source,

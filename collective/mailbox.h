@@ -49,6 +49,8 @@ class Mailbox {
   // The abort status, else `source`'s gone status, else OK: whether waits
   // on `source` should end.
   absl::Status SourceStatus(int source) const;
+  // Takes waiting for a message that has not arrived.
+  int waiting() const;
 
  private:
   struct Message {
@@ -69,6 +71,7 @@ class Mailbox {
   mutable absl::Mutex mu_;
   std::vector<Source> sources_ ABSL_GUARDED_BY(mu_);
   absl::Status abort_ ABSL_GUARDED_BY(mu_);
+  int waiting_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace cohort::collective

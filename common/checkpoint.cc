@@ -1,7 +1,6 @@
 #include "common/checkpoint.h"
 
 #include <algorithm>
-#include <array>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -13,7 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "common/crc32.h"
 #include "common/file_util.h"
+#include "common/names.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -26,27 +27,6 @@ constexpr absl::string_view kPrefix = "ckpt-";
 constexpr absl::string_view kDataSuffix = ".data";
 constexpr absl::string_view kManifestSuffix = ".json";
 constexpr int kFormatVersion = 1;
-
-// CRC-32 as zlib computes it (reflected polynomial 0xEDB88320); table-driven
-// here so that cohort_common needs no zlib.
-constexpr std::array<uint32_t, 256> MakeCrcTable() {
-  std::array<uint32_t, 256> table{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    table[i] = c;
-  }
-  return table;
-}
-
-uint32_t Crc32(absl::string_view data) {
-  static constexpr std::array<uint32_t, 256> kTable = MakeCrcTable();
-  uint32_t crc = 0xFFFFFFFFu;
-  for (const char ch : data) {
-    crc = kTable[(crc ^ static_cast<unsigned char>(ch)) & 0xFF] ^ (crc >> 8);
-  }
-  return crc ^ 0xFFFFFFFFu;
-}
 
 std::string StepFile(const std::string& dir, int64_t step,
                      absl::string_view suffix) {
@@ -82,8 +62,9 @@ std::optional<uint64_t> TensorBytes(absl::string_view dtype,
 absl::Status CheckTensors(const std::vector<SavedTensor>& tensors) {
   std::set<absl::string_view> names;
   for (const SavedTensor& t : tensors) {
-    if (t.name.empty()) {
-      return absl::InvalidArgumentError("checkpoint tensor with an empty name");
+    if (absl::Status name = CheckName("checkpoint tensor", t.name);
+        !name.ok()) {
+      return name;
     }
     if (!names.insert(t.name).second) {
       return absl::InvalidArgumentError(

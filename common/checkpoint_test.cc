@@ -184,5 +184,17 @@ TEST_F(CheckpointTest, WrongSizeIsInvalidArgumentNamingTheTensor) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A name that is not UTF-8 cannot go into the JSON manifest: refused with
+// an error, where writing the manifest used to throw.
+TEST_F(CheckpointTest, NameThatIsNotUtf8IsInvalidArgument) {
+  std::vector<SavedTensor> tensors = Model(1);
+  tensors[0].name = "dense/\xff\xfekernel";
+  const absl::Status status = WriteCheckpoint(dir_, 1, tensors);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("not valid UTF-8"), absl::string_view::npos)
+      << status;
+  EXPECT_FALSE(fs::exists(dir_ + "/latest"));
+}
+
 }  // namespace
 }  // namespace cohort

@@ -115,7 +115,14 @@ absl::Status ClusterManager::Deregister(const v1::DeregisterRequest& request,
                                         absl::Time now) {
   absl::MutexLock lock(&mu_);
   COHORT_ASSIGN_OR_RETURN(Record * record, Find(request.task()));
-  if (record->session_id != request.session_id()) return absl::OkStatus();
+  // A stale session (the task registered again since, or was declared dead)
+  // must not end the live one.
+  if (record->session_id.empty() ||
+      record->session_id != request.session_id()) {
+    return absl::NotFoundError(absl::StrCat(
+        "no live session ", request.session_id(), " for task ",
+        FromProto(request.task()).ToString(), "; nothing deregistered"));
+  }
   record->session_id.clear();
   record->last_error = absl::StrCat("deregistered: ", request.reason());
   SetState(*record, v1::DEAD, now);

@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
 
 namespace cohort::coordinator {
 namespace {
@@ -168,6 +169,28 @@ TEST_F(ClusterManagerTest, DeregisterMarksDead) {
   request.set_reason("signal 15");
   ASSERT_TRUE(manager_.Deregister(request, At(1)).ok());
   EXPECT_EQ(manager_.state(kWorker1), v1::DEAD);
+}
+
+TEST_F(ClusterManagerTest,
+       DeregisterWithAStaleSessionIsRefusedAndChangesNothing) {
+  auto first = manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(0));
+  ASSERT_OK(first);
+  auto second = manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(1));
+  ASSERT_OK(second);
+  const v1::TaskState live = manager_.state(kWorker1);
+  for (const std::string& session : {first->session_id(), std::string("")}) {
+    v1::DeregisterRequest request;
+    *request.mutable_task() = Beat(kWorker1, "").task();
+    request.set_session_id(session);
+    request.set_reason("signal 15");
+    EXPECT_THAT(manager_.Deregister(request, At(2)),
+                testing::StatusIs(absl::StatusCode::kNotFound,
+                                  ::testing::HasSubstr("no live session")))
+        << "session \"" << session << "\"";
+    EXPECT_EQ(manager_.state(kWorker1), live);
+  }
+  // The live session still heartbeats.
+  EXPECT_OK(manager_.Heartbeat(Beat(kWorker1, second->session_id()), At(3)));
 }
 
 }  // namespace

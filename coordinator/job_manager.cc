@@ -3,9 +3,10 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <filesystem>
 
-#include "absl/strings/numbers.h"
 #include "absl/random/random.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/digest.h"
@@ -77,6 +78,24 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   if (spec.collective_timeout_ms() < 0) {
     return bad("collective_timeout_ms must be >= 0");
   }
+  if (!spec.checkpoint_dir().empty()) {
+    const std::filesystem::path dir(spec.checkpoint_dir());
+    // Each agent would resolve a relative path against its own working
+    // directory, and ".." makes two spellings of one directory.
+    if (!dir.is_absolute()) {
+      return bad("checkpoint_dir must be an absolute path, got \"",
+                 spec.checkpoint_dir(), "\"");
+    }
+    for (const std::filesystem::path& part : dir) {
+      if (part == "..") {
+        return bad("checkpoint_dir must not contain \"..\", got \"",
+                   spec.checkpoint_dir(), "\"");
+      }
+    }
+    if (spec.checkpoint_dir().find('\0') != std::string::npos) {
+      return bad("checkpoint_dir holds a NUL byte");
+    }
+  }
   if (!spec.config_json().empty()) {
     const nlohmann::json config =
         nlohmann::json::parse(spec.config_json(), nullptr, false);
@@ -129,8 +148,8 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
   Job& job = jobs_[id];
   v1::JobStatus& status = job.status;
   status.set_job_id(absl::StrCat(id));
-  status.set_uid(absl::StrCat(absl::Hex(absl::Uniform<uint64_t>(bit_gen_),
-                                        absl::kZeroPad16)));
+  status.set_uid(absl::StrCat(
+      absl::Hex(absl::Uniform<uint64_t>(bit_gen_), absl::kZeroPad16)));
   *status.mutable_spec() = spec;
   if (status.spec().config_json().empty()) {
     status.mutable_spec()->set_config_json("{}");

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "tests/testing/status_matchers.h"
 
 namespace cohort::coordinator {
 namespace {
@@ -80,6 +81,21 @@ TEST_F(JobManagerTest, MalformedSpecsAreRefusedNamingTheField) {
   spec.set_strategy(v1::STRATEGY_UNSPECIFIED);
   EXPECT_EQ(manager_.Submit(spec, now_).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(JobManagerTest, CheckpointDirMustBeAbsoluteWithoutDotDot) {
+  for (const std::string& dir :
+       {"checkpoints", "../elsewhere/ckpt", "/data/../etc/ckpt"}) {
+    v1::JobSpec spec = GoodSpec();
+    spec.set_checkpoint_dir(dir);
+    EXPECT_THAT(manager_.Submit(spec, now_),
+                testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("checkpoint_dir")))
+        << dir;
+  }
+  v1::JobSpec spec = GoodSpec();
+  spec.set_checkpoint_dir("/data/jobs/./ckpt");
+  EXPECT_OK(manager_.Submit(spec, now_));
 }
 
 TEST_F(JobManagerTest, AssignsRanksAndSucceedsWhenEveryAgentFinishes) {

@@ -145,6 +145,11 @@ size_t StoreManager::num_keys() const {
   return values_.size();
 }
 
+size_t StoreManager::num_waiting_readers() const {
+  absl::MutexLock lock(&mu_);
+  return readers_.size();
+}
+
 void StoreManager::ExpireLoop() {
   auto stopping = [this]()
                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };

@@ -51,6 +51,8 @@ class StoreManager {
                absl::Time deadline, BarrierCallback done);
 
   size_t num_keys() const;
+  // Get calls parked until their key is set.
+  size_t num_waiting_readers() const;
 
  private:
   struct Reader {

@@ -19,10 +19,10 @@ InProcessPs::InProcessPs(InProcessPsOptions options)
 InProcessPs::~InProcessPs() { Stop(); }
 
 absl::Status InProcessPs::Init() {
-  rpc::TaskConfig config;
+  task::TaskConfig config;
   config.task = TaskId{.type = "ps", .index = options_.shard_id};
   config.daemon.server.listen = options_.listen;
-  runtime_ = std::make_unique<rpc::TaskRuntime>("ps", config);
+  runtime_ = std::make_unique<task::TaskRuntime>("ps", config);
   store_ = std::make_unique<VariableStore>(
       VariableStoreOptions{.shard_id = options_.shard_id});
 

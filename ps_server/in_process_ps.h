@@ -14,7 +14,7 @@
 #include "ps_server/snapshot_loop.h"
 #include "ps_server/variable_store.h"
 #include "rpc/server.h"
-#include "rpc/task_runtime.h"
+#include "task/task_runtime.h"
 
 namespace cohort::ps {
 
@@ -55,7 +55,7 @@ class InProcessPs {
   absl::Status Init();
 
   const InProcessPsOptions options_;
-  std::unique_ptr<rpc::TaskRuntime> runtime_;  // identity and auth only
+  std::unique_ptr<task::TaskRuntime> runtime_;  // identity and auth only
   std::unique_ptr<VariableStore> store_;
   std::optional<SnapshotDir> snapshot_dir_;
   std::unique_ptr<SnapshotLoop> snapshots_;

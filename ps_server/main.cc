@@ -14,7 +14,7 @@
 #include "ps_server/snapshot_loop.h"
 #include "ps_server/variable_store.h"
 #include "rpc/limits.h"
-#include "rpc/task_runtime.h"
+#include "task/task_runtime.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, state_dir, "",
@@ -51,8 +51,8 @@ constexpr int64_t kMaxChunkBytesLimit = cohort::rpc::kMaxMessageBytes / 2;
 
 int main(int argc, char** argv) {
   using namespace cohort;
-  rpc::TaskConfig config =
-      rpc::InitTaskDaemon(argc, argv, "ps", kUsage, {std::string(kPs)});
+  task::TaskConfig config =
+      task::InitTaskDaemon(argc, argv, "ps", kUsage, {std::string(kPs)});
 
   ps::PsServiceOptions service_options{
       .max_chunk_bytes = absl::GetFlag(FLAGS_max_chunk_bytes)};
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
                                                    loop_options);
   }
 
-  rpc::TaskRuntime runtime("ps", std::move(config));
+  task::TaskRuntime runtime("ps", std::move(config));
   ps::PsService service(&runtime, &store, snapshots.get(), service_options);
   if (snapshots != nullptr) snapshots->Start(restored_record);
   const int code =

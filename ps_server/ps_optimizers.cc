@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "ps_server/dtype.h"
+#include "ps_client/dtype.h"
 
 namespace cohort::ps {
 namespace {

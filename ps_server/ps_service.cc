@@ -182,7 +182,7 @@ class PushReader final : public grpc::ServerReadReactor<v1::PushRequest> {
 
 }  // namespace
 
-PsService::PsService(const rpc::TaskRuntime* runtime, VariableStore* store,
+PsService::PsService(const task::TaskRuntime* runtime, VariableStore* store,
                      SnapshotLoop* snapshots, PsServiceOptions options)
     : runtime_(runtime),
       store_(store),

@@ -18,7 +18,7 @@
 #include "common/executor.h"
 #include "ps_server/snapshot_loop.h"
 #include "ps_server/variable_store.h"
-#include "rpc/task_runtime.h"
+#include "task/task_runtime.h"
 
 namespace cohort::ps {
 
@@ -35,7 +35,7 @@ struct PsServiceOptions {
 // `snapshots` too, or null when the shard keeps no snapshots. Thread-safe.
 class PsService final : public v1::ParameterServer::CallbackService {
  public:
-  PsService(const rpc::TaskRuntime* runtime, VariableStore* store,
+  PsService(const task::TaskRuntime* runtime, VariableStore* store,
             SnapshotLoop* snapshots, PsServiceOptions options = {});
 
   // The task's report: the shard's variables, counters and last snapshot.
@@ -69,7 +69,7 @@ class PsService final : public v1::ParameterServer::CallbackService {
                                      v1::SnapshotResponse* response) override;
 
  private:
-  const rpc::TaskRuntime* const runtime_;
+  const task::TaskRuntime* const runtime_;
   VariableStore* const store_;
   SnapshotLoop* const snapshots_;  // null: no snapshots
   const PsServiceOptions options_;

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "ps_server/dtype.h"
+#include "ps_client/dtype.h"
 #include "ps_server/ps_optimizers.h"
 #include "spdlog/spdlog.h"
 

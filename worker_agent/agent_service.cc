@@ -5,7 +5,7 @@
 
 namespace cohort::agent {
 
-AgentService::AgentService(const rpc::TaskRuntime* runtime,
+AgentService::AgentService(const task::TaskRuntime* runtime,
                            std::vector<v1::Device> devices)
     : runtime_(runtime),
       devices_(std::move(devices)),

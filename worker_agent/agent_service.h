@@ -5,14 +5,14 @@
 #include <vector>
 
 #include "cohort/v1/agent.grpc.pb.h"
-#include "rpc/task_runtime.h"
+#include "task/task_runtime.h"
 
 namespace cohort::agent {
 
 // `runtime` is not owned and must outlive the service. Thread-safe.
 class AgentService final : public v1::Agent::CallbackService {
  public:
-  AgentService(const rpc::TaskRuntime* runtime,
+  AgentService(const task::TaskRuntime* runtime,
                std::vector<v1::Device> devices);
 
   // The report this agent registers and heartbeats with.
@@ -24,7 +24,7 @@ class AgentService final : public v1::Agent::CallbackService {
       v1::AgentStatus* response) override;
 
  private:
-  const rpc::TaskRuntime* const runtime_;
+  const task::TaskRuntime* const runtime_;
   const std::vector<v1::Device> devices_;
   const std::vector<std::string> features_;
 };

@@ -9,7 +9,7 @@
 #include "common/file_util.h"
 #include "common/flags.h"
 #include "common/host_info.h"
-#include "rpc/task_runtime.h"
+#include "task/task_runtime.h"
 #include "spdlog/spdlog.h"
 #include "worker_agent/agent_service.h"
 #include "worker_agent/device_discovery.h"
@@ -41,7 +41,7 @@ constexpr char kUsage[] =
 
 int main(int argc, char** argv) {
   using namespace cohort;
-  rpc::TaskConfig config = rpc::InitTaskDaemon(
+  task::TaskConfig config = task::InitTaskDaemon(
       argc, argv, "agent", kUsage, {std::string(kWorker), std::string(kChief)});
   const int cpu_devices = absl::GetFlag(FLAGS_cpu_devices);
   if (cpu_devices < 1) {
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   jobs.checkpoint_copies = state_dir + "/checkpoints";
   jobs.origin = absl::StrCat(config.task.ToString(), " on ", Hostname());
 
-  rpc::TaskRuntime runtime("agent", std::move(config));
+  task::TaskRuntime runtime("agent", std::move(config));
   agent::AgentService service(&runtime, std::move(devices.devices));
   agent::JobAgent job_agent(std::move(jobs));
   job_agent.Start();

@@ -77,8 +77,8 @@ v1::AgentJobReport PsJobRunner::Report() const {
 
 void PsJobRunner::Run() {
   const v1::AgentJobAssignment& a = options_.assignment;
-  spdlog::info("job {} ({}): {} closure executor(s), {} ps task(s)",
-               a.job_id(), a.group(), a.local_replicas(), a.ps_addresses_size());
+  spdlog::info("job {} ({}): {} closure executor(s), {} ps task(s)", a.job_id(),
+               a.group(), a.local_replicas(), a.ps_addresses_size());
   // Each closure takes a whole global batch from this worker's pipeline,
   // as a TF ParameterServer closure takes one from its per-worker dataset.
   absl::StatusOr<JobInputs> inputs = LoadJobInputs(
@@ -121,8 +121,8 @@ void PsJobRunner::Run() {
   }
   for (std::thread& t : executors) t.join();
   absl::MutexLock lock(&mu_);
-  state_ = error_.ok() ? v1::AgentJobReport::FINISHED
-                       : v1::AgentJobReport::FAILED;
+  state_ =
+      error_.ok() ? v1::AgentJobReport::FINISHED : v1::AgentJobReport::FAILED;
 }
 
 absl::StatusOr<v1::ClosureResponse> PsJobRunner::Exchange(
@@ -152,7 +152,8 @@ absl::StatusOr<v1::ClosureResponse> PsJobRunner::Exchange(
       completed.clear();
       return response;
     }
-    absl::Status error = coordinator_.Annotate("JobControl.RunClosures", status);
+    absl::Status error =
+        coordinator_.Annotate("JobControl.RunClosures", status);
     if (!IsPeerFailure(error) || absl::Now() >= give_up) return error;
     if (stop_.WaitForNotificationWithTimeout(backoff)) {
       return absl::CancelledError("stopped");
@@ -175,10 +176,11 @@ void PsJobRunner::RunExecutor(int slot) {
   PsReplicaContext context(&job_, device, servers_[slot].get());
   if (functions_.init != nullptr) {
     if (absl::Status s = functions_.init(context); !s.ok()) {
-      return Fail(absl::Status(s.code(),
-                               absl::StrCat("init function \"", a.spec().init_fn(),
-                                            "\" failed: ", s.message())),
-                  true);
+      return Fail(
+          absl::Status(s.code(),
+                       absl::StrCat("init function \"", a.spec().init_fn(),
+                                    "\" failed: ", s.message())),
+          true);
     }
   }
   if (absl::Status s = context.DeclareVariables(); !s.ok()) {
@@ -204,11 +206,18 @@ void PsJobRunner::RunExecutor(int slot) {
     }
     if (response->done()) return;
     if (response->closures().empty()) {
-      stop_.WaitForNotificationWithTimeout(
-          absl::Milliseconds(std::max<int64_t>(10, response->retry_after_ms())));
+      stop_.WaitForNotificationWithTimeout(absl::Milliseconds(
+          std::max<int64_t>(10, response->retry_after_ms())));
       continue;
     }
     for (int64_t closure : response->closures()) {
+      if (closure < 0 || closure >= a.spec().steps()) {
+        return Fail(
+            absl::InternalError(absl::StrCat(
+                "the coordinator handed out closure ", closure,
+                ", outside the job's steps [0, ", a.spec().steps(), ")")),
+            /*permanent=*/true);
+      }
       if (absl::Status s = context.BeginClosure(closure); !s.ok()) {
         return Fail(s, !IsPeerFailure(s));
       }
@@ -217,11 +226,11 @@ void PsJobRunner::RunExecutor(int slot) {
       if (absl::Status s = functions_.step(context, batch); !s.ok()) {
         // The ps tasks' failures are retryable; the step's own are not.
         const bool permanent = !IsPeerFailure(s);
-        return Fail(absl::Status(s.code(),
-                                 absl::StrCat("step \"", a.spec().step_fn(),
-                                              "\" failed at closure ", closure,
-                                              ": ", s.message())),
-                    permanent);
+        return Fail(
+            absl::Status(s.code(), absl::StrCat("step \"", a.spec().step_fn(),
+                                                "\" failed at closure ",
+                                                closure, ": ", s.message())),
+            permanent);
       }
       absl::StatusOr<std::map<std::string, double>> metrics =
           context.EndClosure();

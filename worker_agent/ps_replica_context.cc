@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/names.h"
 
 namespace cohort::agent {
 
@@ -29,7 +30,9 @@ class PsOptimizerImpl final : public Optimizer {
  public:
   PsOptimizerImpl(PsReplicaContext* context, OptimizerOptions options,
                   std::vector<HostVariable*> variables)
-      : context_(context), options_(options), variables_(std::move(variables)) {}
+      : context_(context),
+        options_(options),
+        variables_(std::move(variables)) {}
 
   absl::Status apply_gradients(std::span<const Tensor> gradients) override {
     return context_->PushGradients(variables_, gradients);
@@ -51,8 +54,9 @@ PsReplicaContext::~PsReplicaContext() = default;
 
 absl::StatusOr<Variable*> PsReplicaContext::create_variable(
     const VariableOptions& options, const void* initial) {
-  if (options.name.empty()) {
-    return absl::InvalidArgumentError("create_variable: the name is empty");
+  if (absl::Status name = CheckName("create_variable: variable", options.name);
+      !name.ok()) {
+    return name;
   }
   if (find_variable(options.name) != nullptr) {
     return absl::AlreadyExistsError(absl::StrCat(
@@ -61,14 +65,14 @@ absl::StatusOr<Variable*> PsReplicaContext::create_variable(
   size_t count = 1;
   for (int64_t d : options.shape) {
     if (d <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "create_variable \"", options.name, "\": dimension ", d,
-          " must be positive"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("create_variable \"", options.name, "\": dimension ", d,
+                       " must be positive"));
     }
     count *= static_cast<size_t>(d);
   }
-  auto variable = std::make_unique<HostVariable>(
-      options, count * DTypeSize(options.dtype));
+  auto variable =
+      std::make_unique<HostVariable>(options, count * DTypeSize(options.dtype));
   if (initial != nullptr) {
     std::memcpy(variable->bytes().data(), initial, variable->bytes().size());
   }
@@ -101,14 +105,14 @@ absl::StatusOr<Optimizer*> PsReplicaContext::create_optimizer(
           "create_optimizer: a variable was not created by this context");
     }
     if (host->options().sync != VariableSync::kOnWrite) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "create_optimizer: \"", host->options().name,
-          "\" is ON_READ; only ON_WRITE variables are trained"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("create_optimizer: \"", host->options().name,
+                       "\" is ON_READ; only ON_WRITE variables are trained"));
     }
     if (host->optimizer != nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "create_optimizer: \"", host->options().name,
-          "\" already has an optimizer"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("create_optimizer: \"", host->options().name,
+                       "\" already has an optimizer"));
     }
     own.push_back(host);
   }
@@ -160,9 +164,9 @@ absl::Status PsReplicaContext::PushGradients(
     const std::vector<HostVariable*>& variables,
     std::span<const Tensor> gradients) {
   if (gradients.size() != variables.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "apply_gradients: ", gradients.size(), " gradients for ",
-        variables.size(), " variables"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("apply_gradients: ", gradients.size(), " gradients for ",
+                     variables.size(), " variables"));
   }
   std::vector<HostSlice> push;
   for (size_t i = 0; i < variables.size(); ++i) {
@@ -206,9 +210,10 @@ absl::Status PsReplicaContext::all_reduce(ReduceOp, std::span<const Tensor>) {
 
 absl::Status PsReplicaContext::broadcast(Tensor, int root) {
   if (root != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "broadcast: root ", root, " is out of range; a ParameterServer "
-        "closure has 1 replica in sync"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("broadcast: root ", root,
+                     " is out of range; a ParameterServer "
+                     "closure has 1 replica in sync"));
   }
   return absl::OkStatus();
 }

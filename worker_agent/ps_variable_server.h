@@ -10,8 +10,8 @@
 
 #include "absl/synchronization/mutex.h"
 #include "cohort/v1/job.pb.h"
-#include "ps_server/partitioner.h"
-#include "ps_server/ps_client.h"
+#include "ps_client/partitioner.h"
+#include "ps_client/ps_client.h"
 #include "rpc/security.h"
 #include "worker_agent/variable_server.h"
 

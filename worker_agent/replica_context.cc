@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/names.h"
 #include "common/status_macros.h"
 #include "worker_agent/optimizer_kernels.h"
 #include "worker_agent/replica_variables.h"
@@ -86,13 +87,14 @@ absl::Status ReplicaContextImpl::Collective(absl::Status status) {
 
 absl::StatusOr<Variable*> ReplicaContextImpl::create_variable(
     const VariableOptions& options, const void* initial) {
-  if (options.name.empty()) {
-    return absl::InvalidArgumentError("create_variable: the name is empty");
+  if (absl::Status name = CheckName("create_variable: variable", options.name);
+      !name.ok()) {
+    return name;
   }
   if (find_variable(options.name) != nullptr) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "create_variable: a variable named \"", options.name,
-        "\" exists already"));
+    return absl::AlreadyExistsError(
+        absl::StrCat("create_variable: a variable named \"", options.name,
+                     "\" exists already"));
   }
   for (int64_t d : options.shape) {
     if (d < 0) {
@@ -176,9 +178,9 @@ absl::StatusOr<Optimizer*> ReplicaContextImpl::create_optimizer(
     const VariableOptions& vo = impl->options();
     if (vo.sync != VariableSync::kOnWrite ||
         (vo.dtype != DType::kFloat32 && vo.dtype != DType::kFloat64)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "create_optimizer: variable \"", vo.name,
-          "\" must be ON_WRITE and float32 or float64"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("create_optimizer: variable \"", vo.name,
+                       "\" must be ON_WRITE and float32 or float64"));
     }
     owned.push_back(impl);
     std::vector<std::unique_ptr<VariableImpl>> own_slots;
@@ -198,9 +200,9 @@ absl::StatusOr<Optimizer*> ReplicaContextImpl::create_optimizer(
 
 absl::Status OptimizerImpl::apply_gradients(std::span<const Tensor> gradients) {
   if (gradients.size() != variables_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "apply_gradients: ", gradients.size(), " gradients for ",
-        variables_.size(), " variables"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("apply_gradients: ", gradients.size(), " gradients for ",
+                     variables_.size(), " variables"));
   }
   for (size_t i = 0; i < gradients.size(); ++i) {
     const VariableOptions& vo = variables_[i]->options();
@@ -239,16 +241,16 @@ absl::Status OptimizerImpl::Update(std::span<const Tensor> gradients) {
     absl::Status applied;
     if (device.is_cuda()) {
 #ifdef COHORT_HAVE_CUDA
-      applied = ApplyUpdateCuda(options_, var.dtype, var.data,
-                                gradients[i].data, slot0, slot1, var.count,
-                                iterations_, device.stream);
+      applied =
+          ApplyUpdateCuda(options_, var.dtype, var.data, gradients[i].data,
+                          slot0, slot1, var.count, iterations_, device.stream);
 #else
       applied = absl::FailedPreconditionError("built without CUDA");
 #endif
     } else {
-      applied = ApplyUpdateHost(options_, var.dtype, var.data,
-                                gradients[i].data, slot0, slot1, var.count,
-                                iterations_);
+      applied =
+          ApplyUpdateHost(options_, var.dtype, var.data, gradients[i].data,
+                          slot0, slot1, var.count, iterations_);
     }
     if (!applied.ok()) return applied;
   }
@@ -310,8 +312,9 @@ absl::Status ReplicaContextImpl::all_reduce(ReduceOp op,
     }
     const DType dtype = tensors[begin].dtype;
     if (end - begin == 1) {
-      COHORT_RETURN_IF_ERROR(Collective(comm_->AllReduce(
-          tensors[begin].data, tensors[begin].count, ToCollective(dtype), cop)));
+      COHORT_RETURN_IF_ERROR(
+          Collective(comm_->AllReduce(tensors[begin].data, tensors[begin].count,
+                                      ToCollective(dtype), cop)));
     } else {
       size_t total = 0;
       for (size_t i = begin; i < end; ++i) total += tensors[i].bytes();
@@ -322,8 +325,9 @@ absl::Status ReplicaContextImpl::all_reduce(ReduceOp op,
                     tensors[i].bytes());
         offset += tensors[i].bytes();
       }
-      COHORT_RETURN_IF_ERROR(Collective(comm_->AllReduce(
-          staging_.data(), total / DTypeSize(dtype), ToCollective(dtype), cop)));
+      COHORT_RETURN_IF_ERROR(
+          Collective(comm_->AllReduce(staging_.data(), total / DTypeSize(dtype),
+                                      ToCollective(dtype), cop)));
       offset = 0;
       for (size_t i = begin; i < end; ++i) {
         std::memcpy(tensors[i].data, staging_.data() + offset,
@@ -339,9 +343,9 @@ absl::Status ReplicaContextImpl::all_reduce(ReduceOp op,
 absl::Status ReplicaContextImpl::broadcast(Tensor tensor, int root) {
   if (!collective_status_.ok()) return collective_status_;
   if (root < 0 || root >= job_->num_replicas) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "broadcast: root ", root, " is not a replica (0..",
-        job_->num_replicas - 1, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("broadcast: root ", root, " is not a replica (0..",
+                     job_->num_replicas - 1, ")"));
   }
   COHORT_RETURN_IF_ERROR(Synchronize(device_));
   return Collective(comm_->Broadcast(tensor.data, tensor.count,
@@ -353,9 +357,9 @@ absl::Status ReplicaContextImpl::all_gather(Tensor input, Tensor output) {
   if (output.dtype != input.dtype ||
       output.count != input.count * static_cast<size_t>(job_->num_replicas)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "all_gather: the output needs ", job_->num_replicas, " x ",
-        input.count, " ", DTypeName(input.dtype), " elements; it has ",
-        output.count, " ", DTypeName(output.dtype)));
+        "all_gather: the output needs ", job_->num_replicas, " x ", input.count,
+        " ", DTypeName(input.dtype), " elements; it has ", output.count, " ",
+        DTypeName(output.dtype)));
   }
   COHORT_RETURN_IF_ERROR(Synchronize(device_));
   return Collective(comm_->AllGather(input.data, output.data, input.count,

@@ -96,6 +96,26 @@ double Read(ReplicaContextImpl& ctx, const char* name) {
   return value;
 }
 
+// Names travel in protobuf strings and JSON: a name that is not UTF-8, or
+// holds a control character, is refused where it is made.
+TEST(ReplicaContextTest, VariableNamesMustBePrintableUtf8) {
+  Replicas replicas(1, "");
+  ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+    const double zero[1] = {0};
+    for (const char* name : {"", "w\xff", "a\nb"}) {
+      absl::StatusOr<Variable*> v = ctx.create_variable(
+          {.name = name, .shape = {1}, .dtype = DType::kFloat64}, zero);
+      EXPECT_EQ(v.status().code(), absl::StatusCode::kInvalidArgument)
+          << v.status();
+    }
+    return ctx
+        .create_variable(
+            {.name = "dense/\xc3\xa4", .shape = {1}, .dtype = DType::kFloat64},
+            zero)
+        .status();
+  }));
+}
+
 TEST(ReplicaContextTest, StartEqualTrainEqualAndAggregateOnRead) {
   Replicas replicas(3, "");
   std::vector<std::vector<double>> w(3);

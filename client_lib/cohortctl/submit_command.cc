@@ -56,8 +56,8 @@ ABSL_FLAG(int, max_restarts, 0,
 ABSL_FLAG(int, devices_per_agent, 0,
           "submit: devices each agent uses; 0: all of them.");
 ABSL_FLAG(std::string, checkpoint_dir, "",
-          "submit: where checkpoints go. Default: under the coordinator's "
-          "state dir.");
+          "submit: where checkpoints go, an absolute path as the agents "
+          "see it. Default: under the coordinator's state dir.");
 ABSL_FLAG(std::string, config, "{}",
           "submit: a JSON object handed to the step library, or @FILE to read "
           "it from FILE.");

@@ -23,6 +23,9 @@ class LocalHub {
   // The transport of `rank`; the hub must outlive it.
   std::unique_ptr<Transport> Connect(int rank);
 
+  // Receives `rank` is waiting in, for a message not yet sent.
+  int waiting(int rank) const { return mailboxes_[rank]->waiting(); }
+
  private:
   friend class LocalTransport;
   std::vector<std::unique_ptr<Mailbox>> mailboxes_;  // by receiving rank

@@ -13,8 +13,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "ps_server/partitioner.h"
-#include "ps_server/ps_client.h"
+#include "ps_client/partitioner.h"
+#include "ps_client/ps_client.h"
 #include "rpc/channel.h"
 #include "tests/testing/test_cluster.h"
 

@@ -3,7 +3,7 @@
 // two shards, pushes applied by the shards' optimizers, concurrent workers,
 // and the recovery rules when a shard restarts or stays away.
 
-#include "ps_server/ps_client.h"
+#include "ps_client/ps_client.h"
 
 #include <future>
 #include <thread>
@@ -13,7 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ps_server/in_process_ps.h"
-#include "ps_server/partitioner.h"
+#include "ps_client/partitioner.h"
 #include "tests/testing/test_cluster.h"
 
 namespace cohort::ps {

@@ -33,8 +33,8 @@ using ::testing::HasSubstr;
 constexpr char kToken[] = "ps-token";
 constexpr absl::Duration kRpcTimeout = absl::Seconds(20);
 
-rpc::TaskConfig PsTaskConfig(int index) {
-  rpc::TaskConfig config;
+task::TaskConfig PsTaskConfig(int index) {
+  task::TaskConfig config;
   config.task = {.type = "ps", .index = index};
   config.coordinator = "127.0.0.1:1";  // never dialled: Run() is not called
   config.daemon.server.security.token = kToken;
@@ -181,7 +181,7 @@ class PsShardHarness {
   }
 
  private:
-  rpc::TaskRuntime runtime_;
+  task::TaskRuntime runtime_;
   ps::VariableStore store_;
   std::unique_ptr<ps::SnapshotDir> dir_;
   std::unique_ptr<ps::SnapshotLoop> loop_;

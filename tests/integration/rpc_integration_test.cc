@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rpc/server.h"
-#include "rpc/task_session.h"
+#include "task/task_session.h"
 #include "tests/testing/test_cluster.h"
 
 namespace cohort::testing {
@@ -127,7 +127,7 @@ TEST(TaskSessionTest, RegistersAgainWhenTheCoordinatorForgetsIt) {
   InProcessCoordinator coordinator(kSpec, std::nullopt);
   ASSERT_TRUE(coordinator.Start().ok());
   std::atomic<int> registrations{0};
-  rpc::TaskSession session({
+  task::TaskSession session({
       .coordinator_address = coordinator.server().address(),
       .heartbeat_interval = absl::Milliseconds(50),
       .report = WorkerReport,
@@ -155,7 +155,7 @@ TEST(TaskSessionTest, RefusalIsFatalAndNamesTheReason) {
   ASSERT_TRUE(coordinator.Start().ok());
   absl::Mutex mu;
   std::optional<absl::Status> fatal;
-  rpc::TaskSession session({
+  task::TaskSession session({
       .coordinator_address = coordinator.server().address(),
       .report =
           [] {
@@ -186,13 +186,18 @@ TEST(TaskSessionTest, KeepsRetryingWhileTheCoordinatorIsAway) {
   // Nothing listens on this port yet.
   const int port = *PickUnusedPort();
   std::atomic<int> registrations{0};
-  rpc::TaskSession session({
+  task::TaskSession session({
       .coordinator_address = absl::StrCat("127.0.0.1:", port),
       .report = WorkerReport,
       .on_registered = [&] { ++registrations; },
   });
   session.Start();
-  absl::SleepFor(absl::Milliseconds(300));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return session.last_status().code() == absl::StatusCode::kUnavailable;
+      },
+      absl::Seconds(10)))
+      << session.last_status();
   EXPECT_EQ(registrations.load(), 0);
   // Now a coordinator comes up on the port the session is dialling.
   rpc::ServerOptions options;

@@ -8,10 +8,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rpc/server.h"
+#include "tests/testing/wait.h"
 
 namespace cohort {
 namespace {
 
+using ::cohort::testing::WaitUntil;
 using ::testing::HasSubstr;
 
 class StoreIntegrationTest : public ::testing::Test {
@@ -42,8 +44,10 @@ TEST_F(StoreIntegrationTest, RanksRendezvousThroughKeysAndBarriers) {
   collective::GrpcStore store = Client("tok");
   // Rank 1 waits for rank 0's address, published a little later.
   absl::StatusOr<std::string> seen;
-  std::thread reader([&] { seen = store.Get("rank/0", absl::Seconds(5)); });
-  absl::SleepFor(absl::Milliseconds(100));
+  std::thread reader([&] { seen = store.Get("rank/0", absl::Seconds(30)); });
+  // Set only once the reader is parked on the coordinator.
+  EXPECT_TRUE(WaitUntil([&] { return manager_.num_waiting_readers() == 1; },
+                        absl::Seconds(10)));
   ASSERT_TRUE(store.Set("rank/0", "127.0.0.1:5000").ok());
   reader.join();
   ASSERT_TRUE(seen.ok()) << seen.status();

@@ -46,16 +46,6 @@ std::string ScratchDir::Write(const std::string& name,
   return file;
 }
 
-bool WaitUntil(const std::function<bool()>& condition, absl::Duration timeout,
-               absl::Duration poll) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (true) {
-    if (condition()) return true;
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(poll);
-  }
-}
-
 CommandResult RunCommand(const std::vector<std::string>& argv,
                          absl::Duration timeout,
                          const std::map<std::string, std::string>& env) {

@@ -14,6 +14,7 @@
 #include "cohort/client.h"
 #include "cohort/v1/coordinator.pb.h"
 #include "common/subprocess.h"
+#include "tests/testing/wait.h"  // WaitUntil, for every user of the cluster
 
 namespace cohort::testing {
 
@@ -35,11 +36,6 @@ class ScratchDir {
  private:
   std::string path_;
 };
-
-// Polls `condition` every `poll` until it holds or `timeout` passes; returns
-// its last value. Every wait in the tests goes through here.
-bool WaitUntil(const std::function<bool()>& condition, absl::Duration timeout,
-               absl::Duration poll = absl::Milliseconds(50));
 
 struct CommandResult {
   int exit_code = -1;  // -1: killed at the deadline

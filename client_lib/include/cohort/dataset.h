@@ -129,7 +129,8 @@ class Batch {
 
 // Record files: a sequence of byte strings, each with its length and CRC-32,
 // so that truncation and corruption are detected. For programs that produce
-// training data; implemented in the cohort_client library.
+// training data; implemented in cohort_common (common/record_io.cc), which
+// the cohort_client library brings along.
 class RecordWriter {
  public:
   // Writes to `path` + ".tmp" and renames it into place on Close().

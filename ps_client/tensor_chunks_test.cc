@@ -1,4 +1,4 @@
-#include "ps_server/tensor_chunks.h"
+#include "ps_client/tensor_chunks.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -9,7 +9,7 @@
 #include "common/logging.h"
 #include "common/signals.h"
 #include "common/status_macros.h"
-#include "rpc/task_runtime.h"
+#include "task/task_runtime.h"
 
 ABSL_FLAG(std::string, task, "",
           "This task's identity, TYPE:INDEX (e.g. worker:1). Default: the "
@@ -26,7 +26,7 @@ ABSL_FLAG(absl::Duration, orphan_timeout, absl::ZeroDuration(),
           "0: retry for ever (systemd, Kubernetes). The coordinator sets it "
           "for the tasks it launches, so that none outlives it for good.");
 
-namespace cohort::rpc {
+namespace cohort::task {
 
 absl::StatusOr<TaskConfig> TaskConfigFromFlags(
     const std::vector<std::string>& allowed_types) {
@@ -73,11 +73,12 @@ absl::StatusOr<TaskConfig> TaskConfigFromFlags(
   if (resolver.has_value()) {
     default_listen = resolver->task_address().value_or("");
   }
-  if (!ListenFlagGiven() && default_listen.empty()) {
+  if (!rpc::ListenFlagGiven() && default_listen.empty()) {
     return absl::InvalidArgumentError(
         "--listen is required (or TF_CONFIG listing this task's address)");
   }
-  COHORT_ASSIGN_OR_RETURN(config.daemon, DaemonFlagsFromFlags(default_listen));
+  COHORT_ASSIGN_OR_RETURN(config.daemon,
+                          rpc::DaemonFlagsFromFlags(default_listen));
 
   config.coordinator = absl::GetFlag(FLAGS_coordinator);
   if (config.coordinator.empty()) {
@@ -123,4 +124,4 @@ TaskConfig InitTaskDaemon(int argc, char** argv, absl::string_view daemon,
   return *std::move(config);
 }
 
-}  // namespace cohort::rpc
+}  // namespace cohort::task

@@ -1,4 +1,4 @@
-#include "rpc/task_runtime.h"
+#include "task/task_runtime.h"
 
 #include <unistd.h>
 
@@ -11,10 +11,10 @@
 #include "common/systemd_notify.h"
 #include "common/version.h"
 #include "rpc/server.h"
-#include "rpc/task_session.h"
 #include "spdlog/spdlog.h"
+#include "task/task_session.h"
 
-namespace cohort::rpc {
+namespace cohort::task {
 
 TaskRuntime::TaskRuntime(std::string daemon_name, TaskConfig config)
     : daemon_name_(std::move(daemon_name)),
@@ -36,7 +36,7 @@ v1::TaskReport TaskRuntime::BaseReport() const {
 
 int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
                      std::function<v1::TaskReport()> report) {
-  RpcServer server(config_.daemon.server);
+  rpc::RpcServer server(config_.daemon.server);
   for (grpc::Service* service : services) server.AddService(service);
   if (absl::Status started = server.Start(); !started.ok()) {
     spdlog::error("cannot serve: {}", started.ToString());
@@ -87,4 +87,4 @@ int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
   return exit_code;
 }
 
-}  // namespace cohort::rpc
+}  // namespace cohort::task

@@ -52,8 +52,8 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "cohort/v1/ps.grpc.pb.h"
-#include "ps_server/partitioner.h"
-#include "ps_server/tensor_chunks.h"
+#include "ps_client/partitioner.h"
+#include "ps_client/tensor_chunks.h"
 #include "rpc/channel.h"
 #include "rpc/security.h"
 

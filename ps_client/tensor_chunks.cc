@@ -1,4 +1,4 @@
-#include "ps_server/tensor_chunks.h"
+#include "ps_client/tensor_chunks.h"
 
 #include <algorithm>
 #include <cstring>

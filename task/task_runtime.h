@@ -18,7 +18,7 @@
 #include "rpc/auth.h"
 #include "rpc/server_flags.h"
 
-namespace cohort::rpc {
+namespace cohort::task {
 
 struct TaskConfig {
   TaskId task;
@@ -27,7 +27,7 @@ struct TaskConfig {
   absl::Duration heartbeat_interval = absl::Seconds(1);
   // Exit when the coordinator has not answered for this long.
   absl::Duration orphan_timeout = absl::InfiniteDuration();
-  DaemonFlags daemon;
+  rpc::DaemonFlags daemon;
 };
 
 // Reads --task, --coordinator, --advertise_address, --heartbeat_interval and
@@ -51,7 +51,7 @@ class TaskRuntime {
   TaskRuntime(std::string daemon_name, TaskConfig config);
 
   const TaskConfig& config() const { return config_; }
-  const Authenticator* auth() const { return &auth_; }
+  const rpc::Authenticator* auth() const { return &auth_; }
   bool registered() const { return registered_.load(); }
 
   // The common part of the task's report (identity, address, pid, host,
@@ -67,10 +67,10 @@ class TaskRuntime {
  private:
   const std::string daemon_name_;
   const TaskConfig config_;
-  const Authenticator auth_;
+  const rpc::Authenticator auth_;
   const absl::Time started_;
   std::atomic<bool> registered_{false};
   std::string address_;  // set once, before the session starts
 };
 
-}  // namespace cohort::rpc
+}  // namespace cohort::task

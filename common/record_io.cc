@@ -9,7 +9,6 @@
 
 #include <fcntl.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "cohort/dataset.h"
+#include "common/crc32.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 
@@ -35,18 +35,6 @@ constexpr std::string_view kMagic = "COHREC01";
 constexpr uint64_t kMaxRecordBytes = uint64_t{1} << 30;
 // Buffered bytes that trigger a write(2).
 constexpr size_t kFlushBytes = size_t{1} << 20;
-
-uint32_t Crc32(std::string_view data) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  // zlib takes uInt lengths; feed large spans in pieces.
-  while (!data.empty()) {
-    const size_t n = std::min<size_t>(data.size(), 1u << 30);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(data.data()),
-                static_cast<uInt>(n));
-    data.remove_prefix(n);
-  }
-  return static_cast<uint32_t>(crc);
-}
 
 void AppendLittleEndian(std::string& out, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) {

@@ -1,4 +1,4 @@
-#include "ps_server/partitioner.h"
+#include "ps_client/partitioner.h"
 
 #include <algorithm>
 #include <set>

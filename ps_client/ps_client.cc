@@ -1,4 +1,4 @@
-#include "ps_server/ps_client.h"
+#include "ps_client/ps_client.h"
 
 #include <algorithm>
 #include <optional>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "ps_server/dtype.h"
+#include "ps_client/dtype.h"
 #include "rpc/limits.h"
 #include "spdlog/spdlog.h"
 

@@ -24,11 +24,11 @@
 #include "cohort/v1/coordinator.grpc.pb.h"
 #include "rpc/channel.h"
 
-namespace cohort::rpc {
+namespace cohort::task {
 
 struct TaskSessionOptions {
   std::string coordinator_address;
-  Security security;
+  rpc::Security security;
   absl::Duration heartbeat_interval = absl::Seconds(1);
   absl::Duration rpc_timeout = absl::Seconds(3);
   // Builds the report sent with Register and each heartbeat. Called on the
@@ -57,6 +57,9 @@ class TaskSession {
   void Shutdown(absl::string_view reason = "shutdown");
 
   bool registered() const;
+  // How the last Register or Heartbeat ended (OK before the first): why a
+  // task is not registered yet.
+  absl::Status last_status() const;
 
  private:
   void Run();
@@ -64,13 +67,14 @@ class TaskSession {
   absl::Status Heartbeat();
 
   const TaskSessionOptions options_;
-  Connection connection_;
+  rpc::Connection connection_;
   std::unique_ptr<cohort::v1::Coordinator::Stub> stub_;
 
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::string session_id_ ABSL_GUARDED_BY(mu_);
+  absl::Status last_status_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 
-}  // namespace cohort::rpc
+}  // namespace cohort::task

@@ -1,4 +1,4 @@
-#include "ps_server/dtype.h"
+#include "ps_client/dtype.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"

@@ -1,11 +1,11 @@
-#include "rpc/task_session.h"
+#include "task/task_session.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
-namespace cohort::rpc {
+namespace cohort::task {
 namespace {
 
 bool IsRefusal(absl::StatusCode code) {
@@ -31,6 +31,11 @@ void TaskSession::Start() {
 bool TaskSession::registered() const {
   absl::MutexLock lock(&mu_);
   return !session_id_.empty();
+}
+
+absl::Status TaskSession::last_status() const {
+  absl::MutexLock lock(&mu_);
+  return last_status_;
 }
 
 void TaskSession::Shutdown(absl::string_view reason) {
@@ -91,6 +96,10 @@ void TaskSession::Run() {
   while (true) {
     const bool have_session = registered();
     absl::Status status = have_session ? Heartbeat() : Register();
+    {
+      absl::MutexLock lock(&mu_);
+      last_status_ = status;
+    }
     absl::Duration wait = options_.heartbeat_interval;
     // Anything but "could not reach it" is an answer.
     if (status.code() != absl::StatusCode::kUnavailable &&
@@ -139,4 +148,4 @@ void TaskSession::Run() {
   }
 }
 
-}  // namespace cohort::rpc
+}  // namespace cohort::task

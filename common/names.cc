@@ -1,0 +1,69 @@
+#include "common/names.h"
+
+#include <cstdint>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
+namespace cohort {
+
+bool IsValidUtf8(absl::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const uint8_t lead = static_cast<uint8_t>(text[i]);
+    size_t length;
+    uint32_t code;
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    } else if ((lead & 0xe0) == 0xc0) {
+      length = 2;
+      code = lead & 0x1f;
+    } else if ((lead & 0xf0) == 0xe0) {
+      length = 3;
+      code = lead & 0x0f;
+    } else if ((lead & 0xf8) == 0xf0) {
+      length = 4;
+      code = lead & 0x07;
+    } else {
+      return false;
+    }
+    if (text.size() - i < length) return false;
+    for (size_t k = 1; k < length; ++k) {
+      const uint8_t next = static_cast<uint8_t>(text[i + k]);
+      if ((next & 0xc0) != 0x80) return false;
+      code = (code << 6) | (next & 0x3f);
+    }
+    // The shortest form only, no UTF-16 surrogates, nothing past Unicode.
+    constexpr uint32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < kMinimum[length] || (code >= 0xd800 && code <= 0xdfff) ||
+        code > 0x10ffff) {
+      return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
+absl::Status CheckName(absl::string_view what, absl::string_view name) {
+  auto bad = [&](absl::string_view problem) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " name \"", absl::CHexEscape(name.substr(0, 64)),
+                     name.size() > 64 ? "..." : "", "\" ", problem));
+  };
+  if (name.empty())
+    return absl::InvalidArgumentError(absl::StrCat(what, " name is empty"));
+  if (name.size() > kMaxNameBytes) {
+    return bad(absl::StrCat("is ", name.size(), " bytes long; the limit is ",
+                            kMaxNameBytes));
+  }
+  if (!IsValidUtf8(name)) return bad("is not valid UTF-8");
+  for (char c : name) {
+    if (static_cast<uint8_t>(c) < 0x20 || c == 0x7f) {
+      return bad("holds a control character");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cohort
