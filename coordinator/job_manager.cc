@@ -490,9 +490,10 @@ void JobManager::CheckAttempt(Job& job, const std::vector<AgentView>& agents,
   const v1::AgentJobReport* failed = nullptr;
   const AgentView* dead = nullptr;
   for (const auto& [task, assignment] : job.assignments) {
-    auto view = std::find_if(
-        agents.begin(), agents.end(),
-        [&](const AgentView& a) { return a.task.ToString() == task; });
+    auto view = std::find_if(agents.begin(), agents.end(),
+                             [&name = task](const AgentView& a) {
+                               return a.task.ToString() == name;
+                             });
     if (view != agents.end() && view->state != v1::READY && dead == nullptr) {
       dead = &*view;
     }

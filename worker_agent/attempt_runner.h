@@ -1,7 +1,7 @@
 #pragma once
 
 // What the agent's job loop drives: one attempt of a job on this agent.
-// JobRunner runs the synchronous strategies; PsJobRunner runs
+// SyncJobRunner runs the synchronous strategies; PsJobRunner runs
 // ParameterServer closure executors.
 
 #include "absl/status/status.h"

@@ -96,7 +96,7 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
   if (assignment.spec().strategy() == v1::PARAMETER_SERVER) {
     runner_ = std::make_unique<PsJobRunner>(std::move(runner));
   } else {
-    runner_ = std::make_unique<JobRunner>(std::move(runner));
+    runner_ = std::make_unique<SyncJobRunner>(std::move(runner));
   }
   runner_->Start();
 }

@@ -2,7 +2,7 @@
 
 // The agent's side of the job control loop: every sync interval it reports
 // its job to the coordinator and learns which job it should run, then
-// starts, replaces or stops its JobRunner to match. Step libraries are
+// starts, replaces or stops its SyncJobRunner to match. Step libraries are
 // fetched once per digest into a cache directory.
 
 #include <memory>
@@ -15,7 +15,7 @@
 #include "common/cluster_spec.h"
 #include "rpc/channel.h"
 #include "worker_agent/attempt_runner.h"
-#include "worker_agent/job_runner.h"
+#include "worker_agent/sync_job_runner.h"
 
 namespace cohort::agent {
 

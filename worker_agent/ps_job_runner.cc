@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "rpc/status_conversion.h"
 #include "spdlog/spdlog.h"
-#include "worker_agent/job_inputs.h"
+#include "worker_agent/job_loader.h"
 #include "worker_agent/ps_replica_context.h"
 
 namespace cohort::agent {
@@ -81,18 +81,18 @@ void PsJobRunner::Run() {
                a.group(), a.local_replicas(), a.ps_addresses_size());
   // Each closure takes a whole global batch from this worker's pipeline,
   // as a TF ParameterServer closure takes one from its per-worker dataset.
-  absl::StatusOr<JobInputs> inputs = LoadJobInputs(
+  absl::StatusOr<LoadedJob> inputs = LoadJob(
       options_, job_,
       {.pipeline = a.node(),
        .num_pipelines = a.num_nodes(),
        .replicas_in_sync = 1,
        .local_batches = 1,
        .global_batch_size = a.spec().global_batch_size() * a.num_nodes()});
-  std::vector<std::unique_ptr<PsVariableServer>> servers;
+  std::vector<std::unique_ptr<PsVariableClient>> servers;
   absl::Status status = inputs.status();
   for (int slot = 0; status.ok() && slot < a.local_replicas(); ++slot) {
-    absl::StatusOr<std::unique_ptr<PsVariableServer>> server =
-        PsVariableServer::Create(a, options_.security,
+    absl::StatusOr<std::unique_ptr<PsVariableClient>> server =
+        PsVariableClient::Create(a, options_.security,
                                  absl::StrCat(task_name_, "/", slot));
     status = server.status();
     if (server.ok()) servers.push_back(*std::move(server));

@@ -19,9 +19,9 @@
 #include "rpc/channel.h"
 #include "worker_agent/attempt_runner.h"
 #include "worker_agent/input_pipeline.h"
-#include "worker_agent/job_runner.h"
-#include "worker_agent/ps_variable_server.h"
+#include "worker_agent/ps_variable_client.h"
 #include "worker_agent/step_library.h"
+#include "worker_agent/sync_job_runner.h"
 
 namespace cohort::agent {
 
@@ -55,7 +55,7 @@ class PsJobRunner final : public AttemptRunner {
   // One per executor, so that the ps keys each executor's ON_READ values
   // apart. Set by Run() before the executors start, under mu_ so that
   // Abort() can reach them.
-  std::vector<std::unique_ptr<PsVariableServer>> servers_;
+  std::vector<std::unique_ptr<PsVariableClient>> servers_;
   rpc::Connection coordinator_;
   std::unique_ptr<v1::JobControl::Stub> stub_;
   std::thread thread_;

@@ -47,7 +47,7 @@ class PsOptimizerImpl final : public Optimizer {
 };
 
 PsReplicaContext::PsReplicaContext(const JobInfo* job, Device device,
-                                   VariableServer* server)
+                                   VariableClient* server)
     : job_(job), device_(device), server_(server) {}
 
 PsReplicaContext::~PsReplicaContext() = default;

@@ -18,7 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cohort/step.h"
 #include "worker_agent/replica_context.h"
-#include "worker_agent/variable_server.h"
+#include "worker_agent/variable_client.h"
 
 namespace cohort::agent {
 
@@ -29,7 +29,7 @@ class PsOptimizerImpl;
 // executor's thread only.
 class PsReplicaContext final : public ReplicaContext {
  public:
-  PsReplicaContext(const JobInfo* job, Device device, VariableServer* server);
+  PsReplicaContext(const JobInfo* job, Device device, VariableClient* server);
   ~PsReplicaContext() override;
 
   // --- cohort::ReplicaContext.
@@ -38,9 +38,7 @@ class PsReplicaContext final : public ReplicaContext {
   const Device& device() const override { return device_; }
   int64_t step() const override { return step_; }
   int64_t total_steps() const override { return job_->steps; }
-  int64_t global_batch_size() const override {
-    return job_->global_batch_size;
-  }
+  int64_t global_batch_size() const override { return job_->global_batch_size; }
   uint64_t seed() const override { return job_->seed; }
   const std::string& config_json() const override { return job_->config_json; }
   absl::StatusOr<Variable*> create_variable(const VariableOptions& options,
@@ -80,7 +78,7 @@ class PsReplicaContext final : public ReplicaContext {
  private:
   const JobInfo* const job_;
   const Device device_;
-  VariableServer* const server_;
+  VariableClient* const server_;
   int64_t step_ = 0;
   std::vector<std::unique_ptr<HostVariable>> variables_;  // creation order
   std::vector<std::unique_ptr<PsOptimizerImpl>> optimizers_;

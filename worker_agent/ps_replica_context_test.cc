@@ -13,7 +13,7 @@ using ::testing::HasSubstr;
 
 // An in-memory ps: applies SGD pushes to trained variables, keeps the last
 // value pushed to aggregated ones.
-class FakeServer final : public VariableServer {
+class FakeServer final : public VariableClient {
  public:
   absl::Status Create(const std::vector<ServerVariable>& variables) override {
     for (const ServerVariable& v : variables) {
@@ -67,8 +67,7 @@ class PsReplicaContextTest : public ::testing::Test {
 
 TEST_F(PsReplicaContextTest, ClosuresPullThenPushGradientsToTheServer) {
   const float initial[2] = {1.0f, 2.0f};
-  Variable* w = *context_.create_variable(
-      {.name = "w", .shape = {2}}, initial);
+  Variable* w = *context_.create_variable({.name = "w", .shape = {2}}, initial);
   Optimizer* sgd = *context_.create_optimizer(
       {.kind = OptimizerKind::kSgd, .learning_rate = 0.5}, {w});
   ASSERT_TRUE(context_.DeclareVariables().ok());
@@ -94,8 +93,8 @@ TEST_F(PsReplicaContextTest, ClosuresPullThenPushGradientsToTheServer) {
 TEST_F(PsReplicaContextTest, CollectivesAreIdentitiesOverOneReplica) {
   EXPECT_EQ(context_.num_replicas_in_sync(), 1);
   double loss = 1.5;
-  ASSERT_TRUE(context_.all_reduce(ReduceOp::kMean, {&loss, 1, DType::kFloat64})
-                  .ok());
+  ASSERT_TRUE(
+      context_.all_reduce(ReduceOp::kMean, {&loss, 1, DType::kFloat64}).ok());
   EXPECT_EQ(loss, 1.5);
   EXPECT_FALSE(context_.broadcast({&loss, 1, DType::kFloat64}, 1).ok());
   bool ran = false;
@@ -112,10 +111,12 @@ TEST_F(PsReplicaContextTest, CollectivesAreIdentitiesOverOneReplica) {
 }
 
 TEST_F(PsReplicaContextTest, OnReadVariablesArePushedAfterEachClosure) {
-  Variable* count = *context_.create_variable(
-      {.name = "count", .shape = {1}, .sync = VariableSync::kOnRead,
-       .aggregation = Aggregation::kSum},
-      nullptr);
+  Variable* count =
+      *context_.create_variable({.name = "count",
+                                 .shape = {1},
+                                 .sync = VariableSync::kOnRead,
+                                 .aggregation = Aggregation::kSum},
+                                nullptr);
   ASSERT_TRUE(context_.DeclareVariables().ok());
   ASSERT_TRUE(context_.BeginClosure(0).ok());
   count->data<float>()[0] = 5.0f;
@@ -125,8 +126,7 @@ TEST_F(PsReplicaContextTest, OnReadVariablesArePushedAfterEachClosure) {
 
 TEST_F(PsReplicaContextTest, MomentumAndMismatchedGradientsAreRefused) {
   Variable* w = *context_.create_variable({.name = "w", .shape = {2}}, nullptr);
-  EXPECT_THAT(context_
-                  .create_optimizer({.kind = OptimizerKind::kMomentum}, {w})
+  EXPECT_THAT(context_.create_optimizer({.kind = OptimizerKind::kMomentum}, {w})
                   .status()
                   .message(),
               HasSubstr("momentum is not available under ParameterServer"));

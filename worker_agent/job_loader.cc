@@ -1,4 +1,4 @@
-#include "worker_agent/job_inputs.h"
+#include "worker_agent/job_loader.h"
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
@@ -46,9 +46,8 @@ JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment,
     job.checkpoint_dir = assignment.checkpoint_dir();
   } else if (!checkpoint_copies.empty()) {
     // Keyed by the uid too: another cluster's job may have had this id.
-    job.checkpoint_dir = absl::StrCat(checkpoint_copies, "/",
-                                      assignment.job_id(), "-",
-                                      assignment.job_uid());
+    job.checkpoint_dir = absl::StrCat(
+        checkpoint_copies, "/", assignment.job_id(), "-", assignment.job_uid());
   }
   if (spec.collective_timeout_ms() > 0) {
     job.collective_timeout = absl::Milliseconds(spec.collective_timeout_ms());
@@ -56,9 +55,9 @@ JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment,
   return job;
 }
 
-absl::StatusOr<JobInputs> LoadJobInputs(const RunnerOptions& options,
-                                        const JobInfo& job,
-                                        const InputLayout& layout) {
+absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
+                                  const JobInfo& job,
+                                  const InputLayout& layout) {
   const v1::AgentJobAssignment& a = options.assignment;
   const v1::JobSpec& spec = a.spec();
   absl::StatusOr<std::string> path =
@@ -73,7 +72,7 @@ absl::StatusOr<JobInputs> LoadJobInputs(const RunnerOptions& options,
       *path, spec.library_name().empty() ? *path : spec.library_name(),
       spec.init_fn(), spec.step_fn(), spec.dataset_fn());
   if (!functions.ok()) return functions.status();
-  JobInputs inputs;
+  LoadedJob inputs;
   inputs.functions = *functions;
   for (int index : a.device_indices()) {
     if (index < 0 || index >= static_cast<int>(options.devices.size())) {

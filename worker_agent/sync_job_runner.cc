@@ -1,4 +1,4 @@
-#include "worker_agent/job_runner.h"
+#include "worker_agent/sync_job_runner.h"
 
 #include "absl/strings/str_cat.h"
 #include "collective/algorithmic_communicator.h"
@@ -7,14 +7,14 @@
 #include "collective/transports/grpc_transport.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
-#include "worker_agent/job_inputs.h"
+#include "worker_agent/job_loader.h"
 #ifdef COHORT_HAVE_NCCL
 #include "collective/nccl/nccl_communicator.h"
 #endif
 
 namespace cohort::agent {
 
-JobRunner::JobRunner(RunnerOptions options)
+SyncJobRunner::SyncJobRunner(RunnerOptions options)
     : options_(std::move(options)),
       central_(options_.assignment.local_replicas()) {
   job_ = JobInfoFor(options_.assignment, options_.checkpoint_copies);
@@ -25,22 +25,22 @@ JobRunner::JobRunner(RunnerOptions options)
   rate_time_ = absl::Now();
 }
 
-JobRunner::~JobRunner() {
+SyncJobRunner::~SyncJobRunner() {
   Abort(absl::CancelledError("the agent stopped the job"));
   if (thread_.joinable()) thread_.join();
 }
 
-void JobRunner::Start() {
+void SyncJobRunner::Start() {
   thread_ = std::thread([this] { Run(); });
 }
 
-bool JobRunner::done() const {
+bool SyncJobRunner::done() const {
   absl::MutexLock lock(&mu_);
   return state_ == v1::AgentJobReport::FINISHED ||
          state_ == v1::AgentJobReport::FAILED;
 }
 
-void JobRunner::Abort(const absl::Status& status) {
+void SyncJobRunner::Abort(const absl::Status& status) {
   aborted_ = true;
   std::vector<collective::Communicator*> comms;
   {
@@ -52,7 +52,7 @@ void JobRunner::Abort(const absl::Status& status) {
   central_.Abort(status);
 }
 
-void JobRunner::Fail(const absl::Status& status, bool permanent) {
+void SyncJobRunner::Fail(const absl::Status& status, bool permanent) {
   {
     absl::MutexLock lock(&mu_);
     if (!error_.ok()) return;
@@ -66,7 +66,7 @@ void JobRunner::Fail(const absl::Status& status, bool permanent) {
                                         " were stopped: ", status.message())));
 }
 
-void JobRunner::Progress(int local, int64_t steps_done) {
+void SyncJobRunner::Progress(int local, int64_t steps_done) {
   absl::MutexLock lock(&mu_);
   steps_done_[local] = steps_done;
   if (state_ == v1::AgentJobReport::LOADING) {
@@ -92,7 +92,7 @@ void JobRunner::Progress(int local, int64_t steps_done) {
   }
 }
 
-v1::AgentJobReport JobRunner::Report() const {
+v1::AgentJobReport SyncJobRunner::Report() const {
   v1::AgentJobReport report;
   report.set_job_id(options_.assignment.job_id());
   report.set_attempt(options_.assignment.attempt());
@@ -117,22 +117,22 @@ v1::AgentJobReport JobRunner::Report() const {
   return report;
 }
 
-absl::Status JobRunner::Prepare() {
+absl::Status SyncJobRunner::Prepare() {
   const v1::AgentJobAssignment& a = options_.assignment;
-  absl::StatusOr<JobInputs> inputs =
-      LoadJobInputs(options_, job_,
-                    {.pipeline = a.node(),
-                     .num_pipelines = a.num_nodes(),
-                     .replicas_in_sync = a.num_replicas(),
-                     .local_batches = a.local_replicas(),
-                     .global_batch_size = a.spec().global_batch_size()});
+  absl::StatusOr<LoadedJob> inputs =
+      LoadJob(options_, job_,
+              {.pipeline = a.node(),
+               .num_pipelines = a.num_nodes(),
+               .replicas_in_sync = a.num_replicas(),
+               .local_batches = a.local_replicas(),
+               .global_batch_size = a.spec().global_batch_size()});
   if (!inputs.ok()) return inputs.status();
   functions_ = inputs->functions;
   pipeline_ = std::move(inputs->pipeline);
   return absl::OkStatus();
 }
 
-void JobRunner::Run() {
+void SyncJobRunner::Run() {
   const v1::AgentJobAssignment& a = options_.assignment;
   spdlog::info("job {} attempt {}: node {} of {}, replicas {}..{} of {}, {}",
                a.job_id(), a.attempt(), a.node(), a.num_nodes(), a.first_rank(),
@@ -169,8 +169,8 @@ void JobRunner::Run() {
   }
 }
 
-absl::StatusOr<std::unique_ptr<collective::Communicator>> JobRunner::Connect(
-    int local) {
+absl::StatusOr<std::unique_ptr<collective::Communicator>>
+SyncJobRunner::Connect(int local) {
   const v1::AgentJobAssignment& a = options_.assignment;
   const Device& device = options_.devices[a.device_indices(local)];
   const int rank = a.first_rank() + local;
@@ -246,8 +246,8 @@ absl::StatusOr<std::unique_ptr<collective::Communicator>> JobRunner::Connect(
   }
 }
 
-void JobRunner::AddLink(const std::string& ring, int from, int end,
-                        const std::string& transport, int begin) {
+void SyncJobRunner::AddLink(const std::string& ring, int from, int end,
+                            const std::string& transport, int begin) {
   v1::RingLink link;
   link.set_ring(ring);
   link.set_from_rank(from);
@@ -257,7 +257,7 @@ void JobRunner::AddLink(const std::string& ring, int from, int end,
   links_.push_back(std::move(link));
 }
 
-void JobRunner::RunReplica(int local) {
+void SyncJobRunner::RunReplica(int local) {
   const v1::AgentJobAssignment& a = options_.assignment;
   const v1::JobSpec& spec = a.spec();
   const int replica = a.first_rank() + local;

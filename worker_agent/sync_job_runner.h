@@ -1,9 +1,11 @@
 #pragma once
 
-// One attempt of a job on one agent: loads the step library, builds the
-// input pipeline and one replica per assigned device, each on its own thread
-// with its own communicator, and runs the step loop. The chief's replica 0
-// writes checkpoints.
+// One attempt of a synchronous job (MultiWorkerMirrored, Mirrored,
+// OneDevice, CentralStorage) on one agent; ParameterServer jobs have
+// PsJobRunner. Loads the step library, builds the input pipeline and one
+// replica per assigned device, each on its own thread with its own
+// communicator, and runs the step loop. The chief's replica 0 writes
+// checkpoints.
 //
 // A failing replica aborts the others' communicators, and those of the
 // other agents through the collective layer, so that no replica waits for
@@ -48,11 +50,11 @@ struct RunnerOptions {
 
 // Owns its threads between Start() and destruction. Report() and Abort()
 // are thread-safe.
-class JobRunner final : public AttemptRunner {
+class SyncJobRunner final : public AttemptRunner {
  public:
-  explicit JobRunner(RunnerOptions options);
+  explicit SyncJobRunner(RunnerOptions options);
   // Aborts if still running, and joins.
-  ~JobRunner() override;
+  ~SyncJobRunner() override;
 
   const v1::AgentJobAssignment& assignment() const override {
     return options_.assignment;

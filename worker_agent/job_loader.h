@@ -8,9 +8,9 @@
 
 #include "absl/status/statusor.h"
 #include "worker_agent/input_pipeline.h"
-#include "worker_agent/job_runner.h"
 #include "worker_agent/replica_context.h"
 #include "worker_agent/step_library.h"
+#include "worker_agent/sync_job_runner.h"
 
 namespace cohort::agent {
 
@@ -24,7 +24,7 @@ struct InputLayout {
   int64_t global_batch_size = 0;
 };
 
-struct JobInputs {
+struct LoadedJob {
   StepFunctions functions;
   std::unique_ptr<InputPipeline> pipeline;  // null without a dataset_fn
 };
@@ -38,8 +38,8 @@ JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment,
 // Errors name the library, the function or the numbers at fault; all are
 // the job's own (permanent) except a library fetch that failed to reach the
 // coordinator.
-absl::StatusOr<JobInputs> LoadJobInputs(const RunnerOptions& options,
-                                        const JobInfo& job,
-                                        const InputLayout& layout);
+absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
+                                  const JobInfo& job,
+                                  const InputLayout& layout);
 
 }  // namespace cohort::agent

@@ -1,6 +1,6 @@
 #pragma once
 
-// The VariableServer of a ParameterServer worker: places the job's
+// The VariableClient of a ParameterServer worker: places the job's
 // variables over the ps tasks with the job's partitioner, and pulls and
 // pushes them through a ps::PsClient, which rides over ps restarts.
 
@@ -13,16 +13,16 @@
 #include "ps_client/partitioner.h"
 #include "ps_client/ps_client.h"
 #include "rpc/security.h"
-#include "worker_agent/variable_server.h"
+#include "worker_agent/variable_client.h"
 
 namespace cohort::agent {
 
 // Thread-safe.
-class PsVariableServer final : public VariableServer {
+class PsVariableClient final : public VariableClient {
  public:
   // INVALID_ARGUMENT for an assignment without ps addresses or with bad
   // partitioner options.
-  static absl::StatusOr<std::unique_ptr<PsVariableServer>> Create(
+  static absl::StatusOr<std::unique_ptr<PsVariableClient>> Create(
       const v1::AgentJobAssignment& assignment, const rpc::Security& security,
       const std::string& worker);
 
@@ -38,7 +38,7 @@ class PsVariableServer final : public VariableServer {
   void Abort(const absl::Status& status);
 
  private:
-  PsVariableServer(std::unique_ptr<ps::PsClient> client,
+  PsVariableClient(std::unique_ptr<ps::PsClient> client,
                    ps::PartitionerOptions partitioner, int num_ps);
 
   const std::unique_ptr<ps::PsClient> client_;

@@ -1,4 +1,4 @@
-#include "worker_agent/ps_variable_server.h"
+#include "worker_agent/ps_variable_client.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -85,7 +85,7 @@ absl::StatusOr<ps::PartitionerOptions> Partitioner(
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<PsVariableServer>> PsVariableServer::Create(
+absl::StatusOr<std::unique_ptr<PsVariableClient>> PsVariableClient::Create(
     const v1::AgentJobAssignment& assignment, const rpc::Security& security,
     const std::string& worker) {
   const v1::ParameterServerOptions& o = assignment.spec().ps();
@@ -105,18 +105,16 @@ absl::StatusOr<std::unique_ptr<PsVariableServer>> PsVariableServer::Create(
   absl::StatusOr<std::unique_ptr<ps::PsClient>> client =
       ps::PsClient::Create(std::move(options));
   if (!client.ok()) return client.status();
-  return std::unique_ptr<PsVariableServer>(new PsVariableServer(
+  return std::unique_ptr<PsVariableClient>(new PsVariableClient(
       *std::move(client), *partitioner, assignment.ps_addresses_size()));
 }
 
-PsVariableServer::PsVariableServer(std::unique_ptr<ps::PsClient> client,
+PsVariableClient::PsVariableClient(std::unique_ptr<ps::PsClient> client,
                                    ps::PartitionerOptions partitioner,
                                    int num_ps)
-    : client_(std::move(client)),
-      partitioner_(partitioner),
-      num_ps_(num_ps) {}
+    : client_(std::move(client)), partitioner_(partitioner), num_ps_(num_ps) {}
 
-absl::Status PsVariableServer::Create(
+absl::Status PsVariableClient::Create(
     const std::vector<ServerVariable>& variables) {
   std::vector<std::string> names;
   for (const ServerVariable& v : variables) names.push_back(v.options.name);
@@ -151,26 +149,25 @@ absl::Status PsVariableServer::Create(
   return absl::OkStatus();
 }
 
-absl::Status PsVariableServer::Pull(const std::vector<HostSlice>& slices) {
+absl::Status PsVariableClient::Pull(const std::vector<HostSlice>& slices) {
   std::vector<ps::PullBuffer> buffers;
   for (const HostSlice& s : slices) {
-    buffers.push_back({s.name, absl::MakeSpan(static_cast<char*>(s.data),
-                                              s.bytes)});
+    buffers.push_back(
+        {s.name, absl::MakeSpan(static_cast<char*>(s.data), s.bytes)});
   }
   return client_->Pull(buffers);
 }
 
-absl::Status PsVariableServer::Push(const std::vector<HostSlice>& slices) {
+absl::Status PsVariableClient::Push(const std::vector<HostSlice>& slices) {
   std::vector<ps::PushBuffer> buffers;
   for (const HostSlice& s : slices) {
-    buffers.push_back(
-        {s.name, absl::MakeConstSpan(static_cast<const char*>(s.data),
-                                     s.bytes)});
+    buffers.push_back({s.name, absl::MakeConstSpan(
+                                   static_cast<const char*>(s.data), s.bytes)});
   }
   return client_->Push(buffers);
 }
 
-std::vector<v1::PsRecovery> PsVariableServer::TakeRecoveries() {
+std::vector<v1::PsRecovery> PsVariableClient::TakeRecoveries() {
   std::vector<v1::PsRecovery> out;
   for (const ps::PsRecoveryEvent& e : client_->TakeRecoveryEvents()) {
     v1::PsRecovery r;
@@ -183,6 +180,6 @@ std::vector<v1::PsRecovery> PsVariableServer::TakeRecoveries() {
   return out;
 }
 
-void PsVariableServer::Abort(const absl::Status&) { client_->Shutdown(); }
+void PsVariableClient::Abort(const absl::Status&) { client_->Shutdown(); }
 
 }  // namespace cohort::agent

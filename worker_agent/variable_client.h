@@ -1,7 +1,7 @@
 #pragma once
 
 // What a ParameterServer replica needs from the ps tasks, whole variables
-// in and out of host memory. The real one (PsVariableServer) places and
+// in and out of host memory. The real one (PsVariableClient) places and
 // splits them over the ps tasks; unit tests use an in-memory one.
 
 #include <string>
@@ -29,9 +29,9 @@ struct HostSlice {
 };
 
 // Thread-safe: the executors of one worker share it.
-class VariableServer {
+class VariableClient {
  public:
-  virtual ~VariableServer() = default;
+  virtual ~VariableClient() = default;
   // Idempotent: variables that exist keep their values.
   virtual absl::Status Create(const std::vector<ServerVariable>& variables) = 0;
   // Trained variables: their values. Aggregated ones: the aggregate.
