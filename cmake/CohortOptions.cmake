@@ -52,3 +52,17 @@ if(COHORT_WITH_NCCL STREQUAL "ON" AND NOT COHORT_HAVE_NCCL)
 endif()
 
 message(STATUS "Cohort: CUDA support ${COHORT_HAVE_CUDA}, NCCL support ${COHORT_HAVE_NCCL}")
+
+# COHORT_FUZZ: build the libFuzzer targets under tests/fuzz/ (tools/fuzz.sh).
+# Needs clang (Debian's clang-14); everything is then built with coverage
+# instrumentation, AddressSanitizer and UndefinedBehaviorSanitizer.
+option(COHORT_FUZZ "Build the libFuzzer targets (clang only)" OFF)
+if(COHORT_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "COHORT_FUZZ needs clang: configure with "
+                        "CC=clang-14 CXX=clang++-14 (tools/fuzz.sh does)")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined
+                      -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()

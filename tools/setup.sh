@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libssl-dev zlib1g-dev
   openssl systemd   # TLS test certificates; systemd-analyze for the units
   iproute2 iptables util-linux   # test hosts: namespaces, bridge, tc, loss
+  clang-14 libfuzzer-14-dev      # the fuzz targets (tools/fuzz.sh)
 )
 
 missing=()
