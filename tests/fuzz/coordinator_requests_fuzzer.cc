@@ -11,26 +11,14 @@
 #include "coordinator/job_manager.h"
 #include "tests/fuzz/fuzz_input.h"
 
-namespace {
-
-constexpr char kCluster[] =
-    R"({"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"],
-                    "ps": ["127.0.0.1:3"]}})";
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cohort;
   using namespace cohort::coordinator;
-  const ClusterSpec spec = *ClusterSpec::FromJson(kCluster);
+  const ClusterSpec spec = *ClusterSpec::FromJson(fuzz::kCluster);
   absl::Time now = absl::FromUnixSeconds(1'700'000'000);
   ClusterManager cluster(spec, {}, now);
   JobManager jobs(spec, {});
-  fuzz::FuzzInput input(data, size);
-  uint8_t kind;
-  std::string_view bytes;
-  for (int requests = 0; requests < 64 && input.Next(&kind, &bytes);
-       ++requests) {
+  fuzz::ForEachRequest(data, size, [&](uint8_t kind, std::string_view bytes) {
     now += absl::Milliseconds(100);
     switch (kind % 6) {
       case 0: {
@@ -69,6 +57,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     jobs.Tick(AgentViews(cluster, now), now);
     (void)cluster.Snapshot(now);
     (void)jobs.List();
-  }
+  });
   return 0;
 }

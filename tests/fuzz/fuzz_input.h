@@ -38,10 +38,30 @@ class FuzzInput {
   std::string_view rest_;
 };
 
+// At most this many requests of one input are replayed, so that each input
+// stays fast.
+inline constexpr int kMaxRequests = 64;
+
+// Calls `handle(kind, bytes)` for each request of the input.
+template <typename Handle>
+void ForEachRequest(const uint8_t* data, size_t size, Handle handle) {
+  FuzzInput input(data, size);
+  uint8_t kind;
+  std::string_view bytes;
+  for (int i = 0; i < kMaxRequests && input.Next(&kind, &bytes); ++i) {
+    handle(kind, bytes);
+  }
+}
+
 // Whether `bytes` parse as `message`, a protobuf.
 template <typename Message>
 bool Parse(std::string_view bytes, Message* message) {
   return message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
 }
+
+// The cluster the coordinator's targets run against.
+inline constexpr char kCluster[] =
+    R"({"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"],
+                    "ps": ["127.0.0.1:3"]}})";
 
 }  // namespace cohort::fuzz

@@ -23,11 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Small enough that no create can exhaust the fuzzer's memory.
   ps::VariableStore store(
       {.shard_id = 0, .max_shard_bytes = int64_t{16} << 20, .max_workers = 8});
-  fuzz::FuzzInput input(data, size);
-  uint8_t kind;
-  std::string_view bytes;
-  for (int requests = 0; requests < 64 && input.Next(&kind, &bytes);
-       ++requests) {
+  fuzz::ForEachRequest(data, size, [&](uint8_t kind, std::string_view bytes) {
     switch (kind % 3) {
       case 0: {
         v1::CreateVariablesRequest request;
@@ -60,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
     }
-  }
+  });
   int64_t generation = 0;
   (void)store.Capture(&generation);
   v1::PsInfo info;

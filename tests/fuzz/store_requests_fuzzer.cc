@@ -20,11 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         {.max_keys = 64, .max_value_bytes = 4096, .max_key_bytes = 256});
     // No expiry thread: the waits still parked end at Shutdown.
     const absl::Time deadline = absl::InfiniteFuture();
-    fuzz::FuzzInput input(data, size);
-    uint8_t kind;
-    std::string_view bytes;
-    for (int requests = 0; requests < 64 && input.Next(&kind, &bytes);
-         ++requests) {
+    fuzz::ForEachRequest(data, size, [&](uint8_t kind, std::string_view bytes) {
       switch (kind % 3) {
         case 0: {
           v1::StoreSetRequest request;
@@ -50,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           break;
         }
       }
-    }
+    });
     store.Shutdown();
   }
   if (completed != issued) std::abort();  // a wait left hanging
