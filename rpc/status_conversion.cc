@@ -10,14 +10,17 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
-  const int code = static_cast<int>(status.error_code());
-  // Codes outside the canonical range cannot come from a conforming peer;
-  // treat them as UNKNOWN rather than trusting them.
+  return FromWireStatus(static_cast<int>(status.error_code()),
+                        status.error_message());
+}
+
+absl::Status FromWireStatus(int code, const std::string& message) {
+  if (code == 0) return absl::OkStatus();
   const absl::StatusCode mapped =
       (code > 0 && code <= static_cast<int>(absl::StatusCode::kUnauthenticated))
           ? static_cast<absl::StatusCode>(code)
           : absl::StatusCode::kUnknown;
-  return absl::Status(mapped, status.error_message());
+  return absl::Status(mapped, message);
 }
 
 }  // namespace cohort::rpc

@@ -5,11 +5,16 @@
 
 #include <grpcpp/support/status.h>
 
+#include <string>
+
 #include "absl/status/status.h"
 
 namespace cohort::rpc {
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
 absl::Status FromGrpcStatus(const grpc::Status& status);
+// A status code as a number off the wire, with its message. Codes outside
+// the canonical range cannot come from a conforming peer: UNKNOWN.
+absl::Status FromWireStatus(int code, const std::string& message);
 
 }  // namespace cohort::rpc

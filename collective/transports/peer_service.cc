@@ -41,8 +41,11 @@ class PeerReceiver final
         return;
       }
     } else if (!frame.abort().empty()) {
-      service_->mailbox()->Abort(absl::Status(
-          static_cast<absl::StatusCode>(frame.abort_code()), frame.abort()));
+      // The code is a number off the wire; an abort is never OK.
+      absl::Status reason =
+          rpc::FromWireStatus(frame.abort_code(), frame.abort());
+      if (reason.ok()) reason = absl::UnknownError(frame.abort());
+      service_->mailbox()->Abort(reason);
     } else if (frame.has_tag()) {
       const auto& tag = frame.tag();
       service_->mailbox()->Deliver(
