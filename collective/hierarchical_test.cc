@@ -118,8 +118,8 @@ TEST_P(HierarchicalTest, EveryCollectiveMatchesTheReference) {
     });
     for (int g = 0; g < n; ++g) {
       ASSERT_TRUE(results[g].ok()) << results[g];
-      ASSERT_EQ(
-          std::memcmp(scattered[g].data(), full.data() + g * bytes, bytes), 0);
+      ASSERT_TRUE(testing::SameBytes(scattered[g].data(),
+                                     full.data() + g * bytes, bytes));
     }
   }
   const auto barrier = RunHierarchy(

@@ -199,9 +199,9 @@ TEST_P(CollectivesTest, BroadcastAllGatherReduceScatterAndBarrier) {
         ASSERT_TRUE(results[r].ok()) << what << results[r];
         for (int q = 0; q < n; ++q) {
           const std::vector<char> block = Inputs(q, count, dtype);
-          ASSERT_EQ(std::memcmp(gathered[r].data() + q * count * element,
-                                block.data(), block.size()),
-                    0)
+          ASSERT_TRUE(
+              testing::SameBytes(gathered[r].data() + q * count * element,
+                                 block.data(), block.size()))
               << what << " allgather rank " << r << " block " << q;
         }
       }
@@ -218,10 +218,9 @@ TEST_P(CollectivesTest, BroadcastAllGatherReduceScatterAndBarrier) {
       });
       for (int r = 0; r < n; ++r) {
         ASSERT_TRUE(results[r].ok()) << what << results[r];
-        ASSERT_EQ(
-            std::memcmp(scattered[r].data(), full.data() + r * count * element,
-                        count * element),
-            0)
+        ASSERT_TRUE(testing::SameBytes(scattered[r].data(),
+                                       full.data() + r * count * element,
+                                       count * element))
             << what << " reducescatter rank " << r;
       }
     }

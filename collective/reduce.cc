@@ -7,39 +7,73 @@
 namespace cohort::collective {
 namespace {
 
+// Elements are read and written with memcpy: buffers need no alignment
+// (received bytes sit wherever the transport put them), and the compiler
+// still emits plain, vectorised loads and stores.
 template <typename T>
-void AccumulateTyped(T* dst, const T* src, size_t count, ReduceOp op) {
+T Load(const char* p) {
+  T value;
+  std::memcpy(&value, p, sizeof(T));
+  return value;
+}
+
+template <typename T>
+void Store(char* p, T value) {
+  std::memcpy(p, &value, sizeof(T));
+}
+
+template <typename T, typename Combine>
+void CombineEach(char* dst, const char* src, size_t count, Combine combine) {
+  for (size_t i = 0; i < count; ++i) {
+    char* d = dst + i * sizeof(T);
+    Store<T>(d, combine(Load<T>(d), Load<T>(src + i * sizeof(T))));
+  }
+}
+
+template <typename T>
+void AccumulateTyped(void* dst_ptr, const void* src_ptr, size_t count,
+                     ReduceOp op) {
+  char* dst = static_cast<char*>(dst_ptr);
+  const char* src = static_cast<const char*>(src_ptr);
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kMean:
-      for (size_t i = 0; i < count; ++i) dst[i] += src[i];
-      return;
+      return CombineEach<T>(dst, src, count, [](T a, T b) { return a + b; });
     case ReduceOp::kMin:
-      for (size_t i = 0; i < count; ++i) dst[i] = std::min(dst[i], src[i]);
-      return;
+      return CombineEach<T>(dst, src, count,
+                            [](T a, T b) { return std::min(a, b); });
     case ReduceOp::kMax:
-      for (size_t i = 0; i < count; ++i) dst[i] = std::max(dst[i], src[i]);
-      return;
+      return CombineEach<T>(dst, src, count,
+                            [](T a, T b) { return std::max(a, b); });
   }
 }
 
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void AccumulateHalf(uint16_t* dst, const uint16_t* src, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    dst[i] = FromFloat(ToFloat(dst[i]) + ToFloat(src[i]));
-  }
+void AccumulateHalf(void* dst, const void* src, size_t count) {
+  CombineEach<uint16_t>(static_cast<char*>(dst), static_cast<const char*>(src),
+                        count, [](uint16_t a, uint16_t b) {
+                          return FromFloat(ToFloat(a) + ToFloat(b));
+                        });
 }
 
 template <typename T>
-void DivideTyped(T* data, size_t count, int divisor) {
+void DivideTyped(void* data_ptr, size_t count, int divisor) {
+  char* data = static_cast<char*>(data_ptr);
   const T d = static_cast<T>(divisor);
-  for (size_t i = 0; i < count; ++i) data[i] /= d;
+  for (size_t i = 0; i < count; ++i) {
+    char* p = data + i * sizeof(T);
+    Store<T>(p, static_cast<T>(Load<T>(p) / d));
+  }
 }
 
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void DivideHalf(uint16_t* data, size_t count, int divisor) {
+void DivideHalf(void* data_ptr, size_t count, int divisor) {
+  char* data = static_cast<char*>(data_ptr);
   const float d = static_cast<float>(divisor);
-  for (size_t i = 0; i < count; ++i) data[i] = FromFloat(ToFloat(data[i]) / d);
+  for (size_t i = 0; i < count; ++i) {
+    char* p = data + i * sizeof(uint16_t);
+    Store<uint16_t>(p, FromFloat(ToFloat(Load<uint16_t>(p)) / d));
+  }
 }
 
 }  // namespace
@@ -48,25 +82,17 @@ void Accumulate(void* dst, const void* src, size_t count, DType dtype,
                 ReduceOp op) {
   switch (dtype) {
     case DType::kFloat32:
-      return AccumulateTyped(static_cast<float*>(dst),
-                             static_cast<const float*>(src), count, op);
+      return AccumulateTyped<float>(dst, src, count, op);
     case DType::kFloat64:
-      return AccumulateTyped(static_cast<double*>(dst),
-                             static_cast<const double*>(src), count, op);
+      return AccumulateTyped<double>(dst, src, count, op);
     case DType::kInt32:
-      return AccumulateTyped(static_cast<int32_t*>(dst),
-                             static_cast<const int32_t*>(src), count, op);
+      return AccumulateTyped<int32_t>(dst, src, count, op);
     case DType::kInt64:
-      return AccumulateTyped(static_cast<int64_t*>(dst),
-                             static_cast<const int64_t*>(src), count, op);
+      return AccumulateTyped<int64_t>(dst, src, count, op);
     case DType::kFloat16:
-      return AccumulateHalf<HalfToFloat, FloatToHalf>(
-          static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src),
-          count);
+      return AccumulateHalf<HalfToFloat, FloatToHalf>(dst, src, count);
     case DType::kBFloat16:
-      return AccumulateHalf<BFloat16ToFloat, FloatToBFloat16>(
-          static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src),
-          count);
+      return AccumulateHalf<BFloat16ToFloat, FloatToBFloat16>(dst, src, count);
   }
 }
 
@@ -98,19 +124,17 @@ void Accumulate(void* dst, const absl::Cord& src, DType dtype, ReduceOp op) {
 void DivideForMean(void* data, size_t count, DType dtype, int divisor) {
   switch (dtype) {
     case DType::kFloat32:
-      return DivideTyped(static_cast<float*>(data), count, divisor);
+      return DivideTyped<float>(data, count, divisor);
     case DType::kFloat64:
-      return DivideTyped(static_cast<double*>(data), count, divisor);
+      return DivideTyped<double>(data, count, divisor);
     case DType::kInt32:
-      return DivideTyped(static_cast<int32_t*>(data), count, divisor);
+      return DivideTyped<int32_t>(data, count, divisor);
     case DType::kInt64:
-      return DivideTyped(static_cast<int64_t*>(data), count, divisor);
+      return DivideTyped<int64_t>(data, count, divisor);
     case DType::kFloat16:
-      return DivideHalf<HalfToFloat, FloatToHalf>(static_cast<uint16_t*>(data),
-                                                  count, divisor);
+      return DivideHalf<HalfToFloat, FloatToHalf>(data, count, divisor);
     case DType::kBFloat16:
-      return DivideHalf<BFloat16ToFloat, FloatToBFloat16>(
-          static_cast<uint16_t*>(data), count, divisor);
+      return DivideHalf<BFloat16ToFloat, FloatToBFloat16>(data, count, divisor);
   }
 }
 

@@ -10,9 +10,9 @@
 
 namespace cohort::collective {
 
-// dst[i] = op(dst[i], src[i]) for i < count. MEAN accumulates as SUM; the
-// division happens once, in DivideForMean. float16/bfloat16 are accumulated
-// in float32 and rounded back after each step.
+// dst[i] = op(dst[i], src[i]) for i < count. Buffers need no alignment. MEAN
+// accumulates as SUM; the division happens once, in DivideForMean.
+// float16/bfloat16 are accumulated in float32 and rounded back after each step.
 void Accumulate(void* dst, const void* src, size_t count, DType dtype,
                 ReduceOp op);
 

@@ -11,7 +11,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Captures one callback's result, thread-safely.
+// Captures one callback's result, thread-safely. Declare it before the
+// store: the store's destructor completes the waits still pending.
 template <typename T>
 class Result {
  public:
@@ -41,9 +42,9 @@ class Result {
 };
 
 TEST(StoreManagerTest, GetWaitsForSet) {
+  Result<absl::StatusOr<std::string>> got;
   StoreManager store;
   store.Start();
-  Result<absl::StatusOr<std::string>> got;
   store.Get("nccl_id", absl::Now() + absl::Seconds(10), got.Callback());
   EXPECT_FALSE(got.done());
   ASSERT_TRUE(store.Set("nccl_id", "abc").ok());
@@ -58,9 +59,9 @@ TEST(StoreManagerTest, GetWaitsForSet) {
 }
 
 TEST(StoreManagerTest, GetTimesOutNamingTheKey) {
+  Result<absl::StatusOr<std::string>> got;
   StoreManager store;
   store.Start();
-  Result<absl::StatusOr<std::string>> got;
   store.Get("rank/3/address", absl::Now() + absl::Milliseconds(50),
             got.Callback());
   auto value = got.Wait();
@@ -71,9 +72,9 @@ TEST(StoreManagerTest, GetTimesOutNamingTheKey) {
 }
 
 TEST(StoreManagerTest, BarrierReleasesWhenAllArriveAndNamesMissingOnTimeout) {
+  Result<absl::Status> a, b;
   StoreManager store;
   store.Start();
-  Result<absl::Status> a, b;
   store.Barrier("epoch0", 2, 0, absl::Now() + absl::Seconds(10), a.Callback());
   EXPECT_FALSE(a.done());
   store.Barrier("epoch0", 2, 1, absl::Now() + absl::Seconds(10), b.Callback());
@@ -90,9 +91,9 @@ TEST(StoreManagerTest, BarrierReleasesWhenAllArriveAndNamesMissingOnTimeout) {
 }
 
 TEST(StoreManagerTest, DisagreeingParticipantCountsAreRefused) {
+  Result<absl::Status> first, second;
   StoreManager store;
   store.Start();
-  Result<absl::Status> first, second;
   store.Barrier("b", 2, 0, absl::Now() + absl::Seconds(1), first.Callback());
   store.Barrier("b", 3, 1, absl::Now() + absl::Seconds(1), second.Callback());
   auto status = second.Wait();
@@ -113,10 +114,10 @@ TEST(StoreManagerTest, LimitsAreEnforced) {
 }
 
 TEST(StoreManagerTest, ShutdownFailsPendingWaits) {
-  StoreManager store;
-  store.Start();
   Result<absl::StatusOr<std::string>> got;
   Result<absl::Status> barrier;
+  StoreManager store;
+  store.Start();
   store.Get("never", absl::Now() + absl::Seconds(60), got.Callback());
   store.Barrier("never", 2, 0, absl::Now() + absl::Seconds(60),
                 barrier.Callback());

@@ -1,5 +1,6 @@
 #include "collective/transports/peer_frame.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -119,11 +120,14 @@ absl::Status DecodePeerFrame(const grpc::ByteBuffer& buffer,
   }
   frame->payload.Clear();
   reader.Take(bytes, [&](const grpc::Slice& slice, size_t begin, size_t end) {
+    // The Cord holds a reference to gRPC's buffer instead of a copy. The
+    // view must point into the Slice the Cord keeps: a small slice holds its
+    // bytes inline, so a copy of it holds them elsewhere.
+    auto held = std::make_shared<const grpc::Slice>(slice);
     const absl::string_view piece(
-        reinterpret_cast<const char*>(slice.begin()) + begin, end - begin);
-    // The Cord holds a reference to gRPC's buffer instead of a copy.
-    frame->payload.Append(
-        absl::MakeCordFromExternal(piece, [slice](absl::string_view) {}));
+        reinterpret_cast<const char*>(held->begin()) + begin, end - begin);
+    frame->payload.Append(absl::MakeCordFromExternal(
+        piece, [held = std::move(held)](absl::string_view) {}));
   });
   std::string rest;
   rest.reserve(total - reader.position());

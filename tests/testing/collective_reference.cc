@@ -99,4 +99,8 @@ std::vector<DTypeOp> AllDTypeOps() {
   return pairs;
 }
 
+bool SameBytes(const void* a, const void* b, size_t bytes) {
+  return bytes == 0 || std::memcmp(a, b, bytes) == 0;
+}
+
 }  // namespace cohort::testing

@@ -23,6 +23,10 @@ std::vector<char> ReferenceReduction(int ranks, size_t count,
                                      collective::DType dtype,
                                      collective::ReduceOp op);
 
+// Whether the `bytes` at `a` and `b` are equal; unlike memcmp, valid for
+// null pointers (an empty vector's data()) when `bytes` is 0.
+bool SameBytes(const void* a, const void* b, size_t bytes);
+
 struct DTypeOp {
   collective::DType dtype;
   collective::ReduceOp op;
