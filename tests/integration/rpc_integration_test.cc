@@ -135,10 +135,14 @@ TEST(TaskSessionTest, RegistersAgainWhenTheCoordinatorForgetsIt) {
   });
   session.Start();
   const TaskId worker{"worker", 0};
+  // The coordinator marks the task READY before the session hears back and
+  // runs on_registered: wait for both.
   ASSERT_TRUE(WaitUntil(
-      [&] { return coordinator.manager().state(worker) == v1::READY; },
-      absl::Seconds(5)));
-  EXPECT_EQ(registrations.load(), 1);
+      [&] {
+        return coordinator.manager().state(worker) == v1::READY &&
+               registrations.load() == 1;
+      },
+      absl::Seconds(10)));
 
   // The coordinator drops the session (as a restarted one would not know
   // it); the next heartbeat gets NOT_FOUND and the task registers again.
