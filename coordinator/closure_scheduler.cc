@@ -21,6 +21,10 @@ ClosureScheduler::ClosureScheduler(int64_t steps, const v1::JobStatus& status)
   next_ = prefix_;
   recent_.assign(status.recent_results().begin(),
                  status.recent_results().end());
+  for (const auto& [name, value] : status.metrics()) {
+    metrics_[name] = {-1, value};
+  }
+  for (const v1::ClosureResult& result : recent_) NoteValues(result);
   rerun_ = status.closures_rerun();
 }
 
@@ -36,6 +40,16 @@ void ClosureScheduler::Complete(const v1::ClosureResult& result) {
   }
   recent_.push_back(result);
   if (recent_.size() > kRecentResults) recent_.pop_front();
+  NoteValues(result);
+}
+
+void ClosureScheduler::NoteValues(const v1::ClosureResult& result) {
+  for (const auto& [name, value] : result.values()) {
+    auto [it, inserted] = metrics_.try_emplace(name, Reported{-1, value});
+    if (inserted || result.closure() >= it->second.closure) {
+      it->second = {result.closure(), value};
+    }
+  }
 }
 
 v1::ClosureResponse ClosureScheduler::Exchange(
@@ -123,10 +137,8 @@ void ClosureScheduler::Fill(v1::JobStatus& status) const {
   for (const v1::ClosureResult& result : recent_) {
     *status.add_recent_results() = result;
   }
-  if (!recent_.empty()) {
-    for (const auto& [name, value] : recent_.back().values()) {
-      (*status.mutable_metrics())[name] = value;
-    }
+  for (const auto& [name, reported] : metrics_) {
+    (*status.mutable_metrics())[name] = reported.value;
   }
 }
 

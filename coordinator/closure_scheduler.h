@@ -46,11 +46,14 @@ class ClosureScheduler {
   double rate(absl::Time now);
 
   // Into `status`: step, completed set, recent results, re-run count, and
-  // the newest result's values as the job's metrics.
+  // as the job's metrics each value from the highest closure that reported
+  // it. Results arrive out of order (a slow worker's closure 499 may land
+  // after closure 599), so arrival order would report a stale value.
   void Fill(v1::JobStatus& status) const;
 
  private:
   void Complete(const v1::ClosureResult& result);
+  void NoteValues(const v1::ClosureResult& result);
 
   const int64_t steps_;
   int64_t next_ = 0;              // closures never handed out start here
@@ -61,6 +64,11 @@ class ClosureScheduler {
   int64_t completed_count_ = 0;
   int64_t rerun_ = 0;
   std::deque<v1::ClosureResult> recent_;
+  struct Reported {
+    int64_t closure;  // -1: restored, closure unknown
+    double value;
+  };
+  std::map<std::string, Reported> metrics_;  // name -> latest by closure
   // For rate(): completions counted at the last sample.
   int64_t rate_count_ = 0;
   absl::Time rate_time_ = absl::InfinitePast();

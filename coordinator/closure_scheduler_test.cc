@@ -37,7 +37,34 @@ TEST(ClosureSchedulerTest, HandsOutEveryClosureOnceAndFinishes) {
   EXPECT_EQ(status.step(), 3);
   EXPECT_EQ(status.completed_prefix(), 3);
   EXPECT_EQ(status.recent_results_size(), 3);
-  EXPECT_EQ(status.metrics().at("loss"), 0.5);
+  // Closure 1 reported last, but closure 2 is the later step.
+  EXPECT_EQ(status.metrics().at("loss"), 1.0);
+}
+
+TEST(ClosureSchedulerTest, EachMetricComesFromTheHighestClosureReportingIt) {
+  ClosureScheduler scheduler(600, v1::JobStatus());
+  v1::ClosureResult late_eval = Result(499, 0.4);
+  (*late_eval.mutable_values())["accuracy"] = 0.92;
+  v1::ClosureResult last_eval = Result(599, 0.1);
+  (*last_eval.mutable_values())["accuracy"] = 0.97;
+  // A slow worker's closure 499 lands after 599 and after 598, which
+  // reports no accuracy at all.
+  scheduler.Exchange("worker:1/0", {last_eval, Result(598, 0.2)}, 0);
+  scheduler.Exchange("worker:0/0", {late_eval}, 0);
+  v1::JobStatus status;
+  scheduler.Fill(status);
+  EXPECT_EQ(status.metrics().at("accuracy"), 0.97);
+  EXPECT_EQ(status.metrics().at("loss"), 0.1);
+
+  // A restored scheduler keeps them, and a later closure still wins.
+  ClosureScheduler restored(600, status);
+  v1::JobStatus again;
+  restored.Fill(again);
+  EXPECT_EQ(again.metrics().at("accuracy"), 0.97);
+  EXPECT_EQ(again.metrics().at("loss"), 0.1);
+  restored.Exchange("worker:0/0", {Result(300, 0.9)}, 0);
+  restored.Fill(again);
+  EXPECT_EQ(again.metrics().at("loss"), 0.1);
 }
 
 TEST(ClosureSchedulerTest, ALostWorkersClosuresRunAgainElsewhere) {
