@@ -1,17 +1,23 @@
 include(GoogleTest)
 
-# cohort_test(NAME LABEL unit|integration|e2e SOURCES ... DEPS ... [TIMEOUT s])
-# One GoogleTest binary, its tests registered with CTest under LABEL.
+# cohort_test(NAME LABEL unit|integration|e2e SOURCES ... DEPS ... [TIMEOUT s]
+#             [LOCK resource])
+# One GoogleTest binary, its tests registered with CTest under LABEL. Tests
+# that share a LOCK never run at once under `ctest -j`.
 function(cohort_test name)
-  cmake_parse_arguments(T "" "LABEL;TIMEOUT" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(T "" "LABEL;TIMEOUT;LOCK" "SOURCES;DEPS" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 60)
+  endif()
+  set(lock)
+  if(T_LOCK)
+    set(lock RESOURCE_LOCK ${T_LOCK})
   endif()
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_DEPS} cohort_test_support GTest::gtest GTest::gmock GTest::gtest_main)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 30
-    PROPERTIES LABELS ${T_LABEL} TIMEOUT ${T_TIMEOUT}
+    PROPERTIES LABELS ${T_LABEL} TIMEOUT ${T_TIMEOUT} ${lock}
                ENVIRONMENT "COHORT_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
 endfunction()

@@ -9,6 +9,7 @@
 namespace cohort::coordinator {
 namespace {
 
+using ::cohort::testing::StatusIs;
 using ::testing::HasSubstr;
 
 constexpr char kDigest[] =
@@ -212,6 +213,24 @@ TEST_F(JobManagerTest, RestoredTableKeepsJobsAndResumesTheActiveOne) {
   EXPECT_FALSE(resumed.restarts(0).spent());
   EXPECT_EQ(*restored.Submit(GoodSpec(), now_), "3");
   EXPECT_EQ(restored.Restore("{", now_).code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(JobManagerTest, RestoresATableWithNumericIdsAndRefusesABadJob) {
+  // Integers as JSON numbers, as earlier coordinators wrote them.
+  JobManager restored(TwoAgentSpec(), {.checkpoint_root = "/ckpt"});
+  ASSERT_OK(restored.Restore(
+      R"({"next_id": 8, "jobs": [{"job_id": "7", "state": "JOB_SUCCEEDED",
+                                  "step": 10}]})",
+      now_));
+  EXPECT_EQ(restored.Get("7")->step(), 10);
+  EXPECT_EQ(*restored.Submit(GoodSpec(), now_), "8");
+
+  JobManager refused(TwoAgentSpec(), {.checkpoint_root = "/ckpt"});
+  EXPECT_THAT(refused.Restore(R"({"jobs": [{"job_id": "x"}]})", now_),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("bad id")));
+  EXPECT_THAT(
+      refused.Restore(R"({"jobs": [{"state": 3.5}]})", now_),
+      StatusIs(absl::StatusCode::kDataLoss, HasSubstr("does not parse")));
 }
 
 TEST_F(JobManagerTest, CentralStorageRunsOnOneAgent) {

@@ -167,7 +167,7 @@ int CancelCommand(const CommonOptions& options, const std::string& job_id) {
       absl::StrCat("job ", job_id, " ", JobStateName(job->state()));
   if (job->state() == v1::JOB_SUCCEEDED || job->state() == v1::JOB_FAILED) {
     absl::StrAppend(&line, " (it had already ended)");
-  } else if (!IsTerminalState(job->state())) {
+  } else if (!IsTerminal(job->state())) {
     absl::StrAppend(&line, " (cancellation requested)");
   }
   std::cout << line << std::endl;

@@ -104,11 +104,6 @@ std::string JobStateName(v1::JobState state) {
   return StripPrefix(v1::JobState_Name(state), "JOB_");
 }
 
-bool IsTerminalState(v1::JobState state) {
-  return state == v1::JOB_SUCCEEDED || state == v1::JOB_FAILED ||
-         state == v1::JOB_CANCELLED;
-}
-
 std::string FormatMetrics(const v1::JobStatus& job, int digits) {
   // The proto map has no order; people want a stable one.
   const std::map<std::string, double> sorted(job.metrics().begin(),

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "cohort/client.h"
 #include "cohort/v1/job.pb.h"
+#include "proto/job_state.h"
 
 namespace cohort::ctl {
 
@@ -22,7 +23,6 @@ std::string CommunicationNames();  // "auto, ring, nccl, hierarchical"
 
 // "RUNNING" for JOB_RUNNING: the enum name without its prefix.
 std::string JobStateName(v1::JobState state);
-bool IsTerminalState(v1::JobState state);
 
 // "loss=0.0213 accuracy=0.981", sorted by name, `digits` significant digits.
 std::string FormatMetrics(const v1::JobStatus& job, int digits = 4);

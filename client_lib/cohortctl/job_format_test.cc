@@ -88,8 +88,8 @@ TEST(FormatTest, MetricsSortedByName) {
 TEST(FormatTest, StateNames) {
   EXPECT_EQ(JobStateName(v1::JOB_RUNNING), "RUNNING");
   EXPECT_EQ(JobStateName(v1::JOB_CANCELLED), "CANCELLED");
-  EXPECT_TRUE(IsTerminalState(v1::JOB_FAILED));
-  EXPECT_FALSE(IsTerminalState(v1::JOB_RESTARTING));
+  EXPECT_TRUE(IsTerminal(v1::JOB_FAILED));
+  EXPECT_FALSE(IsTerminal(v1::JOB_RESTARTING));
 }
 
 TEST(ProgressTest, Bar) {

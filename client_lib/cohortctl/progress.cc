@@ -193,7 +193,7 @@ std::string WatchView::Update(const v1::JobStatus& job, absl::Time now) {
   const bool state_changed = first_ || job.state() != state_;
   const bool restart_said = job.state() == v1::JOB_RESTARTING && new_restarts;
   // The summary reports the end; Finish prints it.
-  if (state_changed && !restart_said && !IsTerminalState(job.state())) {
+  if (state_changed && !restart_said && !IsTerminal(job.state())) {
     absl::StrAppend(&lines, StateLine(job), "\n");
   }
   first_ = false;

@@ -13,6 +13,7 @@
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "proto/job_state.h"
 #include "rpc/channel.h"
 #include "rpc/limits.h"
 
@@ -144,11 +145,6 @@ absl::StatusOr<std::string> ReadLibrary(const std::string& path) {
         " a submission can carry"));
   }
   return bytes;
-}
-
-bool IsTerminal(v1::JobState state) {
-  return state == v1::JOB_SUCCEEDED || state == v1::JOB_FAILED ||
-         state == v1::JOB_CANCELLED;
 }
 
 bool SameMetrics(const v1::JobStatus& a, const v1::JobStatus& b) {

@@ -1,0 +1,75 @@
+#pragma once
+
+// One job in the coordinator's table: its status, which is what is saved
+// and shown, and the live state of its current attempt, which a restored
+// coordinator rebuilds. Owned by the JobManager and guarded by its mutex;
+// the monitors (sync_monitor.h, ps_monitor.h) read and update it under
+// that mutex.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/time/time.h"
+#include "cohort/v1/job.pb.h"
+#include "coordinator/closure_scheduler.h"
+#include "proto/job_state.h"
+
+namespace cohort::coordinator {
+
+struct JobManagerOptions {
+  // After the first failure report of an attempt, how long to wait for the
+  // rest (a dead task's exit, a permanent error) before deciding the cause.
+  absl::Duration failure_grace = absl::Milliseconds(700);
+  // A job whose agents are not all READY this long after placing began
+  // fails, naming them.
+  absl::Duration placement_timeout = absl::Seconds(120);
+  absl::Duration sync_interval = absl::Milliseconds(200);  // told to agents
+  // Where checkpoints go when the spec names no directory: <root>/<job id>.
+  std::string checkpoint_root;
+};
+
+struct Job {
+  v1::JobStatus status;
+  // Something worth saving changed; the manager collects and clears it.
+  bool changed = false;
+  absl::Time placing_since;
+  // Per agent (task string): its assignment in the current attempt and
+  // the last report it sent for it.
+  std::map<std::string, v1::AgentJobAssignment> assignments;
+  std::map<std::string, v1::AgentJobReport> reports;
+  // The first failure of the current attempt, while its cause is decided.
+  std::optional<absl::Time> failing_since;
+  // A task of the current attempt is DEAD: why, for its survivors to
+  // abort with while the cause is decided.
+  std::string abort;
+
+  // --- ParameterServer jobs.
+  std::unique_ptr<ClosureScheduler> closures;
+  std::map<std::string, int> epochs;  // per worker: bumped when it is lost
+  std::set<std::string> lost;         // workers whose closures re-queued
+  std::map<std::string, absl::Time> ps_down_since;
+  // Per worker: runner failures since it last finished a closure.
+  std::map<std::string, int> failures_in_a_row;
+  // Per (ps index, incarnation): the event's index in status.events, the
+  // updates its snapshot held, and the most any worker saw acknowledged.
+  struct Recovery {
+    int event = 0;
+    int64_t restored = 0;
+    int64_t seen = 0;
+  };
+  std::map<std::pair<int, uint64_t>, Recovery> recoveries;
+
+  // Placed or running: neither queued nor ended.
+  bool active() const {
+    return !IsTerminal(status.state()) && status.state() != v1::JOB_SUBMITTED;
+  }
+  bool parameter_server() const {
+    return status.spec().strategy() == v1::PARAMETER_SERVER;
+  }
+};
+
+}  // namespace cohort::coordinator

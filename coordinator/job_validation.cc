@@ -1,0 +1,110 @@
+#include "coordinator/job_validation.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "common/digest.h"
+#include "nlohmann/json.hpp"
+
+namespace cohort::coordinator {
+
+absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
+  auto bad = [](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("job spec: ", parts...));
+  };
+  switch (spec.strategy()) {
+    case v1::MULTI_WORKER_MIRRORED:
+    case v1::MIRRORED:
+    case v1::ONE_DEVICE:
+    case v1::CENTRAL_STORAGE:
+      break;
+    case v1::PARAMETER_SERVER:
+      if (absl::Status ps = ValidatePsOptions(spec.ps()); !ps.ok()) return ps;
+      break;
+    default:
+      return bad("strategy is missing or unknown (", spec.strategy(), ")");
+  }
+  if (!v1::Communication_IsValid(spec.communication())) {
+    return bad("communication ", spec.communication(), " is unknown");
+  }
+  if (!IsSha256Hex(spec.library_digest())) {
+    return bad("library_digest must be 64 lowercase hex digits (SHA-256)");
+  }
+  if (spec.step_fn().empty()) return bad("step_fn is required");
+  if (spec.steps() <= 0)
+    return bad("steps must be positive, got ", spec.steps());
+  if (spec.global_batch_size() <= 0) {
+    return bad("global_batch_size must be positive, got ",
+               spec.global_batch_size());
+  }
+  if (spec.checkpoint_every() < 0) {
+    return bad("checkpoint_every must be >= 0, got ", spec.checkpoint_every());
+  }
+  if (spec.max_restarts() < 0) {
+    return bad("max_restarts must be >= 0, got ", spec.max_restarts());
+  }
+  if (spec.devices_per_agent() < 0) {
+    return bad("devices_per_agent must be >= 0, got ",
+               spec.devices_per_agent());
+  }
+  if (spec.collective_timeout_ms() < 0) {
+    return bad("collective_timeout_ms must be >= 0");
+  }
+  if (!spec.checkpoint_dir().empty()) {
+    const std::filesystem::path dir(spec.checkpoint_dir());
+    // Each agent would resolve a relative path against its own working
+    // directory, and ".." makes two spellings of one directory.
+    if (!dir.is_absolute()) {
+      return bad("checkpoint_dir must be an absolute path, got \"",
+                 spec.checkpoint_dir(), "\"");
+    }
+    for (const std::filesystem::path& part : dir) {
+      if (part == "..") {
+        return bad("checkpoint_dir must not contain \"..\", got \"",
+                   spec.checkpoint_dir(), "\"");
+      }
+    }
+    if (spec.checkpoint_dir().find('\0') != std::string::npos) {
+      return bad("checkpoint_dir holds a NUL byte");
+    }
+  }
+  if (!spec.config_json().empty()) {
+    const nlohmann::json config =
+        nlohmann::json::parse(spec.config_json(), nullptr, false);
+    if (config.is_discarded() || !config.is_object()) {
+      return bad("config_json must be a JSON object");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePsOptions(const v1::ParameterServerOptions& ps) {
+  auto bad = [](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("job spec: ps.", parts...));
+  };
+  if (!v1::ParameterServerOptions::Partitioner_IsValid(ps.partitioner())) {
+    return bad("partitioner ", ps.partitioner(), " is unknown");
+  }
+  if (ps.partitioner() == v1::ParameterServerOptions::PARTITIONER_FIXED &&
+      ps.num_shards() <= 0) {
+    return bad("num_shards must be positive for the fixed partitioner, got ",
+               ps.num_shards());
+  }
+  if (ps.partitioner() == v1::ParameterServerOptions::PARTITIONER_MAX_SIZE &&
+      ps.max_shard_bytes() <= 0) {
+    return bad(
+        "max_shard_bytes must be positive for the max-size "
+        "partitioner, got ",
+        ps.max_shard_bytes());
+  }
+  if (ps.min_shard_bytes() < 0) return bad("min_shard_bytes must be >= 0");
+  if (ps.max_inflight() < 0 || ps.max_inflight() > 64) {
+    return bad("max_inflight must be in [0, 64], got ", ps.max_inflight());
+  }
+  if (ps.ps_recovery_timeout_ms() < 0) {
+    return bad("ps_recovery_timeout_ms must be >= 0");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cohort::coordinator

@@ -1,0 +1,16 @@
+#pragma once
+
+// Checks of a submitted job spec that need nothing but the spec: every
+// field's type and range. What depends on the cluster (devices, batch
+// divisibility, NCCL) is placement's to check (placement.h).
+
+#include "absl/status/status.h"
+#include "cohort/v1/job.pb.h"
+
+namespace cohort::coordinator {
+
+// INVALID_ARGUMENT naming the field of a malformed spec.
+absl::Status ValidateJobSpec(const v1::JobSpec& spec);
+absl::Status ValidatePsOptions(const v1::ParameterServerOptions& ps);
+
+}  // namespace cohort::coordinator

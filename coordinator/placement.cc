@@ -1,0 +1,204 @@
+#include "coordinator/placement.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace cohort::coordinator {
+namespace {
+
+absl::Status Unplaceable(absl::string_view why) {
+  return absl::FailedPreconditionError(why);
+}
+
+// The AUTO choice, or a check of the requested one, given whether every
+// replica is on a CUDA device and every agent has NCCL.
+absl::StatusOr<SyncPlacement> ChooseCommunication(const v1::JobSpec& spec,
+                                                  bool cuda, bool nccl,
+                                                  int num_agents) {
+  SyncPlacement out;
+  out.communication = spec.communication();
+  switch (spec.communication()) {
+    case v1::COMMUNICATION_AUTO:
+      if (cuda && !nccl) {
+        return Unplaceable(
+            "the replicas are on CUDA devices, whose collectives need NCCL, "
+            "and the agents were built without it");
+      }
+      if (cuda) {
+        out.communication = v1::COMMUNICATION_NCCL;
+        out.note = "AUTO picked NCCL: every replica is on a CUDA device";
+      } else {
+        out.communication = v1::COMMUNICATION_HIERARCHICAL;
+        out.note =
+            num_agents == 1
+                ? "AUTO picked hierarchical: one agent, so replicas reduce "
+                  "between threads in shared memory"
+                : absl::StrCat(
+                      "AUTO picked hierarchical: CPU replicas reduce between "
+                      "threads inside each agent, then over a ring of the ",
+                      num_agents, " agents");
+      }
+      return out;
+    case v1::COMMUNICATION_NCCL:
+      if (!cuda || !nccl) {
+        return Unplaceable(
+            cuda ? "communication NCCL: the agents were built without NCCL"
+                 : "communication NCCL needs CUDA devices, and the agents "
+                   "offer CPU devices; use AUTO, RING or HIERARCHICAL");
+      }
+      out.note = "NCCL, as requested";
+      return out;
+    default:
+      if (cuda) {
+        return Unplaceable(
+            "on CUDA devices the collectives take device buffers: use "
+            "communication NCCL or AUTO");
+      }
+      out.note = spec.communication() == v1::COMMUNICATION_RING
+                     ? "RING, as requested: one gRPC ring over every replica"
+                     : "HIERARCHICAL, as requested";
+      return out;
+  }
+}
+
+// Replicas per agent: devices_per_agent, or every device when it is 0.
+absl::StatusOr<int> LocalReplicas(const v1::JobSpec& spec,
+                                  const std::vector<const AgentView*>& agents) {
+  int local = spec.devices_per_agent();
+  if (spec.strategy() == v1::ONE_DEVICE) {
+    if (local > 1) {
+      return Unplaceable(absl::StrCat(
+          "OneDevice runs one replica; devices_per_agent=", local));
+    }
+    local = 1;
+  }
+  const AgentView& first = *agents[0];
+  for (const AgentView* view : agents) {
+    if (local == 0 && view->num_devices != first.num_devices) {
+      return Unplaceable(absl::StrCat(
+          "agents have different device counts (", first.task.ToString(), ": ",
+          first.num_devices, ", ", view->task.ToString(), ": ",
+          view->num_devices,
+          "); set devices_per_agent to use the same number on each"));
+    }
+    if (local > view->num_devices) {
+      return Unplaceable(absl::StrCat("devices_per_agent=", local, " but ",
+                                      view->task.ToString(), " has ",
+                                      view->num_devices, " device(s)"));
+    }
+  }
+  if (local == 0) local = first.num_devices;
+  if (local <= 0) {
+    return Unplaceable(
+        absl::StrCat(first.task.ToString(), " reports no devices"));
+  }
+  return local;
+}
+
+}  // namespace
+
+std::vector<TaskId> JobTasks(const ClusterSpec& cluster,
+                             const v1::JobSpec& spec) {
+  std::vector<TaskId> tasks;
+  for (const TaskId& task : cluster.tasks()) {
+    if (task.type == kChief || task.type == kWorker) tasks.push_back(task);
+  }
+  // The single-agent strategies would leave all but one agent idle.
+  if (spec.strategy() != v1::MULTI_WORKER_MIRRORED &&
+      spec.strategy() != v1::PARAMETER_SERVER && tasks.size() > 1) {
+    tasks.resize(1);
+  }
+  return tasks;
+}
+
+std::vector<TaskId> PsTasks(const ClusterSpec& cluster) {
+  std::vector<TaskId> tasks;
+  for (const TaskId& task : cluster.tasks()) {
+    if (task.type == kPs) tasks.push_back(task);
+  }
+  return tasks;
+}
+
+const AgentView* FindView(const std::vector<AgentView>& agents,
+                          const TaskId& task) {
+  auto it = std::find_if(agents.begin(), agents.end(),
+                         [&](const AgentView& a) { return a.task == task; });
+  return it == agents.end() ? nullptr : &*it;
+}
+
+std::string DescribeTask(const TaskId& task, const AgentView* view) {
+  std::string why =
+      view == nullptr ? "unknown" : v1::TaskState_Name(view->state);
+  if (view != nullptr && !view->last_error.empty()) {
+    absl::StrAppend(&why, ": ", view->last_error);
+  }
+  return absl::StrCat(task.ToString(), " (", why, ")");
+}
+
+Readiness CheckReady(const std::vector<TaskId>& tasks,
+                     const std::vector<AgentView>& agents) {
+  Readiness out;
+  for (const TaskId& task : tasks) {
+    const AgentView* view = FindView(agents, task);
+    if (view != nullptr && view->state == v1::READY) {
+      out.ready.push_back(view);
+    } else {
+      out.not_ready.push_back(DescribeTask(task, view));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<SyncPlacement> PlaceSync(
+    const v1::JobSpec& spec, const std::vector<const AgentView*>& agents) {
+  if (agents.empty()) {
+    return Unplaceable("the cluster has no chief or worker task to run on");
+  }
+  absl::StatusOr<int> local = LocalReplicas(spec, agents);
+  if (!local.ok()) return local.status();
+  const int num_agents = static_cast<int>(agents.size());
+  const int replicas = num_agents * *local;
+  if (spec.global_batch_size() % replicas != 0) {
+    return Unplaceable(absl::StrCat(
+        "global batch size ", spec.global_batch_size(),
+        " is not divisible by the ", replicas, " replicas (", num_agents,
+        " agent(s) x ", *local, " device(s)); use a multiple of ", replicas));
+  }
+  auto is_cuda = [](const AgentView* v) { return v->cuda; };
+  const bool cuda = std::all_of(agents.begin(), agents.end(), is_cuda);
+  if (!cuda && std::any_of(agents.begin(), agents.end(), is_cuda)) {
+    return Unplaceable(
+        "some of the job's agents have CUDA devices and some CPU devices; a "
+        "job's replicas must all be on one kind (set CUDA_VISIBLE_DEVICES= "
+        "on the GPU agents to run on CPUs)");
+  }
+  if (spec.strategy() == v1::CENTRAL_STORAGE && cuda && *local > 1) {
+    // Several GPUs would all have to read one copy in host memory.
+    return Unplaceable(absl::StrCat(
+        "CentralStorage over ", *local,
+        " CUDA devices is not supported: set devices_per_agent=1 to keep the "
+        "variables on one GPU, or use Mirrored"));
+  }
+  const bool nccl = std::all_of(agents.begin(), agents.end(),
+                                [](const AgentView* v) { return v->nccl; });
+  absl::StatusOr<SyncPlacement> placement =
+      ChooseCommunication(spec, cuda, nccl, num_agents);
+  if (!placement.ok()) return placement.status();
+  placement->local_replicas = *local;
+  placement->num_replicas = replicas;
+  return placement;
+}
+
+absl::StatusOr<int> PlacePsExecutors(
+    const v1::JobSpec& spec, const std::vector<const AgentView*>& workers) {
+  for (const AgentView* view : workers) {
+    if (view->num_devices <= 0) {
+      return Unplaceable(absl::StrCat("worker agent ", view->task.ToString(),
+                                      " reports no devices"));
+    }
+  }
+  return std::max(1, spec.ps().max_inflight());
+}
+
+}  // namespace cohort::coordinator

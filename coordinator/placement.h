@@ -1,0 +1,70 @@
+#pragma once
+
+// Where a job runs: pure functions of the job spec, the cluster spec and
+// the tasks' views. They pick each agent's replica count and, for AUTO,
+// the collective implementation, or say why the job cannot run. No state,
+// no clock; thread-compatible.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cohort/v1/cluster.pb.h"
+#include "cohort/v1/job.pb.h"
+#include "common/cluster_spec.h"
+
+namespace cohort::coordinator {
+
+// What placement needs to know about one task (agents, and the ps tasks of
+// ParameterServer jobs).
+struct AgentView {
+  TaskId task;
+  v1::TaskState state = v1::STARTING;
+  int num_devices = 0;
+  bool cuda = false;       // its devices are CUDA GPUs
+  bool nccl = false;       // it was built with NCCL
+  std::string last_error;  // why it last died
+};
+
+// The agents a job runs on, in rank order: every chief and worker for
+// MultiWorkerMirrored and ParameterServer, the first of them otherwise.
+std::vector<TaskId> JobTasks(const ClusterSpec& cluster,
+                             const v1::JobSpec& spec);
+// The cluster's ps tasks, in index order.
+std::vector<TaskId> PsTasks(const ClusterSpec& cluster);
+
+// The view of `task` among `agents`; nullptr when there is none.
+const AgentView* FindView(const std::vector<AgentView>& agents,
+                          const TaskId& task);
+// "worker:1 (DEAD: its error)": a task that is not READY, for messages.
+std::string DescribeTask(const TaskId& task, const AgentView* view);
+
+// The views of `tasks`, in their order, split by readiness.
+struct Readiness {
+  std::vector<const AgentView*> ready;
+  std::vector<std::string> not_ready;  // DescribeTask of each
+};
+Readiness CheckReady(const std::vector<TaskId>& tasks,
+                     const std::vector<AgentView>& agents);
+
+// A synchronous job's shape on its agents.
+struct SyncPlacement {
+  int local_replicas = 0;  // on each agent
+  int num_replicas = 0;
+  v1::Communication communication = v1::COMMUNICATION_AUTO;  // never AUTO
+  std::string note;  // what was chosen and why, for people
+};
+
+// Places a synchronous job on `agents` (all READY, in rank order).
+// FAILED_PRECONDITION saying what does not fit: device counts, batch
+// divisibility, mixed CPU and CUDA agents, a communication the agents
+// cannot do.
+absl::StatusOr<SyncPlacement> PlaceSync(
+    const v1::JobSpec& spec, const std::vector<const AgentView*>& agents);
+
+// A ParameterServer job's closure executors per worker agent (all READY).
+// FAILED_PRECONDITION when a worker has no devices.
+absl::StatusOr<int> PlacePsExecutors(
+    const v1::JobSpec& spec, const std::vector<const AgentView*>& workers);
+
+}  // namespace cohort::coordinator

@@ -1,0 +1,138 @@
+#include "coordinator/placement.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/testing/status_matchers.h"
+
+namespace cohort::coordinator {
+namespace {
+
+using ::cohort::testing::IsOkAndHolds;
+using ::cohort::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+AgentView Agent(const std::string& type, int index, int devices,
+                bool cuda = false, bool nccl = false) {
+  return {.task = {type, index},
+          .state = v1::READY,
+          .num_devices = devices,
+          .cuda = cuda,
+          .nccl = nccl};
+}
+
+std::vector<const AgentView*> Pointers(const std::vector<AgentView>& views) {
+  std::vector<const AgentView*> out;
+  for (const AgentView& v : views) out.push_back(&v);
+  return out;
+}
+
+v1::JobSpec Spec(v1::Strategy strategy, int batch = 8) {
+  v1::JobSpec spec;
+  spec.set_strategy(strategy);
+  spec.set_global_batch_size(batch);
+  return spec;
+}
+
+TEST(PlacementTest, JobTasksAreEveryAgentOnlyForTheMultiAgentStrategies) {
+  const ClusterSpec cluster = *ClusterSpec::FromJson(
+      R"({"cluster": {"chief": ["h:1"], "worker": ["h:2", "h:3"],
+                      "ps": ["h:4"]}})");
+  EXPECT_EQ(JobTasks(cluster, Spec(v1::MULTI_WORKER_MIRRORED)).size(), 3u);
+  EXPECT_EQ(JobTasks(cluster, Spec(v1::PARAMETER_SERVER)).size(), 3u);
+  EXPECT_THAT(JobTasks(cluster, Spec(v1::MIRRORED)),
+              ElementsAre(TaskId{"chief", 0}));
+  EXPECT_THAT(PsTasks(cluster), ElementsAre(TaskId{"ps", 0}));
+}
+
+TEST(PlacementTest, CheckReadyNamesEachTaskThatIsNotReadyAndWhy) {
+  std::vector<AgentView> agents = {Agent("chief", 0, 2), Agent("worker", 0, 2)};
+  agents[1].state = v1::DEAD;
+  agents[1].last_error = "exited with code 3";
+  const Readiness r =
+      CheckReady({{"chief", 0}, {"worker", 0}, {"worker", 1}}, agents);
+  ASSERT_EQ(r.ready.size(), 1u);
+  EXPECT_EQ(r.ready[0]->task, (TaskId{"chief", 0}));
+  EXPECT_THAT(r.not_ready, ElementsAre("worker:0 (DEAD: exited with code 3)",
+                                       "worker:1 (unknown)"));
+}
+
+TEST(PlacementTest, AutoPicksHierarchicalOnCpusAndNcclOnGpus) {
+  const std::vector<AgentView> cpus = {Agent("chief", 0, 2),
+                                       Agent("worker", 0, 2)};
+  absl::StatusOr<SyncPlacement> cpu =
+      PlaceSync(Spec(v1::MULTI_WORKER_MIRRORED), Pointers(cpus));
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_EQ(cpu->communication, v1::COMMUNICATION_HIERARCHICAL);
+  EXPECT_EQ(cpu->local_replicas, 2);
+  EXPECT_EQ(cpu->num_replicas, 4);
+  EXPECT_THAT(cpu->note, HasSubstr("ring of the 2 agents"));
+
+  const std::vector<AgentView> gpus = {Agent("chief", 0, 4, true, true)};
+  absl::StatusOr<SyncPlacement> gpu =
+      PlaceSync(Spec(v1::MIRRORED), Pointers(gpus));
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  EXPECT_EQ(gpu->communication, v1::COMMUNICATION_NCCL);
+  EXPECT_EQ(gpu->num_replicas, 4);
+
+  const std::vector<AgentView> no_nccl = {Agent("chief", 0, 1, true, false)};
+  EXPECT_THAT(PlaceSync(Spec(v1::MIRRORED), Pointers(no_nccl)).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("built without it")));
+}
+
+TEST(PlacementTest, SaysWhatDoesNotFit) {
+  const std::vector<AgentView> uneven = {Agent("chief", 0, 2),
+                                         Agent("worker", 0, 3)};
+  EXPECT_THAT(
+      PlaceSync(Spec(v1::MULTI_WORKER_MIRRORED, 12), Pointers(uneven)).status(),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr("different device counts (chief:0: 2, worker:0: 3)")));
+
+  const std::vector<AgentView> three = {Agent("chief", 0, 3)};
+  EXPECT_THAT(PlaceSync(Spec(v1::MIRRORED, 8), Pointers(three)).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("not divisible by the 3 replicas")));
+
+  v1::JobSpec too_many = Spec(v1::MIRRORED, 8);
+  too_many.set_devices_per_agent(4);
+  EXPECT_THAT(PlaceSync(too_many, Pointers(three)).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("devices_per_agent=4 but chief:0 has 3")));
+
+  const std::vector<AgentView> mixed = {Agent("chief", 0, 1, true, true),
+                                        Agent("worker", 0, 1)};
+  EXPECT_THAT(
+      PlaceSync(Spec(v1::MULTI_WORKER_MIRRORED), Pointers(mixed)).status(),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr("some CPU devices")));
+
+  v1::JobSpec nccl_on_cpu = Spec(v1::MIRRORED, 3);
+  nccl_on_cpu.set_communication(v1::COMMUNICATION_NCCL);
+  EXPECT_THAT(PlaceSync(nccl_on_cpu, Pointers(three)).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("NCCL needs CUDA devices")));
+}
+
+TEST(PlacementTest, OneDeviceRunsOneReplica) {
+  const std::vector<AgentView> agents = {Agent("chief", 0, 4)};
+  absl::StatusOr<SyncPlacement> one =
+      PlaceSync(Spec(v1::ONE_DEVICE, 5), Pointers(agents));
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->num_replicas, 1);
+}
+
+TEST(PlacementTest, PsExecutorsFollowMaxInflightAndNeedDevices) {
+  v1::JobSpec spec = Spec(v1::PARAMETER_SERVER);
+  spec.mutable_ps()->set_max_inflight(3);
+  std::vector<AgentView> workers = {Agent("chief", 0, 1)};
+  EXPECT_THAT(PlacePsExecutors(spec, Pointers(workers)), IsOkAndHolds(3));
+  workers[0].num_devices = 0;
+  EXPECT_THAT(PlacePsExecutors(spec, Pointers(workers)).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("chief:0 reports no devices")));
+}
+
+}  // namespace
+}  // namespace cohort::coordinator
