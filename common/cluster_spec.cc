@@ -1,7 +1,5 @@
 #include "common/cluster_spec.h"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -12,9 +10,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/names.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -27,12 +25,6 @@ using ClusterMap = std::map<std::string, std::vector<std::string>>;
 // Canonical order of task types: task_types(), tasks() and validation.
 constexpr absl::string_view kTaskTypes[] = {kChief, kWorker, kPs, kEvaluator};
 constexpr absl::string_view kKnownTypes = "known: chief, worker, ps, evaluator";
-
-// Quotes user-supplied text. Escaping keeps every error message on one line,
-// even when a JSON key holds "\n".
-std::string Quote(absl::string_view text) {
-  return absl::StrCat("\"", absl::CEscape(text), "\"");
-}
 
 absl::Status PathError(absl::string_view path, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
@@ -47,7 +39,7 @@ absl::Status WithPrefix(const absl::Status& status, absl::string_view prefix) {
 // "array", "string \"0\"", "number 1.5": enough to see what was written.
 std::string Describe(const Json& value) {
   if (value.is_string()) {
-    return absl::StrCat("string ", Quote(value.get_ref<const std::string&>()));
+    return absl::StrCat("string ", Quoted(value.get_ref<const std::string&>()));
   }
   if (value.is_number()) return absl::StrCat("number ", value.dump());
   return value.type_name();
@@ -105,131 +97,6 @@ absl::Status SyntaxError(absl::string_view text) {
                                 where.empty() ? "" : ", ", where, "): ", why));
 }
 
-// Hostname characters; anything else (':' included) needs brackets.
-bool IsHostnameChar(char c) {
-  return absl::ascii_isalnum(c) || c == '.' || c == '-' || c == '_';
-}
-
-// An IPv6 literal, with an optional "%zone" suffix (fe80::1%eth0).
-bool IsIPv6(absl::string_view host) {
-  absl::string_view address = host;
-  const size_t percent = host.find('%');
-  if (percent != absl::string_view::npos) {
-    absl::string_view zone = host.substr(percent + 1);
-    if (zone.empty()) return false;
-    for (char c : zone) {
-      if (!IsHostnameChar(c)) return false;
-    }
-    address = host.substr(0, percent);
-  }
-  if (address.empty() || address.size() >= INET6_ADDRSTRLEN) return false;
-  in6_addr parsed;
-  return inet_pton(AF_INET6, std::string(address).c_str(), &parsed) == 1;
-}
-
-absl::StatusOr<int> ParsePort(absl::string_view text, bool allow_port_zero) {
-  if (text.empty()) return absl::InvalidArgumentError("empty port");
-  for (char c : text) {
-    if (!absl::ascii_isdigit(c)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("port ", Quote(text), " is not a number"));
-    }
-  }
-  // Cap the value as it grows, so that any digit string is out of range
-  // rather than overflowing.
-  long value = 0;
-  for (char c : text) value = std::min(value * 10 + (c - '0'), 1000000L);
-  const int low = allow_port_zero ? 0 : 1;
-  if (value < low || value > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("port ", text, " is out of range ", low, "..65535"));
-  }
-  return static_cast<int>(value);
-}
-
-// Splits and validates an address. The message holds only the reason, so
-// that each caller can say where the address came from.
-absl::StatusOr<HostPort> SplitHostPort(absl::string_view text,
-                                       bool allow_port_zero) {
-  using absl::InvalidArgumentError;
-  if (text.empty()) return InvalidArgumentError("empty address");
-  for (char c : text) {
-    if (absl::ascii_isspace(c) || absl::ascii_iscntrl(c)) {
-      return InvalidArgumentError("contains whitespace or a control character");
-    }
-  }
-  absl::string_view host, port;
-  const bool bracketed = text.front() == '[';
-  if (bracketed) {
-    const size_t close = text.find(']');
-    if (close == absl::string_view::npos) {
-      return InvalidArgumentError("no ']' closing the bracketed IPv6 host");
-    }
-    host = text.substr(1, close - 1);
-    absl::string_view rest = text.substr(close + 1);
-    if (rest.empty()) {
-      return InvalidArgumentError("no port; expected \"[ipv6]:port\"");
-    }
-    if (rest.front() != ':')
-      return InvalidArgumentError("expected ':' after ']'");
-    port = rest.substr(1);
-  } else {
-    const size_t colon = text.find(':');
-    if (colon == absl::string_view::npos) {
-      return InvalidArgumentError("no port; expected \"host:port\"");
-    }
-    if (text.find(':', colon + 1) != absl::string_view::npos) {
-      // Give the exact fix when the text is an IPv6 literal plus a port.
-      const size_t last = text.rfind(':');
-      if (IsIPv6(text.substr(0, last))) {
-        return InvalidArgumentError(
-            absl::StrCat("unbracketed IPv6 host; write ",
-                         Quote(absl::StrCat("[", text.substr(0, last), "]",
-                                            text.substr(last)))));
-      }
-      return InvalidArgumentError(
-          "more than one ':'; an IPv6 host must be bracketed, as in "
-          "\"[::1]:2222\"");
-    }
-    host = text.substr(0, colon);
-    port = text.substr(colon + 1);
-  }
-  if (host.empty()) return InvalidArgumentError("empty host");
-  if (bracketed) {
-    if (!IsIPv6(host)) {
-      return InvalidArgumentError(
-          absl::StrCat(Quote(host), " is not an IPv6 address"));
-    }
-  } else {
-    for (char c : host) {
-      if (!IsHostnameChar(c)) {
-        return InvalidArgumentError(absl::StrCat(
-            "host ", Quote(host), " has a character that is not allowed: ",
-            Quote(absl::string_view(&c, 1)),
-            "; a host is letters, digits, '.', '-' and '_', or a bracketed "
-            "IPv6 address"));
-      }
-    }
-  }
-  COHORT_ASSIGN_OR_RETURN(int port_number, ParsePort(port, allow_port_zero));
-  return HostPort{std::string(host), port_number};
-}
-
-// A comparable form of an address: hostnames are case-insensitive and one
-// IPv6 address has many spellings ("::1" and "0::1").
-std::string AddressKey(const HostPort& address) {
-  HostPort key{absl::AsciiStrToLower(address.host), address.port};
-  const size_t percent = key.host.find('%');
-  const std::string ip = key.host.substr(0, percent);
-  in6_addr parsed;
-  char canonical[INET6_ADDRSTRLEN];
-  if (inet_pton(AF_INET6, ip.c_str(), &parsed) == 1 &&
-      inet_ntop(AF_INET6, &parsed, canonical, sizeof(canonical)) != nullptr) {
-    key.host.replace(0, ip.size(), canonical);
-  }
-  return key.ToString();
-}
-
 // Validates one task type's list. `seen` maps address keys to the JSON path
 // that first used them, across the whole cluster.
 absl::StatusOr<std::vector<std::string>> ParseTaskList(
@@ -257,14 +124,14 @@ absl::StatusOr<std::vector<std::string>> ParseTaskList(
     absl::StatusOr<HostPort> address = SplitHostPort(text, false);
     if (!address.ok()) {
       const std::string context =
-          text.empty() ? "" : absl::StrCat(" (address ", Quote(text), ")");
+          text.empty() ? "" : absl::StrCat(" (address ", Quoted(text), ")");
       return PathError(element_path,
                        absl::StrCat(address.status().message(), context));
     }
     auto [first, inserted] = seen.emplace(AddressKey(*address), element_path);
     if (!inserted) {
       return PathError(element_path,
-                       absl::StrCat("address ", Quote(text),
+                       absl::StrCat("address ", Quoted(text),
                                     " is already used by ", first->second));
     }
     addresses.push_back(text);
@@ -292,7 +159,7 @@ absl::StatusOr<ClusterMap> ParseCluster(const Json& root) {
       return PathError("$.cluster", "empty task type name \"\"");
     if (!IsKnownTaskType(type)) {
       return PathError("$.cluster",
-                       absl::StrCat("unknown task type ", Quote(type), " (",
+                       absl::StrCat("unknown task type ", Quoted(type), " (",
                                     kKnownTypes, ")"));
     }
   }
@@ -333,7 +200,7 @@ absl::StatusOr<TaskId> ParseTask(const Json& task, const ClusterMap& cluster) {
   id.type = type->get<std::string>();
   if (!IsKnownTaskType(id.type)) {
     return PathError("$.task.type",
-                     absl::StrCat("unknown task type ", Quote(id.type), " (",
+                     absl::StrCat("unknown task type ", Quoted(id.type), " (",
                                   kKnownTypes, ")"));
   }
   const auto tasks = cluster.find(id.type);
@@ -342,7 +209,7 @@ absl::StatusOr<TaskId> ParseTask(const Json& task, const ClusterMap& cluster) {
     for (const auto& [name, unused] : cluster) present.push_back(name);
     return PathError(
         "$.task.type",
-        absl::StrCat("the cluster has no ", Quote(id.type),
+        absl::StrCat("the cluster has no ", Quoted(id.type),
                      " tasks (it has: ", absl::StrJoin(present, ", "), ")"));
   }
   const auto index = task.find("index");
@@ -384,7 +251,7 @@ std::string TaskId::ToString() const { return absl::StrCat(type, ":", index); }
 absl::StatusOr<TaskId> ParseTaskId(absl::string_view text) {
   auto error = [text](absl::string_view what) {
     return absl::InvalidArgumentError(
-        absl::StrCat("invalid task id ", Quote(text), ": ", what));
+        absl::StrCat("invalid task id ", Quoted(text), ": ", what));
   };
   const size_t colon = text.find(':');
   if (colon == absl::string_view::npos) {
@@ -393,7 +260,7 @@ absl::StatusOr<TaskId> ParseTaskId(absl::string_view text) {
   TaskId id;
   id.type = std::string(text.substr(0, colon));
   if (!IsKnownTaskType(id.type)) {
-    return error(absl::StrCat("unknown task type ", Quote(id.type), " (",
+    return error(absl::StrCat("unknown task type ", Quoted(id.type), " (",
                               kKnownTypes, ")"));
   }
   absl::string_view index = text.substr(colon + 1);
@@ -401,28 +268,11 @@ absl::StatusOr<TaskId> ParseTaskId(absl::string_view text) {
   bool digits = !index.empty() && index.size() <= 9;
   for (char c : index) digits = digits && absl::ascii_isdigit(c);
   if (!digits) {
-    return error(
-        absl::StrCat("index ", Quote(index), " is not a non-negative integer"));
+    return error(absl::StrCat("index ", Quoted(index),
+                              " is not a non-negative integer"));
   }
   for (char c : index) id.index = id.index * 10 + (c - '0');
   return id;
-}
-
-std::string HostPort::ToString() const {
-  if (host.find(':') != std::string::npos) {
-    return absl::StrCat("[", host, "]:", port);
-  }
-  return absl::StrCat(host, ":", port);
-}
-
-absl::StatusOr<HostPort> ParseHostPort(absl::string_view text,
-                                       bool allow_port_zero) {
-  absl::StatusOr<HostPort> address = SplitHostPort(text, allow_port_zero);
-  if (!address.ok()) {
-    return WithPrefix(address.status(),
-                      absl::StrCat("invalid address ", Quote(text)));
-  }
-  return address;
 }
 
 absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(absl::string_view json) {

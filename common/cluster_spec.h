@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/host_port.h"
 
 namespace cohort {
 
@@ -43,19 +44,6 @@ struct TaskId {
 
 // Parses "worker:1". Errors name the input.
 absl::StatusOr<TaskId> ParseTaskId(absl::string_view text);
-
-// A "host:port" or "[v6]:port" address, split and validated.
-struct HostPort {
-  std::string host;  // without brackets
-  int port = 0;
-
-  std::string ToString() const;  // brackets an IPv6 host
-};
-
-// Parses "host:port". `allow_port_zero` is for listen addresses, where 0 means
-// "pick a free port". Errors name the input and what is wrong.
-absl::StatusOr<HostPort> ParseHostPort(absl::string_view text,
-                                       bool allow_port_zero = false);
 
 // An immutable, validated cluster spec. Copyable value type; thread-compatible.
 class ClusterSpec {

@@ -66,4 +66,8 @@ absl::Status CheckName(absl::string_view what, absl::string_view name) {
   return absl::OkStatus();
 }
 
+std::string Quoted(absl::string_view text) {
+  return absl::StrCat("\"", absl::CEscape(text), "\"");
+}
+
 }  // namespace cohort

@@ -1,0 +1,35 @@
+#pragma once
+
+// Network addresses as users write them: "host:port" or "[v6]:port".
+// Pure functions; thread-compatible.
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace cohort {
+
+// A "host:port" or "[v6]:port" address, split and validated.
+struct HostPort {
+  std::string host;  // without brackets
+  int port = 0;
+
+  std::string ToString() const;  // brackets an IPv6 host
+};
+
+// Parses "host:port". `allow_port_zero` is for listen addresses, where 0 means
+// "pick a free port". Errors name the input and what is wrong.
+absl::StatusOr<HostPort> ParseHostPort(absl::string_view text,
+                                       bool allow_port_zero = false);
+
+// As ParseHostPort, but the message holds only the reason, so that each
+// caller can say where the address came from.
+absl::StatusOr<HostPort> SplitHostPort(absl::string_view text,
+                                       bool allow_port_zero);
+
+// A comparable form of an address: hostnames are case-insensitive and one
+// IPv6 address has many spellings ("::1" and "0::1").
+std::string AddressKey(const HostPort& address);
+
+}  // namespace cohort
