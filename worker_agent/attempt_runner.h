@@ -4,10 +4,40 @@
 // SyncJobRunner runs the synchronous strategies; PsJobRunner runs
 // ParameterServer closure executors.
 
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cohort/step.h"
 #include "cohort/v1/job.pb.h"
+#include "common/cluster_spec.h"
+#include "rpc/security.h"
+#include "worker_agent/job_control_client.h"
 
 namespace cohort::agent {
+
+// Fetches a job's step library by digest; returns its local path.
+using LibraryFetcher =
+    std::function<absl::StatusOr<std::string>(const std::string& digest)>;
+
+// What a runner is given for one attempt.
+struct RunnerOptions {
+  v1::AgentJobAssignment assignment;
+  std::vector<Device> devices;   // this agent's, by index
+  std::string coordinator;       // for the rendezvous store
+  rpc::Security security;        // for the store and the peer servers
+  std::string peer_listen_host;  // where this agent's peer servers bind
+  LibraryFetcher fetch_library;
+  // The coordinator's JobControl; ParameterServer executors exchange
+  // closures through it.
+  std::shared_ptr<JobControlClient> job_control;
+  TaskId task;  // this agent's; ParameterServer executors name themselves
+  std::string checkpoint_copies;  // see JobAgentOptions
+  std::string origin;
+};
 
 // Implementations own their threads between Start() and destruction (which
 // aborts and joins). Report(), Abort() and done() are thread-safe.

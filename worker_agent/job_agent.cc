@@ -5,16 +5,37 @@
 #include "absl/strings/str_cat.h"
 #include "common/digest.h"
 #include "common/file_util.h"
-#include "rpc/status_conversion.h"
 #include "spdlog/spdlog.h"
 #include "worker_agent/ps_job_runner.h"
+#include "worker_agent/sync_job_runner.h"
 
 namespace cohort::agent {
 
+namespace {
+
+constexpr absl::Duration kSyncTimeout = absl::Seconds(2);
+constexpr absl::Duration kFetchTimeout = absl::Seconds(60);
+
+JobAgentOptions WithDefaults(JobAgentOptions options) {
+  if (options.job_control == nullptr) {
+    options.job_control =
+        NewGrpcJobControlClient(options.coordinator, options.security);
+  }
+  if (options.make_runner == nullptr) options.make_runner = MakeRunner;
+  return options;
+}
+
+}  // namespace
+
+std::unique_ptr<AttemptRunner> MakeRunner(RunnerOptions options) {
+  if (options.assignment.spec().strategy() == v1::PARAMETER_SERVER) {
+    return std::make_unique<PsJobRunner>(std::move(options));
+  }
+  return std::make_unique<SyncJobRunner>(std::move(options));
+}
+
 JobAgent::JobAgent(JobAgentOptions options)
-    : options_(std::move(options)),
-      connection_(options_.coordinator, options_.security),
-      stub_(v1::JobControl::NewStub(connection_.channel())) {}
+    : options_(WithDefaults(std::move(options))) {}
 
 JobAgent::~JobAgent() { Shutdown(); }
 
@@ -37,20 +58,17 @@ void JobAgent::Run() {
     if (runner_ != nullptr) report = runner_->Report();
     report.mutable_task()->set_type(options_.task.type);
     report.mutable_task()->set_index(options_.task.index);
-    v1::AgentSyncResponse response;
-    std::unique_ptr<grpc::ClientContext> context =
-        connection_.NewContext(absl::Seconds(2));
-    const grpc::Status status = stub_->Sync(context.get(), report, &response);
-    if (!status.ok()) {
+    absl::StatusOr<v1::AgentSyncResponse> synced =
+        options_.job_control->Sync(report, kSyncTimeout);
+    if (!synced.ok()) {
       // The coordinator may be restarting; the job keeps running meanwhile.
       if (absl::Now() - last_warning > absl::Seconds(10)) {
-        spdlog::warn(
-            "job sync: {}",
-            connection_.Annotate("JobControl.Sync", status).ToString());
+        spdlog::warn("job sync: {}", synced.status().ToString());
         last_warning = absl::Now();
       }
       continue;
     }
+    const v1::AgentSyncResponse& response = *synced;
     if (response.sync_interval_ms() > 0) {
       interval = absl::Milliseconds(response.sync_interval_ms());
     }
@@ -90,14 +108,11 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
       .peer_listen_host = options_.peer_listen_host,
       .fetch_library =
           [this](const std::string& digest) { return FetchLibrary(digest); },
+      .job_control = options_.job_control,
       .task = options_.task,
       .checkpoint_copies = options_.checkpoint_copies,
       .origin = options_.origin};
-  if (assignment.spec().strategy() == v1::PARAMETER_SERVER) {
-    runner_ = std::make_unique<PsJobRunner>(std::move(runner));
-  } else {
-    runner_ = std::make_unique<SyncJobRunner>(std::move(runner));
-  }
+  runner_ = options_.make_runner(std::move(runner));
   runner_->Start();
 }
 
@@ -108,24 +123,17 @@ absl::StatusOr<std::string> JobAgent::FetchLibrary(const std::string& digest) {
   }
   const std::string path = absl::StrCat(options_.cache_dir, "/", digest, ".so");
   if (access(path.c_str(), R_OK) == 0) return path;
-  v1::FetchLibraryRequest request;
-  request.set_digest(digest);
-  v1::FetchLibraryResponse response;
-  std::unique_ptr<grpc::ClientContext> context =
-      connection_.NewContext(absl::Seconds(60));
-  const grpc::Status status =
-      stub_->FetchLibrary(context.get(), request, &response);
-  if (!status.ok()) {
-    return connection_.Annotate("JobControl.FetchLibrary", status);
-  }
-  if (Sha256Hex(response.library()) != digest) {
+  absl::StatusOr<std::string> library =
+      options_.job_control->FetchLibrary(digest, kFetchTimeout);
+  if (!library.ok()) return library.status();
+  if (Sha256Hex(*library) != digest) {
     return absl::DataLossError(
         "the fetched step library does not match its digest");
   }
   if (absl::Status made = MakeDirectories(options_.cache_dir); !made.ok()) {
     return made;
   }
-  if (absl::Status written = WriteFileAtomically(path, response.library());
+  if (absl::Status written = WriteFileAtomically(path, *library);
       !written.ok()) {
     return written;
   }

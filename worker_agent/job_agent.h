@@ -2,8 +2,10 @@
 
 // The agent's side of the job control loop: every sync interval it reports
 // its job to the coordinator and learns which job it should run, then
-// starts, replaces or stops its SyncJobRunner to match. Step libraries are
-// fetched once per digest into a cache directory.
+// starts, replaces or stops its runner (SyncJobRunner or PsJobRunner) to
+// match. Step libraries are fetched once per digest into a cache directory.
+// The coordinator is reached through a JobControlClient and runners are
+// made by a factory, so that tests can drive the loop with fakes.
 
 #include <memory>
 #include <string>
@@ -11,18 +13,26 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
-#include "cohort/v1/job.grpc.pb.h"
 #include "common/cluster_spec.h"
-#include "rpc/channel.h"
 #include "worker_agent/attempt_runner.h"
-#include "worker_agent/sync_job_runner.h"
+#include "worker_agent/job_control_client.h"
 
 namespace cohort::agent {
+
+// Makes the runner of one attempt.
+using RunnerFactory =
+    std::function<std::unique_ptr<AttemptRunner>(RunnerOptions options)>;
+
+// PsJobRunner for ParameterServer assignments, SyncJobRunner otherwise.
+std::unique_ptr<AttemptRunner> MakeRunner(RunnerOptions options);
 
 struct JobAgentOptions {
   TaskId task;
   std::string coordinator;
   rpc::Security security;
+  // Default: over gRPC to `coordinator`.
+  std::shared_ptr<JobControlClient> job_control;
+  RunnerFactory make_runner = MakeRunner;
   std::vector<Device> devices;
   std::string peer_listen_host;
   std::string cache_dir;  // where fetched libraries are kept
@@ -34,7 +44,8 @@ struct JobAgentOptions {
 };
 
 // Owns its thread between Start() and Shutdown() (idempotent), and the
-// current runner. Start/Shutdown from one thread.
+// current runner; shares the JobControlClient with the runners. Start and
+// Shutdown from one thread.
 class JobAgent {
  public:
   explicit JobAgent(JobAgentOptions options);
@@ -50,8 +61,6 @@ class JobAgent {
   absl::StatusOr<std::string> FetchLibrary(const std::string& digest);
 
   const JobAgentOptions options_;
-  rpc::Connection connection_;
-  std::unique_ptr<v1::JobControl::Stub> stub_;
   absl::Notification stop_;
   std::thread thread_;
   std::unique_ptr<AttemptRunner> runner_;  // only the loop thread touches it

@@ -3,23 +3,13 @@
 #include "absl/strings/str_cat.h"
 #include "rpc/status_conversion.h"
 #include "spdlog/spdlog.h"
+#include "worker_agent/closure_exchange.h"
 #include "worker_agent/job_loader.h"
 #include "worker_agent/ps_replica_context.h"
 
 namespace cohort::agent {
-namespace {
-
-constexpr absl::Duration kExchangeTimeout = absl::Seconds(10);
-// How long executors keep asking a coordinator that does not answer.
-constexpr absl::Duration kCoordinatorPatience = absl::Seconds(60);
-
-}  // namespace
-
 PsJobRunner::PsJobRunner(RunnerOptions options)
-    : options_(std::move(options)),
-      task_name_(options_.task.ToString()),
-      coordinator_(options_.coordinator, options_.security),
-      stub_(v1::JobControl::NewStub(coordinator_.channel())) {
+    : options_(std::move(options)), task_name_(options_.task.ToString()) {
   job_ = JobInfoFor(options_.assignment, options_.checkpoint_copies);
   job_.num_replicas = 1;  // each executor is its own sync group
 }
@@ -140,26 +130,10 @@ absl::StatusOr<v1::ClosureResponse> PsJobRunner::Exchange(
   for (const v1::PsRecovery& r : servers_[slot]->TakeRecoveries()) {
     *request.add_recoveries() = r;
   }
-  const absl::Time give_up = absl::Now() + kCoordinatorPatience;
-  absl::Duration backoff = absl::Milliseconds(100);
-  while (true) {
-    v1::ClosureResponse response;
-    std::unique_ptr<grpc::ClientContext> context =
-        coordinator_.NewContext(kExchangeTimeout);
-    const grpc::Status status =
-        stub_->RunClosures(context.get(), request, &response);
-    if (status.ok()) {
-      completed.clear();
-      return response;
-    }
-    absl::Status error =
-        coordinator_.Annotate("JobControl.RunClosures", status);
-    if (!IsPeerFailure(error) || absl::Now() >= give_up) return error;
-    if (stop_.WaitForNotificationWithTimeout(backoff)) {
-      return absl::CancelledError("stopped");
-    }
-    backoff = std::min(backoff * 2, absl::Seconds(2));
-  }
+  absl::StatusOr<v1::ClosureResponse> response =
+      ExchangeClosures(*options_.job_control, request, stop_);
+  if (response.ok()) completed.clear();
+  return response;
 }
 
 void PsJobRunner::RunExecutor(int slot) {

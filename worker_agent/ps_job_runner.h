@@ -15,13 +15,12 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "cohort/v1/job.grpc.pb.h"
-#include "rpc/channel.h"
+#include "cohort/v1/job.pb.h"
 #include "worker_agent/attempt_runner.h"
 #include "worker_agent/input_pipeline.h"
 #include "worker_agent/ps_variable_client.h"
+#include "worker_agent/replica_context.h"
 #include "worker_agent/step_library.h"
-#include "worker_agent/sync_job_runner.h"
 
 namespace cohort::agent {
 
@@ -56,8 +55,6 @@ class PsJobRunner final : public AttemptRunner {
   // apart. Set by Run() before the executors start, under mu_ so that
   // Abort() can reach them.
   std::vector<std::unique_ptr<PsVariableClient>> servers_;
-  rpc::Connection coordinator_;
-  std::unique_ptr<v1::JobControl::Stub> stub_;
   std::thread thread_;
   absl::Notification stop_;
 

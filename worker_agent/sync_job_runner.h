@@ -32,22 +32,6 @@
 
 namespace cohort::agent {
 
-// Fetches a job's step library by digest; returns its local path.
-using LibraryFetcher =
-    std::function<absl::StatusOr<std::string>(const std::string& digest)>;
-
-struct RunnerOptions {
-  v1::AgentJobAssignment assignment;
-  std::vector<Device> devices;   // this agent's, by index
-  std::string coordinator;       // for the rendezvous store
-  rpc::Security security;        // for the store and the peer servers
-  std::string peer_listen_host;  // where this agent's peer servers bind
-  LibraryFetcher fetch_library;
-  TaskId task;  // this agent's; ParameterServer executors name themselves
-  std::string checkpoint_copies;  // see JobAgentOptions
-  std::string origin;
-};
-
 // Owns its threads between Start() and destruction. Report() and Abort()
 // are thread-safe.
 class SyncJobRunner final : public AttemptRunner {

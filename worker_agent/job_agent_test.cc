@@ -1,0 +1,255 @@
+#include "worker_agent/job_agent.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "common/digest.h"
+#include "common/file_util.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/wait.h"
+
+namespace cohort::agent {
+namespace {
+
+using ::cohort::testing::IsOkAndHolds;
+using ::cohort::testing::StatusIs;
+using ::cohort::testing::WaitUntil;
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kWait = absl::Seconds(20);
+
+// A coordinator that answers every Sync with `assignment` (and `abort`),
+// or fails with `sync_error`, and serves `library`.
+class FakeJobControl final : public JobControlClient {
+ public:
+  void Assign(const std::string& job, int attempt, std::string abort = "") {
+    absl::MutexLock lock(&mu_);
+    response_.set_sync_interval_ms(5);
+    response_.mutable_assignment()->set_job_id(job);
+    response_.mutable_assignment()->set_attempt(attempt);
+    response_.set_abort(std::move(abort));
+  }
+  void Unassign() {
+    absl::MutexLock lock(&mu_);
+    response_.clear_assignment();
+    response_.clear_abort();
+  }
+  void FailSyncs(absl::Status error) {
+    absl::MutexLock lock(&mu_);
+    sync_error_ = std::move(error);
+  }
+  void Serve(std::string library) {
+    absl::MutexLock lock(&mu_);
+    library_ = std::move(library);
+  }
+  int syncs() const {
+    absl::MutexLock lock(&mu_);
+    return syncs_;
+  }
+  int fetches() const {
+    absl::MutexLock lock(&mu_);
+    return fetches_;
+  }
+  v1::AgentJobReport last_report() const {
+    absl::MutexLock lock(&mu_);
+    return last_report_;
+  }
+
+  absl::StatusOr<v1::AgentSyncResponse> Sync(const v1::AgentJobReport& report,
+                                             absl::Duration) override {
+    absl::MutexLock lock(&mu_);
+    ++syncs_;
+    last_report_ = report;
+    if (!sync_error_.ok()) return sync_error_;
+    return response_;
+  }
+  absl::StatusOr<std::string> FetchLibrary(const std::string&,
+                                           absl::Duration) override {
+    absl::MutexLock lock(&mu_);
+    ++fetches_;
+    return library_;
+  }
+  absl::StatusOr<v1::ClosureResponse> RunClosures(const v1::ClosureRequest&,
+                                                  absl::Duration) override {
+    return absl::UnimplementedError("not in these tests");
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  v1::AgentSyncResponse response_ ABSL_GUARDED_BY(mu_);
+  absl::Status sync_error_ ABSL_GUARDED_BY(mu_);
+  std::string library_ ABSL_GUARDED_BY(mu_);
+  int syncs_ ABSL_GUARDED_BY(mu_) = 0;
+  int fetches_ ABSL_GUARDED_BY(mu_) = 0;
+  v1::AgentJobReport last_report_ ABSL_GUARDED_BY(mu_);
+};
+
+// What the fake runners did, by attempt; outlives them.
+struct RunnerLog {
+  absl::Mutex mu;
+  std::map<int, bool> started ABSL_GUARDED_BY(mu);
+  std::map<int, absl::Status> aborted ABSL_GUARDED_BY(mu);
+  std::map<int, bool> destroyed ABSL_GUARDED_BY(mu);
+  RunnerOptions last_options ABSL_GUARDED_BY(mu);
+
+  bool Started(int attempt) {
+    absl::MutexLock lock(&mu);
+    return started[attempt];
+  }
+  absl::Status Aborted(int attempt) {
+    absl::MutexLock lock(&mu);
+    auto it = aborted.find(attempt);
+    return it == aborted.end() ? absl::OkStatus() : it->second;
+  }
+  bool Destroyed(int attempt) {
+    absl::MutexLock lock(&mu);
+    return destroyed[attempt];
+  }
+};
+
+class FakeRunner final : public AttemptRunner {
+ public:
+  FakeRunner(RunnerOptions options, std::shared_ptr<RunnerLog> log)
+      : options_(std::move(options)), log_(std::move(log)) {
+    absl::MutexLock lock(&log_->mu);
+    log_->last_options = options_;
+  }
+  ~FakeRunner() override {
+    absl::MutexLock lock(&log_->mu);
+    log_->destroyed[attempt()] = true;
+  }
+  const v1::AgentJobAssignment& assignment() const override {
+    return options_.assignment;
+  }
+  void Start() override {
+    absl::MutexLock lock(&log_->mu);
+    log_->started[attempt()] = true;
+  }
+  void Abort(const absl::Status& status) override {
+    absl::MutexLock lock(&log_->mu);
+    log_->aborted.try_emplace(attempt(), status);
+  }
+  v1::AgentJobReport Report() const override {
+    v1::AgentJobReport report;
+    report.set_job_id(options_.assignment.job_id());
+    report.set_attempt(attempt());
+    report.set_state(v1::AgentJobReport::RUNNING);
+    return report;
+  }
+  bool done() const override { return false; }
+
+ private:
+  int attempt() const { return options_.assignment.attempt(); }
+  const RunnerOptions options_;
+  const std::shared_ptr<RunnerLog> log_;
+};
+
+class JobAgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cache_ = absl::StrCat(::testing::TempDir(), "/job_agent_test_", getpid());
+    agent_ = std::make_unique<JobAgent>(JobAgentOptions{
+        .task = {"worker", 1},
+        .job_control = coordinator_,
+        .make_runner =
+            [log = log_](RunnerOptions options) {
+              return std::make_unique<FakeRunner>(std::move(options), log);
+            },
+        .cache_dir = cache_});
+    agent_->Start();
+  }
+  void TearDown() override {
+    agent_->Shutdown();
+    std::filesystem::remove_all(cache_);
+  }
+
+  std::shared_ptr<FakeJobControl> coordinator_ =
+      std::make_shared<FakeJobControl>();
+  std::shared_ptr<RunnerLog> log_ = std::make_shared<RunnerLog>();
+  std::string cache_;
+  std::unique_ptr<JobAgent> agent_;
+};
+
+TEST_F(JobAgentTest, StartsTheAssignedAttemptAndReportsIt) {
+  coordinator_->Assign("4", 1);
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return coordinator_->last_report().job_id() == "4"; }, kWait));
+  const v1::AgentJobReport report = coordinator_->last_report();
+  EXPECT_EQ(report.task().type(), "worker");
+  EXPECT_EQ(report.task().index(), 1);
+  EXPECT_EQ(report.state(), v1::AgentJobReport::RUNNING);
+  EXPECT_OK(log_->Aborted(1));
+}
+
+TEST_F(JobAgentTest, AnAbortFromTheCoordinatorReachesTheRunnerWithItsReason) {
+  coordinator_->Assign("4", 1);
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
+  coordinator_->Assign("4", 1, "worker:0 is gone (DEAD)");
+  ASSERT_TRUE(WaitUntil([&] { return !log_->Aborted(1).ok(); }, kWait));
+  EXPECT_THAT(log_->Aborted(1), StatusIs(absl::StatusCode::kUnavailable,
+                                         "worker:0 is gone (DEAD)"));
+}
+
+TEST_F(JobAgentTest, ANewAttemptReplacesTheRunnerAndNoAssignmentStopsIt) {
+  coordinator_->Assign("4", 1);
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
+  coordinator_->Assign("4", 2);
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(2); }, kWait));
+  EXPECT_TRUE(log_->Destroyed(1));
+  EXPECT_THAT(log_->Aborted(1),
+              StatusIs(absl::StatusCode::kAborted,
+                       HasSubstr("job 4 attempt 1 was ended")));
+  coordinator_->Unassign();
+  ASSERT_TRUE(WaitUntil([&] { return log_->Destroyed(2); }, kWait));
+  EXPECT_THAT(log_->Aborted(2), StatusIs(absl::StatusCode::kAborted));
+}
+
+TEST_F(JobAgentTest, AnUnreachableCoordinatorLeavesTheJobRunning) {
+  coordinator_->Assign("4", 1);
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
+  coordinator_->FailSyncs(absl::UnavailableError("connection refused"));
+  const int before = coordinator_->syncs();
+  // Several failed syncs later (at the last interval the coordinator gave).
+  ASSERT_TRUE(
+      WaitUntil([&] { return coordinator_->syncs() >= before + 5; }, kWait));
+  EXPECT_OK(log_->Aborted(1));
+  EXPECT_FALSE(log_->Destroyed(1));
+}
+
+TEST_F(JobAgentTest, FetchedLibrariesAreCheckedAndCachedByDigest) {
+  coordinator_->Assign("4", 1);
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
+  LibraryFetcher fetch;
+  {
+    absl::MutexLock lock(&log_->mu);
+    fetch = log_->last_options.fetch_library;
+  }
+  ASSERT_NE(fetch, nullptr);
+  EXPECT_THAT(fetch("not-a-digest"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("bad library digest")));
+
+  const std::string library =
+      "\x7f"
+      "ELF step library";
+  const std::string digest = Sha256Hex(library);
+  coordinator_->Serve("something else");
+  EXPECT_THAT(fetch(digest), StatusIs(absl::StatusCode::kDataLoss,
+                                      HasSubstr("does not match its digest")));
+
+  coordinator_->Serve(library);
+  const std::string path = absl::StrCat(cache_, "/", digest, ".so");
+  EXPECT_THAT(fetch(digest), IsOkAndHolds(path));
+  EXPECT_THAT(ReadFile(path), IsOkAndHolds(library));
+  const int fetches = coordinator_->fetches();
+  EXPECT_THAT(fetch(digest), IsOkAndHolds(path));
+  EXPECT_EQ(coordinator_->fetches(), fetches);  // from the cache
+}
+
+}  // namespace
+}  // namespace cohort::agent
