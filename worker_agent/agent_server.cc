@@ -1,0 +1,75 @@
+#include "worker_agent/agent_server.h"
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "common/host_info.h"
+#include "spdlog/spdlog.h"
+#include "worker_agent/agent_service.h"
+#include "worker_agent/device_discovery.h"
+
+namespace cohort::agent {
+namespace {
+
+// Peer servers of the job's collectives bind where the agent serves.
+std::string PeerListenHost(const std::string& listen) {
+  const absl::StatusOr<HostPort> address =
+      ParseHostPort(listen, /*allow_port_zero=*/true);
+  if (!address.ok()) return "127.0.0.1";
+  return address->host.find(':') != std::string::npos
+             ? absl::StrCat("[", address->host, "]")
+             : address->host;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Create(
+    task::TaskConfig config, AgentServerOptions options) {
+  if (options.cpu_devices < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--cpu_devices must be at least 1, got ", options.cpu_devices));
+  }
+  DiscoveredDevices devices = DiscoverDevices(options.cpu_devices);
+  spdlog::info("devices: {}", devices.note);
+
+  JobAgentOptions jobs{.task = config.task,
+                       .coordinator = config.coordinator,
+                       .security = config.daemon.server.security};
+  for (const v1::Device& device : devices.devices) {
+    jobs.devices.push_back({.kind = device.kind() == v1::Device::CUDA
+                                        ? Device::Kind::kCuda
+                                        : Device::Kind::kCpu,
+                            .index = device.index()});
+  }
+  jobs.peer_listen_host = PeerListenHost(config.daemon.server.listen);
+  std::string state_dir = options.state_dir;
+  if (state_dir.empty()) {
+    state_dir = absl::StrCat(TempDirectory(), "/cohort-agent-", getuid(), "/",
+                             config.task.type, "-", config.task.index);
+  }
+  jobs.cache_dir =
+      options.cache_dir.empty() ? state_dir + "/libraries" : options.cache_dir;
+  jobs.checkpoint_copies = state_dir + "/checkpoints";
+  jobs.origin = absl::StrCat(config.task.ToString(), " on ", Hostname());
+  return std::unique_ptr<AgentServer>(new AgentServer(
+      std::move(config), std::move(devices.devices), std::move(jobs)));
+}
+
+AgentServer::AgentServer(task::TaskConfig config,
+                         std::vector<v1::Device> devices, JobAgentOptions jobs)
+    : devices_(std::move(devices)),
+      jobs_(std::move(jobs)),
+      runtime_("agent", std::move(config)) {}
+
+int AgentServer::Run() {
+  AgentService service(&runtime_, devices_);
+  JobAgent job_agent(jobs_);
+  job_agent.Start();
+  const int code =
+      runtime_.Run({&service}, [&service] { return service.Report(); });
+  job_agent.Shutdown();
+  return code;
+}
+
+}  // namespace cohort::agent

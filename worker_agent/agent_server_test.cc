@@ -1,0 +1,56 @@
+#include "worker_agent/agent_server.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/testing/status_matchers.h"
+
+namespace cohort::agent {
+namespace {
+
+using ::cohort::testing::StatusIs;
+using ::testing::HasSubstr;
+
+task::TaskConfig Worker(const std::string& listen) {
+  task::TaskConfig config;
+  config.task = {"worker", 2};
+  config.coordinator = "127.0.0.1:1";
+  config.daemon.server.listen = listen;
+  return config;
+}
+
+TEST(AgentServerTest, TooFewCpuDevicesIsNamed) {
+  EXPECT_THAT(
+      AgentServer::Create(Worker("127.0.0.1:0"), {.cpu_devices = 0}).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("--cpu_devices must be at least 1, got 0")));
+}
+
+TEST(AgentServerTest, WiresTheJobAgentFromTheTaskAndItsStateDir) {
+  absl::StatusOr<std::unique_ptr<AgentServer>> server = AgentServer::Create(
+      Worker("[::1]:0"), {.cpu_devices = 3, .state_dir = "/var/lib/a"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const JobAgentOptions& jobs = (*server)->job_options();
+  EXPECT_EQ(jobs.task, (TaskId{"worker", 2}));
+  EXPECT_EQ(jobs.coordinator, "127.0.0.1:1");
+  // Peer servers bind where the agent serves, an IPv6 host bracketed.
+  EXPECT_EQ(jobs.peer_listen_host, "[::1]");
+  EXPECT_EQ(jobs.cache_dir, "/var/lib/a/libraries");
+  EXPECT_EQ(jobs.checkpoint_copies, "/var/lib/a/checkpoints");
+  EXPECT_THAT(jobs.origin, HasSubstr("worker:2 on "));
+  // Without a GPU here, the CPU devices asked for; with one, its GPUs.
+  ASSERT_FALSE(jobs.devices.empty());
+  if (!jobs.devices[0].is_cuda()) EXPECT_EQ(jobs.devices.size(), 3u);
+  EXPECT_EQ((*server)->devices().size(), jobs.devices.size());
+}
+
+TEST(AgentServerTest, ACacheDirOfItsOwnIsKept) {
+  absl::StatusOr<std::unique_ptr<AgentServer>> server = AgentServer::Create(
+      Worker("10.1.2.3:2222"), {.state_dir = "/s", .cache_dir = "/c"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ((*server)->job_options().cache_dir, "/c");
+  EXPECT_EQ((*server)->job_options().peer_listen_host, "10.1.2.3");
+}
+
+}  // namespace
+}  // namespace cohort::agent
