@@ -79,15 +79,16 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   // A ps that cannot answer within this shows its last heartbeat instead.
   server->ps_reader_ = std::make_unique<PsStatusReader>(config.server.security,
                                                         absl::Seconds(1));
+  server->store_manager_ = std::make_unique<StoreManager>();
+  server->store_service_ = std::make_unique<StoreService>(
+      server->store_manager_.get(), server->auth_.get());
   server->admin_service_ = std::make_unique<AdminService>(
       server->manager_.get(), server->auth_.get(), server->ps_reader_.get(),
+      server->store_manager_.get(),
       CoordinatorIdentity{
           .launch_mode = config.launch == LaunchMode::kLocal ? "local" : "none",
           .incarnation = server->state_.incarnation,
           .started = now});
-  server->store_manager_ = std::make_unique<StoreManager>();
-  server->store_service_ = std::make_unique<StoreService>(
-      server->store_manager_.get(), server->auth_.get());
   // Without a state dir, libraries and checkpoints go to a scratch dir of
   // this process.
   const std::string data_dir =
@@ -108,7 +109,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
       server->jobs_.get(), server->libraries_.get(), server->auth_.get(),
       server->slow_.get());
   server->job_loop_ = std::make_unique<JobLoop>(
-      server->manager_.get(), server->jobs_.get(),
+      server->manager_.get(), server->jobs_.get(), server->store_manager_.get(),
       config.state_dir.empty() ? "" : config.state_dir + "/jobs.json");
   COHORT_RETURN_IF_ERROR(server->job_loop_->Restore());
   if (config.agent_binary.empty()) {

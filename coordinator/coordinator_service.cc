@@ -42,11 +42,12 @@ grpc::ServerUnaryReactor* CoordinatorService::Deregister(
 
 AdminService::AdminService(ClusterManager* manager,
                            const rpc::Authenticator* auth,
-                           PsStatusReader* ps_reader,
+                           PsStatusReader* ps_reader, const StoreManager* store,
                            CoordinatorIdentity identity)
     : manager_(manager),
       auth_(auth),
       ps_reader_(ps_reader),
+      store_(store),
       identity_(std::move(identity)) {}
 
 void AdminService::set_address(std::string address) {
@@ -69,6 +70,9 @@ grpc::ServerUnaryReactor* AdminService::GetClusterState(
     response->set_cluster_spec_json(manager_->spec().ToJson());
     response->set_coordinator_pid(getpid());
     response->set_incarnation(identity_.incarnation);
+    if (store_ != nullptr) {
+      response->set_store_keys(static_cast<int64_t>(store_->num_keys()));
+    }
     std::vector<std::string> ps_addresses;
     std::vector<v1::TaskStatus*> ps_tasks;
     for (v1::TaskStatus& task : manager_->Snapshot(now)) {

@@ -11,6 +11,7 @@
 #include "cohort/v1/coordinator.grpc.pb.h"
 #include "coordinator/cluster_manager.h"
 #include "coordinator/ps_status_reader.h"
+#include "coordinator/store_manager.h"
 #include "rpc/auth.h"
 
 namespace cohort::coordinator {
@@ -51,8 +52,10 @@ struct CoordinatorIdentity {
 // Thread-safe.
 class AdminService final : public v1::Admin::CallbackService {
  public:
+  // `store` may be null (no store keys shown).
   AdminService(ClusterManager* manager, const rpc::Authenticator* auth,
-               PsStatusReader* ps_reader, CoordinatorIdentity identity);
+               PsStatusReader* ps_reader, const StoreManager* store,
+               CoordinatorIdentity identity);
 
   grpc::ServerUnaryReactor* GetClusterState(
       grpc::CallbackServerContext* context,
@@ -67,6 +70,7 @@ class AdminService final : public v1::Admin::CallbackService {
   ClusterManager* const manager_;
   const rpc::Authenticator* const auth_;
   PsStatusReader* const ps_reader_;
+  const StoreManager* const store_;
   const CoordinatorIdentity identity_;
   absl::Mutex mu_;
   std::string address_ ABSL_GUARDED_BY(mu_);

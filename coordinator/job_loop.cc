@@ -34,9 +34,11 @@ std::vector<AgentView> AgentViews(const ClusterManager& cluster,
 }
 
 JobLoop::JobLoop(const ClusterManager* cluster, JobManager* jobs,
-                 std::string table_path, absl::Duration period)
+                 StoreManager* store, std::string table_path,
+                 absl::Duration period)
     : cluster_(cluster),
       jobs_(jobs),
+      store_(store),
       table_path_(std::move(table_path)),
       period_(period) {}
 
@@ -72,7 +74,22 @@ void JobLoop::Run() {
   while (!stop_.WaitForNotificationWithTimeout(period_)) {
     const absl::Time now = absl::Now();
     jobs_->Tick(AgentViews(*cluster_, now), now);
+    ForgetRetired(now);
     Save(now, /*force=*/false);
+  }
+}
+
+void JobLoop::ForgetRetired(absl::Time now) {
+  // Longer than an agent takes to notice that its attempt ended.
+  constexpr absl::Duration kSecondSweep = absl::Seconds(30);
+  for (std::string& prefix : jobs_->TakeRetiredGroups()) {
+    if (store_ == nullptr) continue;
+    store_->ErasePrefix(prefix);
+    second_sweep_.emplace_back(now + kSecondSweep, std::move(prefix));
+  }
+  while (!second_sweep_.empty() && second_sweep_.front().first <= now) {
+    store_->ErasePrefix(second_sweep_.front().second);
+    second_sweep_.pop_front();
   }
 }
 

@@ -4,13 +4,16 @@
 // JobManager the agents' states (from the ClusterManager), lets it advance
 // the jobs, and saves the job table to the state dir when it changed.
 
+#include <deque>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "coordinator/cluster_manager.h"
 #include "coordinator/job_manager.h"
+#include "coordinator/store_manager.h"
 
 namespace cohort::coordinator {
 
@@ -23,7 +26,8 @@ std::vector<AgentView> AgentViews(const ClusterManager& cluster,
 class JobLoop {
  public:
   // `table_path`: where the job table is saved; empty to keep none.
-  JobLoop(const ClusterManager* cluster, JobManager* jobs,
+  // `store` (not owned; may be null) loses the keys of ended attempts.
+  JobLoop(const ClusterManager* cluster, JobManager* jobs, StoreManager* store,
           std::string table_path,
           absl::Duration period = absl::Milliseconds(100));
   ~JobLoop();
@@ -37,9 +41,14 @@ class JobLoop {
  private:
   void Run();
   void Save(absl::Time now, bool force);
+  // Drops the store keys of attempts the job manager retired, and again a
+  // while later, for an agent that set a key as its attempt was ending.
+  void ForgetRetired(absl::Time now);
 
   const ClusterManager* const cluster_;
   JobManager* const jobs_;
+  StoreManager* const store_;
+  std::deque<std::pair<absl::Time, std::string>> second_sweep_;  // loop only
   const std::string table_path_;
   const absl::Duration period_;
   absl::Notification stop_;

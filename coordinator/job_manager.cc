@@ -271,6 +271,8 @@ void JobManager::CheckSync(Job& job, const std::vector<AgentView>& agents,
 
 void JobManager::EndAttempt(Job& job, const std::string& cause, bool permanent,
                             absl::Time now) {
+  retired_.push_back(absl::StrCat("job-", job.status.job_id(), "/attempt-",
+                                  job.status.attempt(), "/"));
   job.assignments.clear();
   job.reports.clear();
   job.failing_since.reset();
@@ -302,6 +304,7 @@ void JobManager::EndAttempt(Job& job, const std::string& cause, bool permanent,
 
 void JobManager::Finish(Job& job, v1::JobState state, const std::string& error,
                         absl::Time now) {
+  retired_.push_back(absl::StrCat("job-", job.status.job_id(), "/"));
   job.assignments.clear();
   job.reports.clear();
   job.failing_since.reset();
@@ -384,6 +387,11 @@ std::optional<std::string> JobManager::TakeSnapshotIfChanged(
   for (auto& [id, job] : jobs_) job.changed = false;
   last_snapshot_ = now;
   return json;
+}
+
+std::vector<std::string> JobManager::TakeRetiredGroups() {
+  absl::MutexLock lock(&mu_);
+  return std::exchange(retired_, {});
 }
 
 void JobManager::MarkUnsaved() {

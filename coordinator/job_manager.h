@@ -66,6 +66,10 @@ class JobManager {
   // next job in the queue. Call periodically (every 100 ms or so).
   void Tick(const std::vector<AgentView>& agents, absl::Time now);
 
+  // Store key prefixes ("job-3/attempt-2/", "job-3/") of attempts and jobs
+  // that ended since the last call: nothing will read those keys again.
+  std::vector<std::string> TakeRetiredGroups();
+
   // Persistence: the whole table (a v1::JobTable as proto JSON), when it
   // changed since the last call (progress alone counts once per
   // `progress_period`).
@@ -108,6 +112,7 @@ class JobManager {
   bool changed_ ABSL_GUARDED_BY(mu_) = false;  // besides each job.changed
   bool progressed_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time last_snapshot_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::vector<std::string> retired_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cohort::coordinator

@@ -169,6 +169,12 @@ TEST_F(JobManagerTest, DeadAgentRestartsTheJobThenFailsWhenRestartsAreSpent) {
   status = *manager_.Get(id);
   EXPECT_EQ(status.state(), v1::JOB_FAILED);
   EXPECT_THAT(status.error(), HasSubstr("no restarts left (max_restarts=1)"));
+  // Each ended attempt's store keys, then the whole job's, can go.
+  EXPECT_THAT(manager_.TakeRetiredGroups(),
+              ::testing::ElementsAre(absl::StrCat("job-", id, "/attempt-1/"),
+                                     absl::StrCat("job-", id, "/attempt-2/"),
+                                     absl::StrCat("job-", id, "/")));
+  EXPECT_TRUE(manager_.TakeRetiredGroups().empty());
 }
 
 TEST_F(JobManagerTest, PermanentErrorFailsAtOnce) {

@@ -140,6 +140,19 @@ void StoreManager::Barrier(const std::string& name, int participants, int rank,
   for (BarrierCallback& callback : released) callback(absl::OkStatus());
 }
 
+size_t StoreManager::ErasePrefix(const std::string& prefix) {
+  absl::MutexLock lock(&mu_);
+  auto begin = values_.lower_bound(prefix);
+  auto end = begin;
+  while (end != values_.end() &&
+         end->first.compare(0, prefix.size(), prefix) == 0) {
+    ++end;
+  }
+  const size_t erased = std::distance(begin, end);
+  values_.erase(begin, end);
+  return erased;
+}
+
 size_t StoreManager::num_keys() const {
   absl::MutexLock lock(&mu_);
   return values_.size();

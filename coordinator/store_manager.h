@@ -50,6 +50,11 @@ class StoreManager {
   void Barrier(const std::string& name, int participants, int rank,
                absl::Time deadline, BarrierCallback done);
 
+  // Drops every key that starts with `prefix` (a finished job's, so that a
+  // long-lived coordinator does not fill up); returns how many. Waiting
+  // readers and barriers are left to their deadlines.
+  size_t ErasePrefix(const std::string& prefix);
+
   size_t num_keys() const;
   // Get calls parked until their key is set.
   size_t num_waiting_readers() const;

@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
 
 namespace cohort::coordinator {
 namespace {
@@ -124,6 +125,18 @@ TEST(StoreManagerTest, ShutdownFailsPendingWaits) {
   store.Shutdown();
   EXPECT_EQ(got.Wait()->status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(barrier.Wait()->code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(StoreManagerTest, ErasePrefixDropsOneJobsKeysOnly) {
+  StoreManager store;
+  ASSERT_OK(store.Set("job-1/attempt-1/address/0", "a"));
+  ASSERT_OK(store.Set("job-1/attempt-2/address/0", "b"));
+  ASSERT_OK(store.Set("job-10/attempt-1/address/0", "c"));
+  ASSERT_OK(store.Set("job-2/attempt-1/address/0", "d"));
+  EXPECT_EQ(store.ErasePrefix("job-1/attempt-1/"), 1u);
+  EXPECT_EQ(store.ErasePrefix("job-1/"), 1u);  // not job-10's
+  EXPECT_EQ(store.num_keys(), 2u);
+  EXPECT_EQ(store.ErasePrefix("job-3/"), 0u);
 }
 
 }  // namespace

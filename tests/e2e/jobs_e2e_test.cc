@@ -160,6 +160,13 @@ TEST_F(JobsE2eTest, OneDeviceMirroredAndMultiWorkerAgreeAndRepeatBitwise) {
     EXPECT_LE(std::abs(a[i] - c[i]) / scale, 1e-5) << i;
   }
   EXPECT_EQ(c, d) << "the same topology must repeat bit for bit";
+  // The rendezvous keys of ended jobs are dropped.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        absl::StatusOr<v1::ClusterState> state = coordinator_->State();
+        return state.ok() && state->store_keys() == 0;
+      },
+      absl::Seconds(10)));
 }
 
 TEST_F(JobsE2eTest, CentralStorageMlpLearnsAndMatchesMirrored) {

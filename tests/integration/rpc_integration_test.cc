@@ -30,7 +30,7 @@ class InProcessCoordinator {
         auth_(token),
         coordinator_(&manager_, &auth_),
         ps_reader_(rpc::Security{.token = token}, absl::Seconds(1)),
-        admin_(&manager_, &auth_, &ps_reader_,
+        admin_(&manager_, &auth_, &ps_reader_, /*store=*/nullptr,
                {.launch_mode = "none", .started = absl::Now()}) {
     rpc::ServerOptions options;
     options.port_file = port_file;
