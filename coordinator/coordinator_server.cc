@@ -100,18 +100,19 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   server->libraries_ = std::make_unique<LibraryStore>(data_dir + "/libraries");
   server->jobs_ = std::make_unique<JobManager>(
       *config.spec, JobManagerOptions{.checkpoint_root = data_dir + "/jobs"});
-  // Two threads: one large upload does not hold up an agent's fetch.
-  server->slow_ = std::make_unique<Executor>(2, "coord-slow");
-  server->jobs_service_ = std::make_unique<JobsService>(
-      server->jobs_.get(), server->libraries_.get(), server->auth_.get(),
-      server->slow_.get());
-  server->job_control_service_ = std::make_unique<JobControlService>(
-      server->jobs_.get(), server->libraries_.get(), server->auth_.get(),
-      server->slow_.get());
   server->job_loop_ = std::make_unique<JobLoop>(
       server->manager_.get(), server->jobs_.get(), server->store_manager_.get(),
       config.state_dir.empty() ? "" : config.state_dir + "/jobs.json");
   COHORT_RETURN_IF_ERROR(server->job_loop_->Restore());
+  // Two threads: one large upload does not hold up an agent's fetch.
+  server->slow_ = std::make_unique<Executor>(2, "coord-slow");
+  server->jobs_service_ = std::make_unique<JobsService>(
+      server->jobs_.get(), server->libraries_.get(), server->auth_.get(),
+      server->slow_.get(),
+      [loop = server->job_loop_.get()] { return loop->SaveNow(); });
+  server->job_control_service_ = std::make_unique<JobControlService>(
+      server->jobs_.get(), server->libraries_.get(), server->auth_.get(),
+      server->slow_.get());
   if (config.agent_binary.empty()) {
     config.agent_binary = ExecutableDirectory() + "/cohort-agent";
   }

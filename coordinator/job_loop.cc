@@ -67,7 +67,7 @@ void JobLoop::Shutdown() {
   if (!thread_.joinable()) return;
   stop_.Notify();
   thread_.join();
-  Save(absl::Now(), /*force=*/true);
+  (void)Save(absl::Now(), /*force=*/true);
 }
 
 void JobLoop::Run() {
@@ -75,7 +75,7 @@ void JobLoop::Run() {
     const absl::Time now = absl::Now();
     jobs_->Tick(AgentViews(*cluster_, now), now);
     ForgetRetired(now);
-    Save(now, /*force=*/false);
+    (void)Save(now, /*force=*/false);
   }
 }
 
@@ -93,17 +93,21 @@ void JobLoop::ForgetRetired(absl::Time now) {
   }
 }
 
-void JobLoop::Save(absl::Time now, bool force) {
-  if (table_path_.empty()) return;
+absl::Status JobLoop::SaveNow() { return Save(absl::Now(), /*force=*/true); }
+
+absl::Status JobLoop::Save(absl::Time now, bool force) {
+  if (table_path_.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&save_mu_);
   std::optional<std::string> table = jobs_->TakeSnapshotIfChanged(
       now, force ? absl::ZeroDuration() : absl::Seconds(2));
-  if (!table.has_value()) return;
+  if (!table.has_value()) return absl::OkStatus();
   absl::Status saved = WriteFileAtomically(table_path_, *table);
   if (!saved.ok()) {
     spdlog::error("cannot save the job table (will retry): {}",
                   saved.ToString());
     jobs_->MarkUnsaved();
   }
+  return saved;
 }
 
 }  // namespace cohort::coordinator

@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "coordinator/cluster_manager.h"
@@ -37,10 +38,14 @@ class JobLoop {
   absl::Status Restore();
   void Start();
   void Shutdown();
+  // Writes the table now if it changed: a submission is saved before it
+  // is acknowledged, so that a coordinator killed right after loses
+  // nothing it accepted. Thread-safe.
+  absl::Status SaveNow();
 
  private:
   void Run();
-  void Save(absl::Time now, bool force);
+  absl::Status Save(absl::Time now, bool force) ABSL_LOCKS_EXCLUDED(save_mu_);
   // Drops the store keys of attempts the job manager retired, and again a
   // while later, for an agent that set a key as its attempt was ending.
   void ForgetRetired(absl::Time now);
@@ -51,6 +56,9 @@ class JobLoop {
   std::deque<std::pair<absl::Time, std::string>> second_sweep_;  // loop only
   const std::string table_path_;
   const absl::Duration period_;
+  // Held across taking a snapshot and writing it, so that an older table
+  // never replaces a newer one.
+  absl::Mutex save_mu_;
   absl::Notification stop_;
   std::thread thread_;
 };

@@ -9,8 +9,13 @@ namespace cohort::coordinator {
 using rpc::HandleUnary;
 
 JobsService::JobsService(JobManager* manager, LibraryStore* libraries,
-                         const rpc::Authenticator* auth, Executor* slow)
-    : manager_(manager), libraries_(libraries), auth_(auth), slow_(slow) {}
+                         const rpc::Authenticator* auth, Executor* slow,
+                         std::function<absl::Status()> persist)
+    : manager_(manager),
+      libraries_(libraries),
+      auth_(auth),
+      slow_(slow),
+      persist_(std::move(persist)) {}
 
 grpc::ServerUnaryReactor* JobsService::SubmitJob(
     grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
@@ -31,6 +36,15 @@ grpc::ServerUnaryReactor* JobsService::SubmitJob(
     }
     absl::StatusOr<std::string> id = manager_->Submit(spec, absl::Now());
     if (!id.ok()) return id.status();
+    // Acknowledged means saved: a coordinator killed now still runs it.
+    if (absl::Status saved = persist_ ? persist_() : absl::OkStatus();
+        !saved.ok()) {
+      (void)manager_->Cancel(*id, absl::Now());
+      return absl::UnavailableError(
+          absl::StrCat("the job table could not be saved, so the job was "
+                       "not accepted (",
+                       saved.message(), ")"));
+    }
     spdlog::info("job {} submitted: {} {} steps, global batch {}, library {}",
                  *id, spec.step_fn(), spec.steps(), spec.global_batch_size(),
                  spec.library_name());
@@ -68,6 +82,9 @@ grpc::ServerUnaryReactor* JobsService::CancelJob(
     absl::StatusOr<v1::JobStatus> status =
         manager_->Cancel(request->job_id(), absl::Now());
     if (!status.ok()) return status.status();
+    // The cancellation holds across a coordinator restart once saved; the
+    // job loop retries a failed save.
+    if (persist_) (void)persist_();
     *response->mutable_job() = *std::move(status);
     return absl::OkStatus();
   });

@@ -4,6 +4,8 @@
 // JobControl (agents: sync, fetch a library). Each handler authenticates,
 // then does its work in the JobManager or the LibraryStore.
 
+#include <functional>
+
 #include "cohort/v1/job.grpc.pb.h"
 #include "common/executor.h"
 #include "coordinator/job_manager.h"
@@ -17,8 +19,11 @@ namespace cohort::coordinator {
 // gRPC thread. Thread-safe.
 class JobsService final : public v1::Jobs::CallbackService {
  public:
+  // `persist` saves the job table (JobLoop::SaveNow); null: nothing is
+  // saved.
   JobsService(JobManager* manager, LibraryStore* libraries,
-              const rpc::Authenticator* auth, Executor* slow);
+              const rpc::Authenticator* auth, Executor* slow,
+              std::function<absl::Status()> persist);
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const v1::SubmitJobRequest* request,
@@ -38,6 +43,7 @@ class JobsService final : public v1::Jobs::CallbackService {
   LibraryStore* const libraries_;
   const rpc::Authenticator* const auth_;
   Executor* const slow_;
+  const std::function<absl::Status()> persist_;
 };
 
 // Same ownership as JobsService; libraries are read on `slow`.

@@ -423,5 +423,33 @@ TEST_F(JobsE2eTest, RestartedCoordinatorStillListsTheJobs) {
   EXPECT_EQ(status->state(), v1::JOB_SUCCEEDED);
 }
 
+TEST_F(JobsE2eTest, AnAcknowledgedSubmissionSurvivesACoordinatorKilledAtOnce) {
+  ScratchDir dir;
+  const std::string state = dir.path() + "/state";
+  absl::StatusOr<ReadyCluster> cluster =
+      StartReadyCluster(dir, 1, 0, {"--state_dir=" + state});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  std::unique_ptr<Client> client =
+      *Client::Connect(cluster->coordinator->address());
+  absl::StatusOr<std::string> id =
+      client->SubmitJob(LinearJob(StrategyKind::kOneDevice, 0, 5));
+  ASSERT_TRUE(id.ok()) << id.status();
+  // Before the job loop's next tick could have saved the table.
+  cluster->coordinator->process().Signal(SIGKILL);
+  ASSERT_TRUE(
+      cluster->coordinator->process().Wait(absl::Seconds(10)).has_value());
+
+  // The next coordinator of the state dir adopts the tasks and runs it.
+  absl::StatusOr<ReadyCluster> again =
+      StartReadyCluster(dir, 1, 0, {"--state_dir=" + state});
+  ASSERT_TRUE(again.ok()) << again.status();
+  client = *Client::Connect(again->coordinator->address());
+  absl::StatusOr<v1::JobStatus> status = client->GetJob(*id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  const v1::JobStatus ended =
+      WaitForJobEnd(*client, *id, absl::Seconds(60));
+  EXPECT_EQ(ended.state(), v1::JOB_SUCCEEDED) << ended.error();
+}
+
 }  // namespace
 }  // namespace cohort::testing
