@@ -7,39 +7,6 @@
 
 namespace cohort::collective {
 
-size_t DTypeSize(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-    case DType::kInt32:
-      return 4;
-    case DType::kFloat64:
-    case DType::kInt64:
-      return 8;
-    case DType::kFloat16:
-    case DType::kBFloat16:
-      return 2;
-  }
-  return 0;
-}
-
-absl::string_view DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return "float32";
-    case DType::kFloat64:
-      return "float64";
-    case DType::kInt32:
-      return "int32";
-    case DType::kInt64:
-      return "int64";
-    case DType::kFloat16:
-      return "float16";
-    case DType::kBFloat16:
-      return "bfloat16";
-  }
-  return "unknown";
-}
-
 absl::string_view ReduceOpName(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:

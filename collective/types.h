@@ -1,7 +1,8 @@
 #pragma once
 
-// Element types and reduction operators of the collective layer, as
-// tf.distribute's ReduceOp (SUM, MEAN) plus MIN and MAX.
+// Element types and reduction operators of the collective layer: those of
+// the step API (cohort/step.h), so that a step's tensors reach the
+// collectives without translation.
 
 #include <cstddef>
 #include <cstdint>
@@ -9,22 +10,15 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "cohort/step.h"
 
 namespace cohort::collective {
 
-enum class DType : uint8_t {
-  kFloat32,
-  kFloat64,
-  kInt32,
-  kInt64,
-  kFloat16,   // IEEE half
-  kBFloat16,  // bfloat16
-};
+using ::cohort::DType;
+using ::cohort::DTypeName;
+using ::cohort::DTypeSize;
+using ::cohort::ReduceOp;
 
-enum class ReduceOp : uint8_t { kSum, kMean, kMin, kMax };
-
-size_t DTypeSize(DType dtype);
-absl::string_view DTypeName(DType dtype);     // "float32"
 absl::string_view ReduceOpName(ReduceOp op);  // "sum"
 
 // float16 and bfloat16 support SUM and MEAN only; everything else supports

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "collective/transports/shm_channel.h"
 #include "common/file_util.h"
 #include "common/host_info.h"
 #include "spdlog/spdlog.h"
@@ -63,6 +64,11 @@ AgentServer::AgentServer(task::TaskConfig config,
       runtime_("agent", std::move(config)) {}
 
 int AgentServer::Run() {
+  // Rings of a killed predecessor (or any other process gone).
+  if (const int removed = collective::RemoveStaleRings(); removed > 0) {
+    spdlog::info("removed {} shared-memory ring(s) left by exited processes",
+                 removed);
+  }
   AgentService service(&runtime_, devices_);
   JobAgent job_agent(jobs_);
   job_agent.Start();

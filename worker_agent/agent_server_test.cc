@@ -40,7 +40,9 @@ TEST(AgentServerTest, WiresTheJobAgentFromTheTaskAndItsStateDir) {
   EXPECT_THAT(jobs.origin, HasSubstr("worker:2 on "));
   // Without a GPU here, the CPU devices asked for; with one, its GPUs.
   ASSERT_FALSE(jobs.devices.empty());
-  if (!jobs.devices[0].is_cuda()) EXPECT_EQ(jobs.devices.size(), 3u);
+  if (!jobs.devices[0].is_cuda()) {
+    EXPECT_EQ(jobs.devices.size(), 3u);
+  }
   EXPECT_EQ((*server)->devices().size(), jobs.devices.size());
 }
 

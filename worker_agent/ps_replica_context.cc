@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/names.h"
+#include "worker_agent/variable_options.h"
 
 namespace cohort::agent {
 
@@ -54,9 +55,8 @@ PsReplicaContext::~PsReplicaContext() = default;
 
 absl::StatusOr<Variable*> PsReplicaContext::create_variable(
     const VariableOptions& options, const void* initial) {
-  if (absl::Status name = CheckName("create_variable: variable", options.name);
-      !name.ok()) {
-    return name;
+  if (absl::Status valid = CheckVariableOptions(options); !valid.ok()) {
+    return valid;
   }
   if (find_variable(options.name) != nullptr) {
     return absl::AlreadyExistsError(absl::StrCat(

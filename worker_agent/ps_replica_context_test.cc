@@ -65,6 +65,14 @@ class PsReplicaContextTest : public ::testing::Test {
   PsReplicaContext context_{&job_, Device{}, &server_};
 };
 
+TEST_F(PsReplicaContextTest, VariablesHoldNoSixteenBitFloats) {
+  absl::StatusOr<Variable*> half = context_.create_variable(
+      {.name = "h", .shape = {2}, .dtype = DType::kFloat16}, nullptr);
+  EXPECT_EQ(half.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(half.status().message()),
+              ::testing::HasSubstr("\"h\": a variable cannot hold float16"));
+}
+
 TEST_F(PsReplicaContextTest, ClosuresPullThenPushGradientsToTheServer) {
   const float initial[2] = {1.0f, 2.0f};
   Variable* w = *context_.create_variable({.name = "w", .shape = {2}}, initial);

@@ -17,6 +17,9 @@ v1::PsDType ToPs(DType dtype) {
       return v1::PS_INT32;
     case DType::kInt64:
       return v1::PS_INT64;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      break;  // never a variable's (CheckVariableOptions)
   }
   return v1::PS_DTYPE_UNSPECIFIED;
 }

@@ -45,7 +45,7 @@ absl::Status LoadInto(const std::map<std::string, SavedTensor>& saved,
 absl::Status ReplicaContextImpl::BroadcastHost(void* host, size_t count,
                                                DType dtype, int root) {
   if (!device_.is_cuda()) {
-    return Collective(comm_->Broadcast(host, count, ToCollective(dtype), root));
+    return Collective(comm_->Broadcast(host, count, dtype, root));
   }
   const size_t bytes = count * DTypeSize(dtype);
   COHORT_ASSIGN_OR_RETURN(DeviceBuffer scratch,
@@ -58,8 +58,7 @@ absl::Status ReplicaContextImpl::BroadcastHost(void* host, size_t count,
 absl::Status ReplicaContextImpl::AllReduceHost(int64_t* host, size_t count,
                                                ReduceOp op) {
   if (!device_.is_cuda()) {
-    return Collective(comm_->AllReduce(host, count, ToCollective(DType::kInt64),
-                                       ToCollective(op)));
+    return Collective(comm_->AllReduce(host, count, DType::kInt64, op));
   }
   const size_t bytes = count * sizeof(int64_t);
   COHORT_ASSIGN_OR_RETURN(DeviceBuffer scratch,

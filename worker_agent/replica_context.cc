@@ -7,41 +7,9 @@
 #include "common/status_macros.h"
 #include "worker_agent/optimizer_kernels.h"
 #include "worker_agent/replica_variables.h"
+#include "worker_agent/variable_options.h"
 
 namespace cohort::agent {
-
-collective::DType ToCollective(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return collective::DType::kFloat32;
-    case DType::kFloat64:
-      return collective::DType::kFloat64;
-    case DType::kInt32:
-      return collective::DType::kInt32;
-    case DType::kInt64:
-      return collective::DType::kInt64;
-  }
-  return collective::DType::kFloat32;
-}
-
-collective::ReduceOp ToCollective(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return collective::ReduceOp::kSum;
-    case ReduceOp::kMean:
-      return collective::ReduceOp::kMean;
-    case ReduceOp::kMin:
-      return collective::ReduceOp::kMin;
-    case ReduceOp::kMax:
-      return collective::ReduceOp::kMax;
-  }
-  return collective::ReduceOp::kSum;
-}
-
-const char* DTypeName(DType dtype) {
-  // The collective layer's names are string literals.
-  return collective::DTypeName(ToCollective(dtype)).data();
-}
 
 void LocalMerge::Publish(int64_t generation, absl::Status status) {
   absl::MutexLock lock(&mu_);
@@ -87,9 +55,8 @@ absl::Status ReplicaContextImpl::Collective(absl::Status status) {
 
 absl::StatusOr<Variable*> ReplicaContextImpl::create_variable(
     const VariableOptions& options, const void* initial) {
-  if (absl::Status name = CheckName("create_variable: variable", options.name);
-      !name.ok()) {
-    return name;
+  if (absl::Status valid = CheckVariableOptions(options); !valid.ok()) {
+    return valid;
   }
   if (find_variable(options.name) != nullptr) {
     return absl::AlreadyExistsError(
@@ -299,7 +266,7 @@ absl::Status ReplicaContextImpl::all_reduce(ReduceOp op,
                                             std::span<const Tensor> tensors) {
   if (!collective_status_.ok()) return collective_status_;
   if (absl::Status synced = Synchronize(device_); !synced.ok()) return synced;
-  const collective::ReduceOp cop = ToCollective(op);
+  const collective::ReduceOp cop = op;
   // On CPU, tensors of one dtype travel as one fused message; device
   // buffers go one by one (no host round trip).
   const bool fuse = !device_.is_cuda() && tensors.size() > 1;
@@ -312,9 +279,8 @@ absl::Status ReplicaContextImpl::all_reduce(ReduceOp op,
     }
     const DType dtype = tensors[begin].dtype;
     if (end - begin == 1) {
-      COHORT_RETURN_IF_ERROR(
-          Collective(comm_->AllReduce(tensors[begin].data, tensors[begin].count,
-                                      ToCollective(dtype), cop)));
+      COHORT_RETURN_IF_ERROR(Collective(comm_->AllReduce(
+          tensors[begin].data, tensors[begin].count, dtype, cop)));
     } else {
       size_t total = 0;
       for (size_t i = begin; i < end; ++i) total += tensors[i].bytes();
@@ -325,9 +291,8 @@ absl::Status ReplicaContextImpl::all_reduce(ReduceOp op,
                     tensors[i].bytes());
         offset += tensors[i].bytes();
       }
-      COHORT_RETURN_IF_ERROR(
-          Collective(comm_->AllReduce(staging_.data(), total / DTypeSize(dtype),
-                                      ToCollective(dtype), cop)));
+      COHORT_RETURN_IF_ERROR(Collective(comm_->AllReduce(
+          staging_.data(), total / DTypeSize(dtype), dtype, cop)));
       offset = 0;
       for (size_t i = begin; i < end; ++i) {
         std::memcpy(tensors[i].data, staging_.data() + offset,
@@ -348,8 +313,8 @@ absl::Status ReplicaContextImpl::broadcast(Tensor tensor, int root) {
                      job_->num_replicas - 1, ")"));
   }
   COHORT_RETURN_IF_ERROR(Synchronize(device_));
-  return Collective(comm_->Broadcast(tensor.data, tensor.count,
-                                     ToCollective(tensor.dtype), root));
+  return Collective(
+      comm_->Broadcast(tensor.data, tensor.count, tensor.dtype, root));
 }
 
 absl::Status ReplicaContextImpl::all_gather(Tensor input, Tensor output) {
@@ -362,8 +327,8 @@ absl::Status ReplicaContextImpl::all_gather(Tensor input, Tensor output) {
         DTypeName(output.dtype)));
   }
   COHORT_RETURN_IF_ERROR(Synchronize(device_));
-  return Collective(comm_->AllGather(input.data, output.data, input.count,
-                                     ToCollective(input.dtype)));
+  return Collective(
+      comm_->AllGather(input.data, output.data, input.count, input.dtype));
 }
 
 absl::Status ReplicaContextImpl::merge_call(

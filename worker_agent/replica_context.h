@@ -161,8 +161,4 @@ class ReplicaContextImpl final : public ReplicaContext {
   std::map<std::string, double> metrics_ ABSL_GUARDED_BY(metrics_mu_);
 };
 
-collective::DType ToCollective(DType dtype);
-collective::ReduceOp ToCollective(ReduceOp op);
-const char* DTypeName(DType dtype);
-
 }  // namespace cohort::agent

@@ -141,9 +141,10 @@ absl::Status GrpcTransport::ConnectSharedMemory(
   next_ = (rank + 1) % options_.size;
   std::string name = kNoRing;
   if (options_.shared_memory && hosts[prev_] == hosts[rank]) {
-    name = absl::StrCat("/cohort-", getpid(), "-",
-                        absl::Uniform<uint64_t>(absl::BitGen()), "-", prev_,
-                        "-", rank);
+    // What killed processes left behind goes before it can fill /dev/shm.
+    RemoveStaleRings();
+    name = RingName(absl::StrCat(absl::Uniform<uint64_t>(absl::BitGen()), "-",
+                                 prev_, "-", rank));
     absl::StatusOr<std::unique_ptr<ShmChannel>> ring =
         ShmChannel::Create(name, options_.shm_capacity);
     if (ring.ok()) {

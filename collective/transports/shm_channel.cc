@@ -1,7 +1,9 @@
 #include "collective/transports/shm_channel.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -13,9 +15,55 @@
 #include <cstring>
 #include <new>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace cohort::collective {
+namespace {
+
+constexpr absl::string_view kRingPrefix = "cohort-";
+
+// The inode of this process's pid namespace ("pid:[4026531836]"), so that
+// processes of another namespace sharing /dev/shm never judge our pids.
+std::string PidNamespace() {
+  char link[64] = {};
+  if (readlink("/proc/self/ns/pid", link, sizeof(link) - 1) < 0) return "0";
+  absl::string_view text(link);
+  absl::ConsumePrefix(&text, "pid:[");
+  absl::ConsumeSuffix(&text, "]");
+  return std::string(text);
+}
+
+}  // namespace
+
+std::string RingName(absl::string_view tag) {
+  return absl::StrCat("/", kRingPrefix, PidNamespace(), "-", getpid(), "-",
+                      tag);
+}
+
+int RemoveStaleRings() {
+  const std::string ns = PidNamespace();
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return 0;
+  int removed = 0;
+  while (const dirent* entry = readdir(dir)) {
+    absl::string_view name(entry->d_name);
+    if (!absl::ConsumePrefix(&name, kRingPrefix)) continue;
+    std::vector<absl::string_view> parts =
+        absl::StrSplit(name, absl::MaxSplits('-', 2));
+    int pid = 0;
+    if (parts.size() < 3 || parts[0] != ns ||
+        !absl::SimpleAtoi(parts[1], &pid) || pid <= 0) {
+      continue;
+    }
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or unknown
+    if (shm_unlink(absl::StrCat("/", entry->d_name).c_str()) == 0) ++removed;
+  }
+  closedir(dir);
+  return removed;
+}
 
 // Lives at the start of the mapping, shared by both processes. Counters
 // only grow: head - tail bytes are readable, capacity - (head - tail) free.

@@ -7,7 +7,9 @@
 //
 // The receiver creates the ring and names it; the sender opens it; once
 // both have it mapped the name is unlinked, so the memory goes with the
-// last process.
+// last process. A process killed before then leaves the name behind, so a
+// ring's name carries its creator (RingName), and RemoveStaleRings removes
+// the names of creators that are gone.
 
 #include <cstddef>
 #include <cstdint>
@@ -16,12 +18,22 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace cohort::collective {
 
 // Returns a non-OK status when a wait should end early (abort, peer gone).
 using InterruptCheck = std::function<absl::Status()>;
+
+// "/cohort-<pid namespace>-<pid>-<tag>": a name for a ring this process
+// creates.
+std::string RingName(absl::string_view tag);
+
+// Unlinks every ring name in /dev/shm whose creator, in this process's pid
+// namespace, has exited: nobody can still need it, as the creator would
+// have unlinked it once its peer had it mapped. Returns how many.
+int RemoveStaleRings();
 
 // One end of a ring. Thread-compatible: one writer thread on the sending
 // end and one reader thread on the receiving end.

@@ -1,5 +1,6 @@
 #include "collective/transports/shm_channel.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <numeric>
@@ -20,6 +21,26 @@ std::string UniqueName(const char* what) {
 }
 
 absl::Status NeverInterrupted() { return absl::OkStatus(); }
+
+TEST(ShmChannelTest, RingsOfExitedCreatorsAreRemovedAndLiveOnesKept) {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  // A ring named as the exited child would have named it.
+  std::string stale = RingName("stale-0-1");
+  const std::string ours = absl::StrCat("-", getpid(), "-");
+  stale.replace(stale.find(ours), ours.size(), absl::StrCat("-", child, "-"));
+  const std::string live = RingName("live-0-1");
+  auto left = ShmChannel::Create(stale, 4096);
+  ASSERT_TRUE(left.ok()) << left.status();
+  auto kept = ShmChannel::Create(live, 4096);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+
+  EXPECT_GE(RemoveStaleRings(), 1);
+  EXPECT_FALSE(ShmChannel::Open(stale).ok());
+  EXPECT_TRUE(ShmChannel::Open(live).ok());
+}
 
 TEST(ShmChannelTest, StreamsMessagesLargerThanTheRing) {
   const std::string name = UniqueName("stream");

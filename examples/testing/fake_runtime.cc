@@ -7,18 +7,12 @@
 namespace cohort::examples::testing {
 namespace {
 
-const char* DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return "float32";
-    case DType::kFloat64:
-      return "float64";
-    case DType::kInt32:
-      return "int32";
-    case DType::kInt64:
-      return "int64";
-  }
-  return "?";
+// The fake reduces on the host in the element type; 16-bit floats, which
+// the real runtime reduces through float, it refuses.
+absl::Status CheckDType(DType dtype, const std::string& what) {
+  if (DTypeSize(dtype) >= 4) return absl::OkStatus();
+  return absl::InvalidArgumentError(what + ": the fake runtime has no " +
+                                    DTypeName(dtype));
 }
 
 template <typename T>
@@ -63,6 +57,9 @@ void ReduceInto(ReduceOp op, DType dtype, const char* a, char* b,
     case DType::kInt64:
       return Combine(op, reinterpret_cast<const int64_t*>(a),
                      reinterpret_cast<int64_t*>(b), count);
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return;  // refused where the tensor was made (CheckDType)
   }
 }
 
@@ -135,6 +132,10 @@ std::vector<double> FakeVariable::values() {
         break;
       case DType::kInt64:
         out[i] = static_cast<double>(t.as<int64_t>()[i]);
+        break;
+      case DType::kFloat16:
+      case DType::kBFloat16:
+        out[i] = std::nan("");  // never a variable's (CheckDType)
         break;
     }
   }
@@ -246,6 +247,9 @@ absl::StatusOr<Variable*> FakeReplicaContext::create_variable(
   for (int64_t d : options.shape) {
     if (d < 0) return absl::InvalidArgumentError("create_variable: bad shape");
   }
+  if (absl::Status s = CheckDType(options.dtype, "create_variable"); !s.ok()) {
+    return s;
+  }
   auto variable = std::make_unique<FakeVariable>(options);
   if (initial != nullptr) {
     std::memcpy(variable->tensor().data, initial, variable->tensor().bytes());
@@ -311,6 +315,7 @@ absl::Status FakeReplicaContext::all_reduce(ReduceOp op,
   std::string tag = "all_reduce(op " + std::to_string(static_cast<int>(op));
   std::string bytes;
   for (const Tensor& t : tensors) {
+    if (absl::Status s = CheckDType(t.dtype, "all_reduce"); !s.ok()) return s;
     tag += ", " + std::to_string(t.count) + " " + DTypeName(t.dtype);
     bytes += Bytes(t);
   }

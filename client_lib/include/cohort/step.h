@@ -45,12 +45,46 @@
 
 namespace cohort {
 
-enum class DType { kFloat32, kFloat64, kInt32, kInt64 };
+// Element types: the one vocabulary of the step API, the collectives and
+// the checkpoints. The 16-bit floats reduce (SUM and MEAN) but hold no
+// variables.
+enum class DType { kFloat32, kFloat64, kInt32, kInt64, kFloat16, kBFloat16 };
 
 inline size_t DTypeSize(DType dtype) {
-  return dtype == DType::kFloat32 || dtype == DType::kInt32 ? 4 : 8;
+  switch (dtype) {
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return 2;
+    case DType::kFloat32:
+    case DType::kInt32:
+      return 4;
+    case DType::kFloat64:
+    case DType::kInt64:
+      return 8;
+  }
+  return 0;
 }
 
+// "float32", as checkpoints and messages spell it.
+inline const char* DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kBFloat16:
+      return "bfloat16";
+  }
+  return "unknown";
+}
+
+// tf.distribute.ReduceOp (SUM, MEAN) plus MIN and MAX.
 enum class ReduceOp { kSum, kMean, kMin, kMax };
 
 // tf.VariableSynchronization: ON_WRITE variables are mirrored (every replica
@@ -254,10 +288,10 @@ struct Registrar {
 
 #define COHORT_INTERNAL_CONCAT2(a, b) a##b
 #define COHORT_INTERNAL_CONCAT(a, b) COHORT_INTERNAL_CONCAT2(a, b)
-#define COHORT_INTERNAL_REGISTER(table, type, name, fn)          \
-  static ::cohort::internal::Registrar<::cohort::type>           \
-      COHORT_INTERNAL_CONCAT(cohort_registrar_, __COUNTER__)(    \
-          ::cohort::internal::LibraryRegistry().table, name, fn)
+#define COHORT_INTERNAL_REGISTER(table, type, name, fn)                        \
+  static ::cohort::internal::Registrar<::cohort::type> COHORT_INTERNAL_CONCAT( \
+      cohort_registrar_, __COUNTER__)(                                         \
+      ::cohort::internal::LibraryRegistry().table, name, fn)
 
 #define COHORT_REGISTER_INIT(name, fn) \
   COHORT_INTERNAL_REGISTER(inits, InitFn, name, fn)
