@@ -1,7 +1,11 @@
 #include "collective/types.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <string>
+
+#include "absl/strings/cord.h"
 
 #include "collective/reduce.h"
 #include "gtest/gtest.h"
@@ -82,6 +86,34 @@ TEST(ReduceTest, HalfTypesSupportSumAndMeanOnly) {
   EXPECT_EQ(CheckSupported(DType::kFloat16, ReduceOp::kMax).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(CheckSupported(DType::kInt64, ReduceOp::kMin).ok());
+}
+
+// Regression (UBSan): received bytes sit wherever the transport's buffers
+// put them, so elements may be misaligned and split across a Cord's pieces.
+TEST(ReduceTest, MisalignedAndSplitElementsReduceExactly) {
+  const double want[3] = {1.5, -2.25, 1e300};
+  std::string bytes(1 + sizeof(want), '\0');  // the elements start at 1
+  std::memcpy(bytes.data() + 1, want, sizeof(want));
+  // Pieces of 1, 5, 11 and 8 bytes: every element is misaligned, and two
+  // are split between pieces.
+  absl::Cord src;
+  size_t from = 0;
+  for (const size_t cut : {size_t{1}, size_t{6}, size_t{17}, bytes.size()}) {
+    src.Append(absl::MakeCordFromExternal(
+        absl::string_view(bytes).substr(from, cut - from),
+        [](absl::string_view) {}));
+    from = cut;
+  }
+  src.RemovePrefix(1);
+  std::string dst(1 + sizeof(want), '\0');  // a misaligned destination too
+  Accumulate(dst.data() + 1, src, DType::kFloat64, ReduceOp::kSum);
+  Accumulate(dst.data() + 1, bytes.data() + 1, 3, DType::kFloat64,
+             ReduceOp::kSum);
+  double got[3];
+  std::memcpy(got, dst.data() + 1, sizeof(got));
+  EXPECT_EQ(got[0], 3.0);
+  EXPECT_EQ(got[1], -4.5);
+  EXPECT_EQ(got[2], 2e300);
 }
 
 }  // namespace

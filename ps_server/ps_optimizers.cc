@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "optimizer/update_math.h"
 #include "ps_client/dtype.h"
 
 namespace cohort::ps {
@@ -24,44 +25,45 @@ void Store(char* data, int64_t i, T x) {
   std::memcpy(data + i * sizeof(T), &x, sizeof(T));
 }
 
+// The update's hyperparameters in T; Adam's bias correction for update t.
 template <typename T>
-void Sgd(const v1::PsOptimizer& opt, const char* g, char* w, int64_t n) {
-  const T lr = static_cast<T>(opt.learning_rate());
+optimizer::Coefficients<T> CoefficientsFor(const v1::PsOptimizer& opt,
+                                           int64_t t) {
+  return optimizer::MakeCoefficients<T>(
+      opt.learning_rate(), /*momentum=*/0, /*nesterov=*/false, opt.beta1(),
+      opt.beta2(), opt.epsilon(), opt.kind() == v1::PsOptimizer::ADAM ? t : 0);
+}
+
+template <typename T>
+void Sgd(const optimizer::Coefficients<T>& c, const char* g, char* w,
+         int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    Store<T>(w, i, Load<T>(w, i) - lr * Load<T>(g, i));
+    T var = Load<T>(w, i);
+    optimizer::SgdUpdate(c, Load<T>(g, i), var);
+    Store<T>(w, i, var);
   }
 }
 
 template <typename T>
-void Adagrad(const v1::PsOptimizer& opt, const char* g, char* w, char* acc,
-             int64_t n) {
-  const T lr = static_cast<T>(opt.learning_rate());
-  const T eps = static_cast<T>(opt.epsilon());
+void Adagrad(const optimizer::Coefficients<T>& c, const char* g, char* w,
+             char* acc, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    const T grad = Load<T>(g, i);
-    const T a = Load<T>(acc, i) + grad * grad;
+    T var = Load<T>(w, i), a = Load<T>(acc, i);
+    optimizer::AdagradUpdate(c, Load<T>(g, i), var, a);
     Store<T>(acc, i, a);
-    Store<T>(w, i, Load<T>(w, i) - lr * grad / (std::sqrt(a) + eps));
+    Store<T>(w, i, var);
   }
 }
 
 template <typename T>
-void Adam(const v1::PsOptimizer& opt, int64_t t, const char* g, char* w,
-          char* m, char* v, int64_t n) {
-  const T lr = static_cast<T>(opt.learning_rate());
-  const T b1 = static_cast<T>(opt.beta1());
-  const T b2 = static_cast<T>(opt.beta2());
-  const T eps = static_cast<T>(opt.epsilon());
-  const T b1_power = std::pow(b1, static_cast<T>(t));
-  const T b2_power = std::pow(b2, static_cast<T>(t));
-  const T lr_t = lr * std::sqrt(T(1) - b2_power) / (T(1) - b1_power);
+void Adam(const optimizer::Coefficients<T>& c, const char* g, char* w, char* m,
+          char* v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    const T grad = Load<T>(g, i);
-    const T m_i = b1 * Load<T>(m, i) + (T(1) - b1) * grad;
-    const T v_i = b2 * Load<T>(v, i) + (T(1) - b2) * grad * grad;
+    T var = Load<T>(w, i), m_i = Load<T>(m, i), v_i = Load<T>(v, i);
+    optimizer::AdamUpdate(c, Load<T>(g, i), var, m_i, v_i);
     Store<T>(m, i, m_i);
     Store<T>(v, i, v_i);
-    Store<T>(w, i, Load<T>(w, i) - lr_t * m_i / (std::sqrt(v_i) + eps));
+    Store<T>(w, i, var);
   }
 }
 
@@ -71,16 +73,16 @@ void ApplyTyped(const v1::PsOptimizer& opt, std::string_view update,
   const int64_t n = static_cast<int64_t>(state.value->size() / sizeof(T));
   char* w = state.value->data();
   const char* g = update.data();
+  const optimizer::Coefficients<T> c = CoefficientsFor<T>(opt, *state.step + 1);
   switch (opt.kind()) {
     case v1::PsOptimizer::SGD:
-      Sgd<T>(opt, g, w, n);
+      Sgd<T>(c, g, w, n);
       break;
     case v1::PsOptimizer::ADAGRAD:
-      Adagrad<T>(opt, g, w, (*state.slots)[0].data(), n);
+      Adagrad<T>(c, g, w, (*state.slots)[0].data(), n);
       break;
     case v1::PsOptimizer::ADAM:
-      Adam<T>(opt, *state.step + 1, g, w, (*state.slots)[0].data(),
-              (*state.slots)[1].data(), n);
+      Adam<T>(c, g, w, (*state.slots)[0].data(), (*state.slots)[1].data(), n);
       break;
     default:
       break;

@@ -1,9 +1,10 @@
 #pragma once
 
-// The update math a ps shard applies when a worker pushes a trained
-// variable's gradient: SGD, Adagrad and Adam as TensorFlow formulates them,
-// or a plain assignment when the variable has no optimizer. Computed in the
-// variable's own dtype (float32 or float64).
+// What a ps shard applies when a worker pushes a trained variable's
+// gradient: SGD, Adagrad and Adam as TensorFlow formulates them (the element
+// math is optimizer/update_math.h's, the agents' own), or a plain assignment
+// when the variable has no optimizer. Computed in the variable's own dtype
+// (float32 or float64).
 
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-#include "worker_agent/optimizer_kernels.h"
+#include "optimizer/optimizer_kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -16,6 +16,13 @@
 
 namespace cohort::agent {
 namespace {
+
+using optimizer::ApplyUpdateHost;
+using optimizer::SlotCount;
+using optimizer::SlotName;
+#ifdef COHORT_HAVE_CUDA
+using optimizer::ApplyUpdateCuda;
+#endif
 
 template <typename T>
 struct Typed {

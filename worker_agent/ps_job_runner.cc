@@ -16,18 +16,14 @@ PsJobRunner::PsJobRunner(RunnerOptions options)
 
 PsJobRunner::~PsJobRunner() {
   Abort(absl::CancelledError("the agent stopped the job"));
-  if (thread_.joinable()) thread_.join();
+  lifecycle_.Join();
 }
 
 void PsJobRunner::Start() {
-  thread_ = std::thread([this] { Run(); });
+  lifecycle_.Start([this] { return Run(); });
 }
 
-bool PsJobRunner::done() const {
-  absl::MutexLock lock(&mu_);
-  return state_ == v1::AgentJobReport::FINISHED ||
-         state_ == v1::AgentJobReport::FAILED;
-}
+bool PsJobRunner::done() const { return lifecycle_.done(); }
 
 void PsJobRunner::Abort(const absl::Status& status) {
   absl::MutexLock lock(&mu_);
@@ -36,36 +32,23 @@ void PsJobRunner::Abort(const absl::Status& status) {
 }
 
 void PsJobRunner::Fail(const absl::Status& status, bool permanent) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (!error_.ok()) return;
-    error_ = status;
-    permanent_ = permanent;
-  }
+  if (!lifecycle_.RecordError(status, permanent)) return;
   spdlog::error("job {} {}: {}", options_.assignment.job_id(), task_name_,
                 status.ToString());
   Abort(absl::AbortedError("another executor failed"));
 }
 
 v1::AgentJobReport PsJobRunner::Report() const {
-  v1::AgentJobReport report;
-  report.set_job_id(options_.assignment.job_id());
-  report.set_attempt(options_.assignment.attempt());
-  report.set_group(options_.assignment.group());
+  v1::AgentJobReport report = lifecycle_.Report();
   absl::MutexLock lock(&mu_);
-  report.set_state(state_);
   report.set_step(closures_done_);
-  if (!error_.ok()) {
-    report.set_error(std::string(error_.message()));
-    report.set_permanent(permanent_);
-  }
   for (const auto& [metric, value] : last_metrics_) {
     (*report.mutable_metrics())[metric] = value;
   }
   return report;
 }
 
-void PsJobRunner::Run() {
+bool PsJobRunner::Run() {
   const v1::AgentJobAssignment& a = options_.assignment;
   spdlog::info("job {} ({}): {} closure executor(s), {} ps task(s)", a.job_id(),
                a.group(), a.local_replicas(), a.ps_addresses_size());
@@ -89,9 +72,7 @@ void PsJobRunner::Run() {
   }
   if (!status.ok()) {
     Fail(status, !IsPeerFailure(status));
-    absl::MutexLock lock(&mu_);
-    state_ = v1::AgentJobReport::FAILED;
-    return;
+    return false;
   }
   functions_ = inputs->functions;
   pipeline_ = std::move(inputs->pipeline);
@@ -110,9 +91,7 @@ void PsJobRunner::Run() {
     executors.emplace_back([this, slot] { RunExecutor(slot); });
   }
   for (std::thread& t : executors) t.join();
-  absl::MutexLock lock(&mu_);
-  state_ =
-      error_.ok() ? v1::AgentJobReport::FINISHED : v1::AgentJobReport::FAILED;
+  return true;
 }
 
 absl::StatusOr<v1::ClosureResponse> PsJobRunner::Exchange(
@@ -160,12 +139,7 @@ void PsJobRunner::RunExecutor(int slot) {
   if (absl::Status s = context.DeclareVariables(); !s.ok()) {
     return Fail(s, !IsPeerFailure(s));
   }
-  {
-    absl::MutexLock lock(&mu_);
-    if (state_ == v1::AgentJobReport::LOADING) {
-      state_ = v1::AgentJobReport::RUNNING;
-    }
-  }
+  lifecycle_.SetRunning();
   const std::string worker = absl::StrCat(task_name_, "/", slot);
   std::vector<v1::ClosureResult> completed;
   while (!stop_.HasBeenNotified()) {

@@ -17,6 +17,7 @@
 #include "absl/synchronization/notification.h"
 #include "cohort/v1/job.pb.h"
 #include "worker_agent/attempt_runner.h"
+#include "worker_agent/attempt_lifecycle.h"
 #include "worker_agent/input_pipeline.h"
 #include "worker_agent/ps_variable_client.h"
 #include "worker_agent/replica_context.h"
@@ -39,7 +40,8 @@ class PsJobRunner final : public AttemptRunner {
   bool done() const override;
 
  private:
-  void Run();
+  // The attempt's thread; true when every executor ended without error.
+  bool Run();
   void RunExecutor(int slot);
   // One RunClosures exchange, retried while the coordinator is away.
   absl::StatusOr<v1::ClosureResponse> Exchange(
@@ -55,14 +57,10 @@ class PsJobRunner final : public AttemptRunner {
   // apart. Set by Run() before the executors start, under mu_ so that
   // Abort() can reach them.
   std::vector<std::unique_ptr<PsVariableClient>> servers_;
-  std::thread thread_;
+  AttemptLifecycle lifecycle_{&options_.assignment};
   absl::Notification stop_;
 
   mutable absl::Mutex mu_;
-  v1::AgentJobReport::State state_ ABSL_GUARDED_BY(mu_) =
-      v1::AgentJobReport::LOADING;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);
-  bool permanent_ ABSL_GUARDED_BY(mu_) = false;
   int64_t closures_done_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, double> last_metrics_ ABSL_GUARDED_BY(mu_);
 };

@@ -146,7 +146,9 @@ absl::Status PsReplicaContext::BeginClosure(int64_t closure) {
   for (const auto& v : variables_) {
     if (v->options().sync == VariableSync::kOnWrite) pull.push_back(v->slice());
   }
-  return server_->Pull(pull);
+  // A step without ps variables has nothing to read (and the ps, never
+  // asked to create any, would refuse the pull).
+  return pull.empty() ? absl::OkStatus() : server_->Pull(pull);
 }
 
 absl::StatusOr<std::map<std::string, double>> PsReplicaContext::EndClosure() {

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/names.h"
 #include "common/status_macros.h"
-#include "worker_agent/optimizer_kernels.h"
+#include "optimizer/optimizer_kernels.h"
 #include "worker_agent/replica_variables.h"
 #include "worker_agent/variable_options.h"
 
@@ -151,9 +151,10 @@ absl::StatusOr<Optimizer*> ReplicaContextImpl::create_optimizer(
     }
     owned.push_back(impl);
     std::vector<std::unique_ptr<VariableImpl>> own_slots;
-    for (int s = 0; s < SlotCount(options.kind); ++s) {
+    for (int s = 0; s < optimizer::SlotCount(options.kind); ++s) {
       VariableOptions slot = vo;
-      slot.name = absl::StrCat(vo.name, "/", SlotName(options.kind, s));
+      slot.name =
+          absl::StrCat(vo.name, "/", optimizer::SlotName(options.kind, s));
       COHORT_ASSIGN_OR_RETURN(std::unique_ptr<VariableImpl> buffer,
                               NewVariable(std::move(slot), nullptr));
       own_slots.push_back(std::move(buffer));
@@ -208,16 +209,16 @@ absl::Status OptimizerImpl::Update(std::span<const Tensor> gradients) {
     absl::Status applied;
     if (device.is_cuda()) {
 #ifdef COHORT_HAVE_CUDA
-      applied =
-          ApplyUpdateCuda(options_, var.dtype, var.data, gradients[i].data,
-                          slot0, slot1, var.count, iterations_, device.stream);
+      applied = optimizer::ApplyUpdateCuda(
+          options_, var.dtype, var.data, gradients[i].data, slot0, slot1,
+          var.count, iterations_, device.stream);
 #else
       applied = absl::FailedPreconditionError("built without CUDA");
 #endif
     } else {
-      applied =
-          ApplyUpdateHost(options_, var.dtype, var.data, gradients[i].data,
-                          slot0, slot1, var.count, iterations_);
+      applied = optimizer::ApplyUpdateHost(options_, var.dtype, var.data,
+                                           gradients[i].data, slot0, slot1,
+                                           var.count, iterations_);
     }
     if (!applied.ok()) return applied;
   }

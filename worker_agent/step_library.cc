@@ -18,26 +18,23 @@ absl::StatusOr<Fn> Lookup(const std::map<std::string, Fn>& table,
   for (const auto& [known, fn] : table) names.push_back(known);
   return absl::FailedPreconditionError(absl::StrCat(
       "no ", kind, " function named \"", name, "\" in ", library,
-      names.empty() ? absl::StrCat("; it registers no ", kind, " functions")
-                    : absl::StrCat("; it registers: ",
-                                   absl::StrJoin(names, ", "))));
+      names.empty()
+          ? absl::StrCat("; it registers no ", kind, " functions")
+          : absl::StrCat("; it registers: ", absl::StrJoin(names, ", "))));
 }
 
 }  // namespace
 
-absl::StatusOr<StepFunctions> LoadStepLibrary(const std::string& path,
-                                              const std::string& display_name,
-                                              const std::string& init_name,
-                                              const std::string& step_name,
-                                              const std::string& dataset_name) {
+absl::StatusOr<const internal::Registry*> OpenStepLibrary(
+    const std::string& path, const std::string& display_name) {
   // RTLD_LOCAL: each library keeps its own registry and symbols.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* error = dlerror();
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot load step library ", display_name,
-        ": it is not a loadable shared library for this machine (",
-        error != nullptr ? error : "unknown dlopen error", ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot load step library ", display_name,
+                     ": it is not a loadable shared library for this machine (",
+                     error != nullptr ? error : "unknown dlopen error", ")"));
   }
   using VersionFn = int (*)();
   using RegistryFn = const internal::Registry* (*)();
@@ -59,7 +56,13 @@ absl::StatusOr<StepFunctions> LoadStepLibrary(const std::string& path,
         ", and this agent runs version ", COHORT_STEP_API_VERSION,
         ": rebuild it against this Cohort's <cohort/step.h>"));
   }
-  const internal::Registry& registry = *registry_fn();
+  return registry_fn();
+}
+
+absl::StatusOr<StepFunctions> FindStepFunctions(
+    const internal::Registry& registry, const std::string& display_name,
+    const std::string& init_name, const std::string& step_name,
+    const std::string& dataset_name) {
   StepFunctions functions;
   absl::StatusOr<StepFn> step =
       Lookup(registry.steps, "step", step_name, display_name);
@@ -78,6 +81,18 @@ absl::StatusOr<StepFunctions> LoadStepLibrary(const std::string& path,
     functions.dataset = *dataset;
   }
   return functions;
+}
+
+absl::StatusOr<StepFunctions> LoadStepLibrary(const std::string& path,
+                                              const std::string& display_name,
+                                              const std::string& init_name,
+                                              const std::string& step_name,
+                                              const std::string& dataset_name) {
+  absl::StatusOr<const internal::Registry*> registry =
+      OpenStepLibrary(path, display_name);
+  if (!registry.ok()) return registry.status();
+  return FindStepFunctions(**registry, display_name, init_name, step_name,
+                           dataset_name);
 }
 
 }  // namespace cohort::agent

@@ -1,7 +1,8 @@
 #pragma once
 
 // A loaded step library: dlopen, the API version check, and its registered
-// init, step and dataset functions.
+// init, step and dataset functions. The agent and the examples' test
+// runtime both load libraries through it.
 
 #include <string>
 #include <vector>
@@ -15,15 +16,30 @@ namespace cohort::agent {
 // process (their code may still be on a stack being unwound), so the
 // function pointers never dangle. Immutable, so thread-safe.
 struct StepFunctions {
-  InitFn init = nullptr;        // null when the job names none
+  InitFn init = nullptr;  // null when the job names none
   StepFn step = nullptr;
   DatasetFn dataset = nullptr;  // null when the job names none
 };
 
-// Loads the library at `path` (named `display_name` in messages) and looks
-// up the job's functions. FAILED_PRECONDITION, with what to do about it, for
-// a file that is not a shared library, one that is not a Cohort step
-// library, one built against another API version, or a missing name.
+// Opens the library at `path` (named `display_name` in messages) and
+// returns its registry, which lives as long as the process.
+// FAILED_PRECONDITION, with what to do about it, for a file that is not a
+// shared library, one that is not a Cohort step library, or one built
+// against another API version.
+absl::StatusOr<const internal::Registry*> OpenStepLibrary(
+    const std::string& path, const std::string& display_name);
+
+// Looks up a job's functions in `registry`; an empty init or dataset name
+// means none. FAILED_PRECONDITION naming the functions it does register for
+// a missing name.
+absl::StatusOr<StepFunctions> FindStepFunctions(
+    const internal::Registry& registry, const std::string& display_name,
+    const std::string& init_name, const std::string& step_name,
+    const std::string& dataset_name);
+
+// OpenStepLibrary, then FindStepFunctions. FAILED_PRECONDITION, with what to do
+// about it, for a file that is not a shared library, one that is not a Cohort
+// step library, one built against another API version, or a missing name.
 absl::StatusOr<StepFunctions> LoadStepLibrary(const std::string& path,
                                               const std::string& display_name,
                                               const std::string& init_name,

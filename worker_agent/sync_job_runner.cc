@@ -27,18 +27,14 @@ SyncJobRunner::SyncJobRunner(RunnerOptions options)
 
 SyncJobRunner::~SyncJobRunner() {
   Abort(absl::CancelledError("the agent stopped the job"));
-  if (thread_.joinable()) thread_.join();
+  lifecycle_.Join();
 }
 
 void SyncJobRunner::Start() {
-  thread_ = std::thread([this] { Run(); });
+  lifecycle_.Start([this] { return Run(); });
 }
 
-bool SyncJobRunner::done() const {
-  absl::MutexLock lock(&mu_);
-  return state_ == v1::AgentJobReport::FINISHED ||
-         state_ == v1::AgentJobReport::FAILED;
-}
+bool SyncJobRunner::done() const { return lifecycle_.done(); }
 
 void SyncJobRunner::Abort(const absl::Status& status) {
   aborted_ = true;
@@ -53,12 +49,7 @@ void SyncJobRunner::Abort(const absl::Status& status) {
 }
 
 void SyncJobRunner::Fail(const absl::Status& status, bool permanent) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (!error_.ok()) return;
-    error_ = status;
-    permanent_ = permanent;
-  }
+  if (!lifecycle_.RecordError(status, permanent)) return;
   spdlog::error("job {} attempt {}: {}", options_.assignment.job_id(),
                 options_.assignment.attempt(), status.ToString());
   Abort(absl::AbortedError(absl::StrCat("replicas of ",
@@ -67,11 +58,9 @@ void SyncJobRunner::Fail(const absl::Status& status, bool permanent) {
 }
 
 void SyncJobRunner::Progress(int local, int64_t steps_done) {
+  lifecycle_.SetRunning();
   absl::MutexLock lock(&mu_);
   steps_done_[local] = steps_done;
-  if (state_ == v1::AgentJobReport::LOADING) {
-    state_ = v1::AgentJobReport::RUNNING;
-  }
   const int64_t done =
       *std::min_element(steps_done_.begin(), steps_done_.end());
   const absl::Time now = absl::Now();
@@ -93,22 +82,14 @@ void SyncJobRunner::Progress(int local, int64_t steps_done) {
 }
 
 v1::AgentJobReport SyncJobRunner::Report() const {
-  v1::AgentJobReport report;
-  report.set_job_id(options_.assignment.job_id());
-  report.set_attempt(options_.assignment.attempt());
-  report.set_group(options_.assignment.group());
+  v1::AgentJobReport report = lifecycle_.Report();
   absl::MutexLock lock(&mu_);
-  report.set_state(state_);
   report.set_step(*std::min_element(steps_done_.begin(), steps_done_.end()));
   report.set_steps_per_second(steps_per_second_);
   report.set_checkpoint_step(checkpoint_step_);
   *report.mutable_links() = {links_.begin(), links_.end()};
   report.set_resumed_from_step(resumed_from_step_);
   report.set_resumed_from(resumed_from_);
-  if (!error_.ok()) {
-    report.set_error(std::string(error_.message()));
-    report.set_permanent(permanent_);
-  }
   if (!replicas_.empty() && replicas_[0] != nullptr) {
     for (const auto& [metric, value] : replicas_[0]->last_metrics()) {
       (*report.mutable_metrics())[metric] = value;
@@ -132,7 +113,7 @@ absl::Status SyncJobRunner::Prepare() {
   return absl::OkStatus();
 }
 
-void SyncJobRunner::Run() {
+bool SyncJobRunner::Run() {
   const v1::AgentJobAssignment& a = options_.assignment;
   spdlog::info("job {} attempt {}: node {} of {}, replicas {}..{} of {}, {}",
                a.job_id(), a.attempt(), a.node(), a.num_nodes(), a.first_rank(),
@@ -140,15 +121,9 @@ void SyncJobRunner::Run() {
                v1::Communication_Name(a.communication()));
   if (absl::Status prepared = Prepare(); !prepared.ok()) {
     Fail(prepared, /*permanent=*/!IsPeerFailure(prepared));
-    absl::MutexLock lock(&mu_);
-    state_ = v1::AgentJobReport::FAILED;
-    return;
+    return false;
   }
-  if (aborted_) {
-    absl::MutexLock lock(&mu_);
-    state_ = v1::AgentJobReport::FAILED;
-    return;
-  }
+  if (aborted_) return false;
   store_ = std::make_unique<collective::GrpcStore>(options_.coordinator,
                                                    options_.security);
   if (a.communication() == v1::COMMUNICATION_HIERARCHICAL) {
@@ -159,14 +134,14 @@ void SyncJobRunner::Run() {
     threads.emplace_back([this, local] { RunReplica(local); });
   }
   for (std::thread& thread : threads) thread.join();
-  absl::MutexLock lock(&mu_);
-  state_ =
-      error_.ok() ? v1::AgentJobReport::FINISHED : v1::AgentJobReport::FAILED;
-  comms_.clear();
-  if (error_.ok()) {
-    spdlog::info("job {} attempt {}: all {} local replicas finished {} steps",
-                 a.job_id(), a.attempt(), a.local_replicas(), job_.steps);
+  {
+    absl::MutexLock lock(&mu_);
+    comms_.clear();
   }
+  if (!lifecycle_.error().ok()) return false;
+  spdlog::info("job {} attempt {}: all {} local replicas finished {} steps",
+               a.job_id(), a.attempt(), a.local_replicas(), job_.steps);
+  return true;
 }
 
 absl::StatusOr<std::unique_ptr<collective::Communicator>>

@@ -27,6 +27,7 @@
 #include "rpc/security.h"
 #include "worker_agent/attempt_runner.h"
 #include "worker_agent/input_pipeline.h"
+#include "worker_agent/attempt_lifecycle.h"
 #include "worker_agent/replica_context.h"
 #include "worker_agent/step_library.h"
 
@@ -52,7 +53,8 @@ class SyncJobRunner final : public AttemptRunner {
   bool done() const override;
 
  private:
-  void Run();
+  // The attempt's thread; true when every local replica finished.
+  bool Run();
   absl::Status Prepare();
   void RunReplica(int local);
   absl::StatusOr<std::unique_ptr<collective::Communicator>> Connect(int local);
@@ -73,14 +75,10 @@ class SyncJobRunner final : public AttemptRunner {
   std::unique_ptr<collective::LocalHub> hub_;  // hierarchical: this agent's
   std::vector<std::unique_ptr<collective::Communicator>> comm_owners_;
   std::vector<std::unique_ptr<ReplicaContextImpl>> replicas_;
-  std::thread thread_;
+  AttemptLifecycle lifecycle_{&options_.assignment};
   std::atomic<bool> aborted_{false};
 
   mutable absl::Mutex mu_;
-  v1::AgentJobReport::State state_ ABSL_GUARDED_BY(mu_) =
-      v1::AgentJobReport::LOADING;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);
-  bool permanent_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<int64_t> steps_done_ ABSL_GUARDED_BY(mu_);
   int64_t checkpoint_step_ ABSL_GUARDED_BY(mu_) = 0;
   // For steps/s: the step count and time of the last rate sample.

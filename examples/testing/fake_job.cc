@@ -1,28 +1,17 @@
 #include "examples/testing/fake_job.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <mutex>
 #include <random>
 #include <thread>
 
 #include "examples/testing/fake_runtime.h"
+#include "worker_agent/step_library.h"
 
 namespace cohort::examples::testing {
 namespace {
-
-template <typename Fn>
-absl::StatusOr<Fn> Lookup(const std::map<std::string, Fn>& table,
-                          const std::string& name) {
-  auto it = table.find(name);
-  if (it == table.end()) {
-    return absl::NotFoundError("the library registers no function \"" + name +
-                               "\"");
-  }
-  return it->second;
-}
 
 // Record files read whole, with their file boundaries kept.
 class RecordFilesDataset final : public Dataset {
@@ -137,27 +126,11 @@ class Batches {
 
 absl::StatusOr<std::unique_ptr<StepLibrary>> StepLibrary::Open(
     const std::string& path) {
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* error = dlerror();
-    return absl::FailedPreconditionError("dlopen " + path + ": " +
-                                         (error ? error : "failed"));
-  }
-  using VersionFn = int (*)();
-  using RegistryFn = const internal::Registry* (*)();
-  auto version =
-      reinterpret_cast<VersionFn>(dlsym(handle, "cohort_step_api_version"));
-  auto registry =
-      reinterpret_cast<RegistryFn>(dlsym(handle, "cohort_step_registry"));
-  if (version == nullptr || registry == nullptr) {
-    return absl::FailedPreconditionError(path + " is no Cohort step library");
-  }
-  if (version() != COHORT_STEP_API_VERSION) {
-    return absl::FailedPreconditionError(
-        path + " was built against step API version " +
-        std::to_string(version()));
-  }
-  return std::unique_ptr<StepLibrary>(new StepLibrary(registry()));
+  // The agent's own loader: the same checks, the same messages.
+  absl::StatusOr<const internal::Registry*> registry = agent::OpenStepLibrary(
+      path, std::filesystem::path(path).filename().string());
+  if (!registry.ok()) return registry.status();
+  return std::unique_ptr<StepLibrary>(new StepLibrary(*registry));
 }
 
 double FakeJobResult::Last(const std::string& metric) const {
@@ -173,22 +146,16 @@ absl::StatusOr<FakeJobResult> RunFakeJob(const StepLibrary& library,
     return absl::InvalidArgumentError(
         "the global batch must split evenly over the replicas");
   }
-  const internal::Registry& registry = library.registry();
-  absl::StatusOr<StepFn> step = Lookup(registry.steps, options.step_fn);
-  if (!step.ok()) return step.status();
-  InitFn init = nullptr;
-  if (!options.init_fn.empty()) {
-    absl::StatusOr<InitFn> found = Lookup(registry.inits, options.init_fn);
-    if (!found.ok()) return found.status();
-    init = *found;
-  }
+  absl::StatusOr<agent::StepFunctions> functions = agent::FindStepFunctions(
+      library.registry(), "the step library", options.init_fn, options.step_fn,
+      options.dataset_fn);
+  if (!functions.ok()) return functions.status();
+  const StepFn step = functions->step;
+  const InitFn init = functions->init;
   std::unique_ptr<Dataset> dataset;
-  if (!options.dataset_fn.empty()) {
-    absl::StatusOr<DatasetFn> fn =
-        Lookup(registry.datasets, options.dataset_fn);
-    if (!fn.ok()) return fn.status();
+  if (functions->dataset != nullptr) {
     FakeInputContext input(&options);
-    absl::StatusOr<std::unique_ptr<Dataset>> made = (*fn)(input);
+    absl::StatusOr<std::unique_ptr<Dataset>> made = functions->dataset(input);
     if (!made.ok()) return made.status();
     dataset = *std::move(made);
   }
@@ -219,7 +186,7 @@ absl::StatusOr<FakeJobResult> RunFakeJob(const StepLibrary& library,
       if (s.ok()) s = ctx.SyncVariables();
       for (int64_t i = 0; s.ok() && i < options.steps; ++i) {
         ctx.set_step(i);
-        s = (*step)(ctx, batches.Get(i, r));
+        s = step(ctx, batches.Get(i, r));
       }
       if (!s.ok()) fail(s);
     });

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "optimizer/optimizer_kernels.h"
+
 namespace cohort::examples::testing {
 namespace {
 
@@ -142,16 +144,19 @@ std::vector<double> FakeVariable::values() {
   return out;
 }
 
-// --- FakeOptimizer: Keras' SGD (with momentum) and Adam.
+// --- FakeOptimizer: the agent's own optimizer updates, in the variable's
+// precision, so that the examples' tests train with the math that ships.
 
 class FakeOptimizer final : public Optimizer {
  public:
   FakeOptimizer(ReplicaContext* ctx, const OptimizerOptions& options,
                 std::vector<Variable*> variables)
       : ctx_(ctx), options_(options), variables_(std::move(variables)) {
+    const int slots = std::max(optimizer::SlotCount(options_.kind), 0);
     for (Variable* v : variables_) {
-      m_.emplace_back(v->count(), 0.0);
-      v_.emplace_back(v->count(), 0.0);
+      const size_t words = (v->tensor().bytes() + 7) / 8;
+      slots_.emplace_back(static_cast<size_t>(slots),
+                          std::vector<uint64_t>(words, 0));
     }
   }
 
@@ -184,46 +189,22 @@ class FakeOptimizer final : public Optimizer {
     ++iterations_;
     for (size_t i = 0; i < variables_.size(); ++i) {
       const Tensor v = variables_[i]->tensor();
-      for (size_t j = 0; j < v.count; ++j) {
-        if (v.dtype == DType::kFloat32) {
-          float& w = v.as<float>()[j];
-          w = static_cast<float>(
-              Update(w, reduced[i].as<float>()[j], m_[i][j], v_[i][j]));
-        } else if (v.dtype == DType::kFloat64) {
-          double& w = v.as<double>()[j];
-          w = Update(w, reduced[i].as<double>()[j], m_[i][j], v_[i][j]);
-        }
-      }
+      std::vector<std::vector<uint64_t>>& slots = slots_[i];
+      absl::Status applied = optimizer::ApplyUpdateHost(
+          options_, v.dtype, v.data, reduced[i].data,
+          slots.size() > 0 ? slots[0].data() : nullptr,
+          slots.size() > 1 ? slots[1].data() : nullptr, v.count, iterations_);
+      if (!applied.ok()) return applied;
     }
     return absl::OkStatus();
   }
 
  private:
-  double Update(double w, double g, double& m, double& v) const {
-    const OptimizerOptions& o = options_;
-    switch (o.kind) {
-      case OptimizerKind::kSgd:
-        return w - o.learning_rate * g;
-      case OptimizerKind::kMomentum:
-        m = o.momentum * m - o.learning_rate * g;
-        return o.nesterov ? w + o.momentum * m - o.learning_rate * g : w + m;
-      case OptimizerKind::kAdam: {
-        const double t = static_cast<double>(iterations_);
-        const double alpha = o.learning_rate *
-                             std::sqrt(1 - std::pow(o.beta2, t)) /
-                             (1 - std::pow(o.beta1, t));
-        m = o.beta1 * m + (1 - o.beta1) * g;
-        v = o.beta2 * v + (1 - o.beta2) * g * g;
-        return w - alpha * m / (std::sqrt(v) + o.epsilon);
-      }
-    }
-    return w;
-  }
-
   ReplicaContext* const ctx_;
   const OptimizerOptions options_;
   const std::vector<Variable*> variables_;
-  std::vector<std::vector<double>> m_, v_;  // momentum, or Adam's moments
+  // Per variable, the optimizer's slots in the variable's dtype.
+  std::vector<std::vector<std::vector<uint64_t>>> slots_;
   int64_t iterations_ = 0;
 };
 

@@ -1,16 +1,8 @@
 #pragma once
 
-// The element-wise updates of the optimizers in cohort::OptimizerOptions,
-// with Keras's formulas, computed in the variable's precision:
-//
-//   SGD:       var -= lr * g
-//   Momentum:  m = momentum * m - lr * g
-//              var += m                         (nesterov: var += momentum
-//                                                * m - lr * g, new m)
-//   Adam:      lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t)
-//              m = beta1 * m + (1 - beta1) * g
-//              v = beta2 * v + (1 - beta2) * g * g
-//              var -= lr_t * m / (sqrt(v) + epsilon)
+// The optimizers of cohort::OptimizerOptions applied to whole buffers, in
+// the variable's precision, on the host or on a CUDA device. The math is
+// update_math.h's, shared with the ps shards.
 //
 // Stateless free functions; concurrent calls on disjoint memory are safe.
 
@@ -20,7 +12,7 @@
 #include "absl/status/status.h"
 #include "cohort/step.h"
 
-namespace cohort::agent {
+namespace cohort::optimizer {
 
 // The slots an optimizer keeps per variable, each shaped as the variable:
 // 0 (SGD), 1 (momentum) or 2 (Adam).
@@ -48,4 +40,4 @@ absl::Status ApplyUpdateCuda(const OptimizerOptions& options, DType dtype,
                              void* stream);
 #endif
 
-}  // namespace cohort::agent
+}  // namespace cohort::optimizer

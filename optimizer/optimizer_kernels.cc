@@ -1,66 +1,47 @@
-#include "worker_agent/optimizer_kernels.h"
-
-#include <cmath>
+#include "optimizer/optimizer_kernels.h"
 
 #include "absl/strings/str_cat.h"
+#include "optimizer/update_math.h"
 
-namespace cohort::agent {
+namespace cohort::optimizer {
 
 #ifdef COHORT_HAVE_CUDA
 // Defined in optimizer_kernels.cu, which nvcc builds as C++17 without Abseil
 // or step.h; plain arguments keep the two sides in step (a mismatch fails to
-// link). `kind` is OptimizerKind's value; the coefficients are already
-// rounded to the variable's precision. Returns a cudaError_t.
-int LaunchOptimizerUpdate(int kind, bool nesterov, bool f64, void* var,
+// link). `kind` is OptimizerKind's value. Returns a cudaError_t.
+int LaunchOptimizerUpdate(int kind, const Coefficients<float>& c, void* var,
                           const void* grad, void* slot0, void* slot1,
-                          size_t count, double lr, double momentum,
-                          double beta1, double beta2, double epsilon,
-                          double lr_t, void* stream);
+                          size_t count, void* stream);
+int LaunchOptimizerUpdate(int kind, const Coefficients<double>& c, void* var,
+                          const void* grad, void* slot0, void* slot1,
+                          size_t count, void* stream);
 const char* CudaErrorName(int error);
 #endif
 
 namespace {
 
-// The hyperparameters rounded to T, as the update uses them.
 template <typename T>
-struct Coefficients {
-  T lr, momentum, beta1, beta2, epsilon;
-  T lr_t;  // Adam's bias-corrected rate for this t
-};
-
-template <typename T>
-Coefficients<T> MakeCoefficients(const OptimizerOptions& o, int64_t t) {
-  Coefficients<T> c{static_cast<T>(o.learning_rate), static_cast<T>(o.momentum),
-                    static_cast<T>(o.beta1),         static_cast<T>(o.beta2),
-                    static_cast<T>(o.epsilon),       T(0)};
-  if (o.kind == OptimizerKind::kAdam) {
-    const T step = static_cast<T>(t);
-    const T beta1_power = std::pow(c.beta1, step);
-    const T beta2_power = std::pow(c.beta2, step);
-    c.lr_t = c.lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
-  }
-  return c;
+Coefficients<T> CoefficientsFor(const OptimizerOptions& o, int64_t t) {
+  return MakeCoefficients<T>(o.learning_rate, o.momentum, o.nesterov, o.beta1,
+                             o.beta2, o.epsilon,
+                             o.kind == OptimizerKind::kAdam ? t : 0);
 }
 
 template <typename T>
-void Update(OptimizerKind kind, bool nesterov, const Coefficients<T>& c, T* var,
-            const T* grad, T* m, T* v, size_t count) {
+void Update(OptimizerKind kind, const Coefficients<T>& c, T* var, const T* grad,
+            T* m, T* v, size_t count) {
   switch (kind) {
     case OptimizerKind::kSgd:
-      for (size_t i = 0; i < count; ++i) var[i] -= c.lr * grad[i];
+      for (size_t i = 0; i < count; ++i) SgdUpdate(c, grad[i], var[i]);
       break;
     case OptimizerKind::kMomentum:
       for (size_t i = 0; i < count; ++i) {
-        m[i] = c.momentum * m[i] - c.lr * grad[i];
-        var[i] += nesterov ? c.momentum * m[i] - c.lr * grad[i] : m[i];
+        MomentumUpdate(c, grad[i], var[i], m[i]);
       }
       break;
     case OptimizerKind::kAdam:
       for (size_t i = 0; i < count; ++i) {
-        const T g = grad[i];
-        m[i] = c.beta1 * m[i] + (T(1) - c.beta1) * g;
-        v[i] = c.beta2 * v[i] + (T(1) - c.beta2) * g * g;
-        var[i] -= c.lr_t * m[i] / (std::sqrt(v[i]) + c.epsilon);
+        AdamUpdate(c, grad[i], var[i], m[i], v[i]);
       }
       break;
     case OptimizerKind::kAdagrad:  // refused by create_optimizer
@@ -130,11 +111,11 @@ absl::Status ApplyUpdateHost(const OptimizerOptions& options, DType dtype,
     return checked;
   }
   if (dtype == DType::kFloat32) {
-    Update(options.kind, options.nesterov, MakeCoefficients<float>(options, t),
+    Update(options.kind, CoefficientsFor<float>(options, t),
            static_cast<float*>(var), static_cast<const float*>(grad),
            static_cast<float*>(slot0), static_cast<float*>(slot1), count);
   } else {
-    Update(options.kind, options.nesterov, MakeCoefficients<double>(options, t),
+    Update(options.kind, CoefficientsFor<double>(options, t),
            static_cast<double*>(var), static_cast<const double*>(grad),
            static_cast<double*>(slot0), static_cast<double*>(slot1), count);
   }
@@ -147,11 +128,9 @@ namespace {
 template <typename T>
 int Launch(const OptimizerOptions& options, void* var, const void* grad,
            void* slot0, void* slot1, size_t count, int64_t t, void* stream) {
-  const Coefficients<T> c = MakeCoefficients<T>(options, t);
-  return LaunchOptimizerUpdate(static_cast<int>(options.kind), options.nesterov,
-                               sizeof(T) == 8, var, grad, slot0, slot1, count,
-                               c.lr, c.momentum, c.beta1, c.beta2, c.epsilon,
-                               c.lr_t, stream);
+  return LaunchOptimizerUpdate(static_cast<int>(options.kind),
+                               CoefficientsFor<T>(options, t), var, grad, slot0,
+                               slot1, count, stream);
 }
 
 }  // namespace
@@ -177,4 +156,4 @@ absl::Status ApplyUpdateCuda(const OptimizerOptions& options, DType dtype,
 }
 #endif
 
-}  // namespace cohort::agent
+}  // namespace cohort::optimizer

@@ -1,0 +1,58 @@
+#include "worker_agent/attempt_lifecycle.h"
+
+namespace cohort::agent {
+
+void AttemptLifecycle::Start(std::function<bool()> body) {
+  thread_ = std::thread([this, body = std::move(body)] {
+    const bool finished = body();
+    absl::MutexLock lock(&mu_);
+    state_ = finished && error_.ok() ? v1::AgentJobReport::FINISHED
+                                     : v1::AgentJobReport::FAILED;
+  });
+}
+
+void AttemptLifecycle::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void AttemptLifecycle::SetRunning() {
+  absl::MutexLock lock(&mu_);
+  if (state_ == v1::AgentJobReport::LOADING) {
+    state_ = v1::AgentJobReport::RUNNING;
+  }
+}
+
+bool AttemptLifecycle::RecordError(const absl::Status& status, bool permanent) {
+  absl::MutexLock lock(&mu_);
+  if (!error_.ok()) return false;
+  error_ = status;
+  permanent_ = permanent;
+  return true;
+}
+
+absl::Status AttemptLifecycle::error() const {
+  absl::MutexLock lock(&mu_);
+  return error_;
+}
+
+bool AttemptLifecycle::done() const {
+  absl::MutexLock lock(&mu_);
+  return state_ == v1::AgentJobReport::FINISHED ||
+         state_ == v1::AgentJobReport::FAILED;
+}
+
+v1::AgentJobReport AttemptLifecycle::Report() const {
+  v1::AgentJobReport report;
+  report.set_job_id(assignment_->job_id());
+  report.set_attempt(assignment_->attempt());
+  report.set_group(assignment_->group());
+  absl::MutexLock lock(&mu_);
+  report.set_state(state_);
+  if (!error_.ok()) {
+    report.set_error(std::string(error_.message()));
+    report.set_permanent(permanent_);
+  }
+  return report;
+}
+
+}  // namespace cohort::agent
