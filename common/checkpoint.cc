@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "cohort/step.h"
 #include "common/crc32.h"
 #include "common/file_util.h"
 #include "common/names.h"
@@ -37,11 +38,13 @@ std::string LatestFile(const std::string& dir) {
   return absl::StrCat(dir, "/latest");
 }
 
-// Bytes per element of `dtype`; 0 for a name that is not one.
+// Bytes per element of the DType named `dtype`; 0 for a name that is not
+// one.
 size_t ElementSize(absl::string_view dtype) {
-  if (dtype == "float32" || dtype == "int32") return 4;
-  if (dtype == "float64" || dtype == "int64") return 8;
-  return 0;
+  DType type;
+  return ParseDType(std::string_view(dtype.data(), dtype.size()), &type)
+             ? DTypeSize(type)
+             : 0;
 }
 
 // The bytes a tensor of `dtype` and `shape` holds; nullopt for a negative

@@ -24,7 +24,7 @@ namespace cohort {
 
 struct SavedTensor {
   std::string name;
-  std::string dtype;  // "float32", "float64", "int32", "int64"
+  std::string dtype;  // DTypeName (cohort/step.h): "float32", "int64", ...
   std::vector<int64_t> shape;
   std::string bytes;  // little-endian elements, product(shape) of them
 };

@@ -5,36 +5,51 @@
 
 namespace cohort::ps {
 
-int DTypeSize(v1::PsDType dtype) {
+std::optional<DType> FromWire(v1::PsDType dtype) {
   switch (dtype) {
     case v1::PS_FLOAT32:
-    case v1::PS_INT32:
-      return 4;
+      return DType::kFloat32;
     case v1::PS_FLOAT64:
+      return DType::kFloat64;
+    case v1::PS_INT32:
+      return DType::kInt32;
     case v1::PS_INT64:
-      return 8;
+      return DType::kInt64;
     default:
-      return 0;
+      return std::nullopt;
   }
+}
+
+v1::PsDType ToWire(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return v1::PS_FLOAT32;
+    case DType::kFloat64:
+      return v1::PS_FLOAT64;
+    case DType::kInt32:
+      return v1::PS_INT32;
+    case DType::kInt64:
+      return v1::PS_INT64;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      break;
+  }
+  return v1::PS_DTYPE_UNSPECIFIED;
+}
+
+int DTypeSize(v1::PsDType dtype) {
+  const std::optional<DType> type = FromWire(dtype);
+  return type ? static_cast<int>(cohort::DTypeSize(*type)) : 0;
 }
 
 std::string DTypeName(v1::PsDType dtype) {
-  switch (dtype) {
-    case v1::PS_FLOAT32:
-      return "float32";
-    case v1::PS_FLOAT64:
-      return "float64";
-    case v1::PS_INT32:
-      return "int32";
-    case v1::PS_INT64:
-      return "int64";
-    default:
-      return "unspecified";
-  }
+  const std::optional<DType> type = FromWire(dtype);
+  return type ? cohort::DTypeName(*type) : "unspecified";
 }
 
 bool IsFloatDType(v1::PsDType dtype) {
-  return dtype == v1::PS_FLOAT32 || dtype == v1::PS_FLOAT64;
+  const std::optional<DType> type = FromWire(dtype);
+  return type && cohort::IsFloatDType(*type);
 }
 
 std::string ShapeString(absl::Span<const int64_t> shape) {

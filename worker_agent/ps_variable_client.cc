@@ -1,28 +1,12 @@
 #include "worker_agent/ps_variable_client.h"
 
 #include "absl/strings/str_cat.h"
+#include "ps_client/dtype.h"
 
 namespace cohort::agent {
 namespace {
 
 constexpr absl::Duration kDefaultRecovery = absl::Seconds(60);
-
-v1::PsDType ToPs(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return v1::PS_FLOAT32;
-    case DType::kFloat64:
-      return v1::PS_FLOAT64;
-    case DType::kInt32:
-      return v1::PS_INT32;
-    case DType::kInt64:
-      return v1::PS_INT64;
-    case DType::kFloat16:
-    case DType::kBFloat16:
-      break;  // never a variable's (CheckVariableOptions)
-  }
-  return v1::PS_DTYPE_UNSPECIFIED;
-}
 
 v1::PsOptimizer ToPs(const OptimizerOptions& o) {
   v1::PsOptimizer ps;
@@ -135,7 +119,7 @@ absl::Status PsVariableClient::Create(
     decls.push_back({v.options.name, v.options.shape,
                      static_cast<int64_t>(DTypeSize(v.options.dtype))});
     ps::PsVariableOptions o;
-    o.dtype = ToPs(v.options.dtype);
+    o.dtype = ps::ToWire(v.options.dtype);
     if (v.trained) o.optimizer = ToPs(v.optimizer);
     o.aggregation = ToPs(v.options);
     o.initial = absl::MakeConstSpan(v.initial.data(), v.initial.size());

@@ -185,7 +185,8 @@ absl::Status ReplicaContextImpl::SaveCheckpoint(int64_t step) {
     if (writer) {
       std::string bytes(sizeof(int64_t), '\0');
       std::memcpy(bytes.data(), &optimizers_[k]->iterations(), bytes.size());
-      tensors.push_back({IterationsName(k), "int64", {1}, std::move(bytes)});
+      tensors.push_back(
+          {IterationsName(k), DTypeName(DType::kInt64), {1}, std::move(bytes)});
     }
   }
   if (!writer) return absl::OkStatus();

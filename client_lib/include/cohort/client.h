@@ -102,7 +102,7 @@ struct JobSpec {
 
 // One saved tensor of a checkpoint.
 struct CheckpointTensor {
-  std::string dtype;  // "float32", "float64", "int32", "int64"
+  std::string dtype;  // DTypeName (cohort/step.h): "float32", "int64", ...
   std::vector<int64_t> shape;
   std::string bytes;  // little-endian elements
 

@@ -45,8 +45,8 @@
 
 namespace cohort {
 
-// Element types: the one vocabulary of the step API, the collectives and
-// the checkpoints. The 16-bit floats reduce (SUM and MEAN) but hold no
+// Element types: the one vocabulary of the step API, the collectives, the
+// checkpoints and the ps (whose wire enum maps onto it in ps_client/dtype.h). The 16-bit floats reduce (SUM and MEAN) but hold no
 // variables.
 enum class DType { kFloat32, kFloat64, kInt32, kInt64, kFloat16, kBFloat16 };
 
@@ -82,6 +82,22 @@ inline const char* DTypeName(DType dtype) {
       return "bfloat16";
   }
   return "unknown";
+}
+
+// The DType whose DTypeName is `name`; false when there is none.
+inline bool ParseDType(std::string_view name, DType* dtype) {
+  for (DType d : {DType::kFloat32, DType::kFloat64, DType::kInt32,
+                  DType::kInt64, DType::kFloat16, DType::kBFloat16}) {
+    if (name == DTypeName(d)) {
+      *dtype = d;
+      return true;
+    }
+  }
+  return false;
+}
+
+inline bool IsFloatDType(DType dtype) {
+  return dtype != DType::kInt32 && dtype != DType::kInt64;
 }
 
 // tf.distribute.ReduceOp (SUM, MEAN) plus MIN and MAX.
