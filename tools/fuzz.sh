@@ -16,7 +16,7 @@ root=$PWD
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 all="cluster_spec_fuzzer record_reader_fuzzer checkpoint_reader_fuzzer
      snapshot_reader_fuzzer job_spec_fuzzer coordinator_requests_fuzzer
-     store_requests_fuzzer ps_requests_fuzzer"
+     store_requests_fuzzer ps_requests_fuzzer peer_frame_fuzzer"
 targets=${TARGETS:-$all}
 
 command -v clang++-14 >/dev/null || {

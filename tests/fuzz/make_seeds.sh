@@ -96,4 +96,22 @@ msg CreateVariablesRequest 'job_id: "1" job_sequence: 1 variables { name: "w" sh
 msg PushRequest 'job_id: "1" worker: "worker:0" chunks { name: "w" offset: 0 total_bytes: 16 data: "\000\000\200?\000\000\200?" } chunks { name: "w" offset: 8 total_bytes: 16 data: "\000\000\200?\000\000\200?" }' push
 msg PullRequest 'job_id: "1" names: "w" names: "mean" worker: "worker:0"' pull
 { frame 0 "$scratch/create"; frame 1 "$scratch/push"; frame 2 "$scratch/pull"; } | seed ps_requests_fuzzer create_push_pull
+# --- peer frames: [1 byte: slice size selector][the frame], payload first
+# (as EncodePeerFrame writes it) and as a plain PeerFrame encoding.
+msg PeerFrame 'group: "job1/epoch1" source_rank: 1 address: "127.0.0.1:4001" label: "worker:0"' hello
+msg PeerFrame 'tag { sequence: 3 step: 1 chunk: 0 } op_signature: "allreduce float32 sum 4"' data_header
+msg PeerFrame 'tag { sequence: 3 step: 1 chunk: 0 } op_signature: "allreduce float32 sum 4" payload: "\000\000\200?"' data_plain
+msg PeerFrame 'abort: "rank 1 aborted the group" abort_code: 10' abort
+python3 - "$scratch" "$out/peer_frame_fuzzer" <<'P'
+import os, sys
+scratch, out = sys.argv[1], sys.argv[2]
+os.makedirs(out, exist_ok=True)
+read = lambda name: open(os.path.join(scratch, name), "rb").read()
+payload = bytes(range(16)) * 4
+first = bytes([(4 << 3) | 2, len(payload)]) + payload + read("data_header")
+for name, cut, frame in [("hello", 7, read("hello")), ("payload_first", 13, first),
+                         ("plain", 3, read("data_plain")), ("abort", 60, read("abort"))]:
+    open(os.path.join(out, name), "wb").write(bytes([cut]) + frame)
+P
+
 echo "seeds written under $out"
