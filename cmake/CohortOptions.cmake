@@ -66,3 +66,25 @@ if(COHORT_FUZZ)
                       -fno-sanitize-recover=all -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+# COHORT_SANITIZE: build everything, tests and daemons alike, under
+# sanitizers: "address,undefined" (ASan and UBSan) or "thread" (TSan).
+# tools/sanitize.sh builds and runs the whole suite this way.
+set(COHORT_SANITIZE "" CACHE STRING
+    "Sanitizers for every target: address,undefined or thread")
+if(COHORT_SANITIZE)
+  if(NOT COHORT_SANITIZE MATCHES "^(address,undefined|address|undefined|thread)$")
+    message(FATAL_ERROR "COHORT_SANITIZE=${COHORT_SANITIZE}: use "
+                        "address,undefined or thread")
+  endif()
+  if(COHORT_HAVE_CUDA)
+    message(FATAL_ERROR "COHORT_SANITIZE needs -DCOHORT_WITH_CUDA=OFF: nvcc "
+                        "does not build with host sanitizers")
+  endif()
+  add_compile_options(-fsanitize=${COHORT_SANITIZE} -fno-omit-frame-pointer)
+  if(COHORT_SANITIZE MATCHES "undefined")
+    # A UBSan finding fails the process, so that a test cannot pass over it.
+    add_compile_options(-fno-sanitize-recover=undefined)
+  endif()
+  add_link_options(-fsanitize=${COHORT_SANITIZE})
+endif()

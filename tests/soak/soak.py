@@ -3,7 +3,7 @@
 agents, ps tasks and the coordinator itself are killed at random.
 
   tests/soak/soak.py --jobs=1000 --kills=40            # hours, for operators
-  tests/soak/soak.py --jobs=24 --kills=4 --max_minutes=8   # what CI runs
+  tests/soak/soak.py --jobs=30 --kills=5 --max_minutes=10  # what CI runs
 
 Kills fall between the first 10% and 70% of the jobs; the last 30% run
 undisturbed. At the end it checks that every job ended (SUCCEEDED, or
