@@ -71,6 +71,39 @@ class PsJobsE2eTest : public ::testing::Test {
     return task == nullptr ? 0 : static_cast<pid_t>(task->pid());
   }
 
+  // Submits `spec`, waits for it to run `step` steps and SIGKILLs task
+  // `type`:`index`. Returns the job's id, or "" after a test failure.
+  static std::string SubmitAndKillAtStep(const JobSpec& spec, int64_t step,
+                                         const std::string& type, int index) {
+    absl::StatusOr<std::string> id = client_->SubmitJob(spec);
+    if (!id.ok()) {
+      ADD_FAILURE() << id.status();
+      return "";
+    }
+    const v1::JobStatus running = WaitFor(
+        *id, [&](const v1::JobStatus& s) { return s.step() >= step; },
+        absl::Seconds(60));
+    const pid_t pid = Pid(type, index);
+    if (running.state() != v1::JOB_RUNNING || pid <= 0) {
+      ADD_FAILURE() << "job " << *id << " is " << running.state() << " at step "
+                    << running.step() << "; " << type << ":" << index
+                    << " has pid " << pid;
+      return "";
+    }
+    EXPECT_EQ(kill(pid, SIGKILL), 0);
+    return *id;
+  }
+
+  // Whether an event of `status` says `text`; prints them all.
+  static bool HasEvent(const v1::JobStatus& status, absl::string_view text) {
+    bool found = false;
+    for (const v1::JobEvent& event : status.events()) {
+      std::printf("event: %s\n", event.text().c_str());
+      found |= absl::StrContains(event.text(), text);
+    }
+    return found;
+  }
+
   static ScratchDir* dir_;
   static CoordinatorProcess* coordinator_;
   static Client* client_;
@@ -128,58 +161,29 @@ TEST_F(PsJobsE2eTest, AKilledWorkersClosuresRunAgainAndTheJobCompletes) {
                        "true_w": [0.5, -1.25, 2.0, 0.75], "true_b": 0.3,
                        "learning_rate": 0.1, "shard_policy": "data"})"};
   spec.ps.max_inflight = 2;
-  absl::StatusOr<std::string> id = client_->SubmitJob(spec);
-  ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_EQ(WaitFor(
-                *id, [](const v1::JobStatus& s) { return s.step() >= 60; },
-                absl::Seconds(60))
-                .state(),
-            v1::JOB_RUNNING);
-  const pid_t worker = Pid("worker", 0);
-  ASSERT_GT(worker, 0);
-  ASSERT_EQ(kill(worker, SIGKILL), 0);
+  const std::string id = SubmitAndKillAtStep(spec, 60, "worker", 0);
+  ASSERT_FALSE(id.empty());
 
-  const v1::JobStatus status = WaitForEnd(*id, absl::Seconds(90));
+  const v1::JobStatus status = WaitForEnd(id, absl::Seconds(90));
   ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
   EXPECT_EQ(status.step(), 400);
   EXPECT_GE(status.closures_rerun(), 1);
-  bool lost = false;
-  for (const v1::JobEvent& event : status.events()) {
-    lost |= absl::StrContains(event.text(), "worker:0 lost");
-  }
-  EXPECT_TRUE(lost) << "no event names the lost worker";
-  for (const v1::JobEvent& event : status.events()) {
-    std::printf("event: %s\n", event.text().c_str());
-  }
+  EXPECT_TRUE(HasEvent(status, "worker:0 lost"))
+      << "no event names the lost worker";
   EXPECT_LT(status.metrics().at("max_weight_error"), 0.05);
 }
 
 TEST_F(PsJobsE2eTest,
        AKilledPsIsRestoredFromItsSnapshotAndTheJobReachesTheBar) {
-  JobSpec spec = MlpJob(1200);
-  absl::StatusOr<std::string> id = client_->SubmitJob(spec);
-  ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_EQ(WaitFor(
-                *id, [](const v1::JobStatus& s) { return s.step() >= 300; },
-                absl::Seconds(60))
-                .state(),
-            v1::JOB_RUNNING);
-  const pid_t ps = Pid("ps", 1);
-  ASSERT_GT(ps, 0);
-  ASSERT_EQ(kill(ps, SIGKILL), 0);
+  const std::string id = SubmitAndKillAtStep(MlpJob(1200), 300, "ps", 1);
+  ASSERT_FALSE(id.empty());
 
-  const v1::JobStatus status = WaitForEnd(*id, absl::Seconds(120));
+  const v1::JobStatus status = WaitForEnd(id, absl::Seconds(120));
   ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
   EXPECT_EQ(status.step(), 1200);
   EXPECT_GE(status.metrics().at("accuracy"), 0.95);
-  bool restored = false;
-  for (const v1::JobEvent& event : status.events()) {
-    restored |= absl::StrContains(event.text(), "ps:1 came back");
-  }
-  EXPECT_TRUE(restored) << "no event reports the restored ps";
-  for (const v1::JobEvent& event : status.events()) {
-    std::printf("event: %s\n", event.text().c_str());
-  }
+  EXPECT_TRUE(HasEvent(status, "ps:1 came back"))
+      << "no event reports the restored ps";
   std::printf("accuracy %.4f, ps updates lost %lld\n",
               status.metrics().at("accuracy"),
               static_cast<long long>(status.ps_updates_lost()));
