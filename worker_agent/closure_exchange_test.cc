@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "tests/testing/status_matchers.h"
+#include "worker_agent/closure_only_coordinator.h"
 
 namespace cohort::agent {
 namespace {
@@ -13,7 +14,7 @@ namespace {
 using ::cohort::testing::StatusIs;
 
 // Answers RunClosures from a script; the last answer repeats.
-class ScriptedCoordinator final : public JobControlClient {
+class ScriptedCoordinator final : public ClosureOnlyCoordinator {
  public:
   explicit ScriptedCoordinator(
       std::deque<absl::StatusOr<v1::ClosureResponse>> answers)
@@ -24,14 +25,6 @@ class ScriptedCoordinator final : public JobControlClient {
     return calls_;
   }
 
-  absl::StatusOr<v1::AgentSyncResponse> Sync(const v1::AgentJobReport&,
-                                             absl::Duration) override {
-    return absl::UnimplementedError("not in these tests");
-  }
-  absl::StatusOr<std::string> FetchLibrary(const std::string&,
-                                           absl::Duration) override {
-    return absl::UnimplementedError("not in these tests");
-  }
   absl::StatusOr<v1::ClosureResponse> RunClosures(const v1::ClosureRequest&,
                                                   absl::Duration) override {
     absl::MutexLock lock(&mu_);

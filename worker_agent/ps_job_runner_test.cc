@@ -10,24 +10,17 @@
 #include "absl/synchronization/mutex.h"
 #include "ps_server/in_process_ps.h"
 #include "tests/testing/wait.h"
+#include "worker_agent/closure_only_coordinator.h"
 
 namespace cohort::agent {
 namespace {
 
 // Hands out the closures it was given, one answer per call, then "done".
-class ClosureScript final : public JobControlClient {
+class ClosureScript final : public ClosureOnlyCoordinator {
  public:
   explicit ClosureScript(std::deque<v1::ClosureResponse> answers)
       : answers_(std::move(answers)) {}
 
-  absl::StatusOr<v1::AgentSyncResponse> Sync(const v1::AgentJobReport&,
-                                             absl::Duration) override {
-    return absl::UnimplementedError("not in these tests");
-  }
-  absl::StatusOr<std::string> FetchLibrary(const std::string&,
-                                           absl::Duration) override {
-    return absl::UnimplementedError("not in these tests");
-  }
   absl::StatusOr<v1::ClosureResponse> RunClosures(
       const v1::ClosureRequest& request, absl::Duration) override {
     absl::MutexLock lock(&mu_);
@@ -101,7 +94,7 @@ class PsJobRunnerTest : public ::testing::Test {
   static v1::AgentJobReport Finish(PsJobRunner& runner) {
     runner.Start();
     EXPECT_TRUE(cohort::testing::WaitUntil([&] { return runner.done(); },
-                                   absl::Seconds(30)));
+                                           absl::Seconds(30)));
     return runner.Report();
   }
 
