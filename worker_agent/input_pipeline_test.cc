@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "worker_agent/record_dataset.h"
+#include "common/record_dataset.h"
 
 namespace cohort::agent {
 namespace {

@@ -1,8 +1,8 @@
 #include "worker_agent/job_loader.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/record_dataset.h"
 #include "spdlog/spdlog.h"
-#include "worker_agent/record_dataset.h"
 
 namespace cohort::agent {
 namespace {
@@ -23,7 +23,7 @@ class InputContextImpl final : public InputContext {
   absl::StatusOr<std::unique_ptr<Dataset>> OpenRecordFiles(
       const std::vector<std::string>& files,
       DatasetOptions options) const override {
-    return agent::OpenRecordFiles(files, options);
+    return cohort::OpenRecordFiles(files, options);
   }
 
  private:

@@ -7,40 +7,12 @@
 #include <random>
 #include <thread>
 
+#include "common/record_dataset.h"
 #include "examples/testing/fake_runtime.h"
 #include "worker_agent/step_library.h"
 
 namespace cohort::examples::testing {
 namespace {
-
-// Record files read whole, with their file boundaries kept.
-class RecordFilesDataset final : public Dataset {
- public:
-  RecordFilesDataset(std::vector<std::string> records,
-                     std::vector<int64_t> file_begins, DatasetOptions options)
-      : records_(std::move(records)),
-        file_begins_(std::move(file_begins)),
-        options_(options) {}
-
-  int64_t size() const override {
-    return static_cast<int64_t>(records_.size());
-  }
-  std::string_view Get(int64_t index) const override {
-    return records_[static_cast<size_t>(index)];
-  }
-  DatasetOptions options() const override { return options_; }
-  int num_files() const override {
-    return static_cast<int>(file_begins_.size());
-  }
-  int64_t file_begin(int file) const override {
-    return file < num_files() ? file_begins_[file] : size();
-  }
-
- private:
-  const std::vector<std::string> records_;
-  const std::vector<int64_t> file_begins_;
-  const DatasetOptions options_;
-};
 
 // The only input pipeline of the job.
 class FakeInputContext final : public InputContext {
@@ -61,16 +33,7 @@ class FakeInputContext final : public InputContext {
   absl::StatusOr<std::unique_ptr<Dataset>> OpenRecordFiles(
       const std::vector<std::string>& files,
       DatasetOptions options) const override {
-    std::vector<std::string> records;
-    std::vector<int64_t> begins;
-    for (const std::string& file : files) {
-      absl::StatusOr<std::vector<std::string>> read = ReadRecordFile(file);
-      if (!read.ok()) return read.status();
-      begins.push_back(static_cast<int64_t>(records.size()));
-      for (std::string& r : *read) records.push_back(std::move(r));
-    }
-    return std::make_unique<RecordFilesDataset>(std::move(records),
-                                                std::move(begins), options);
+    return cohort::OpenRecordFiles(files, options);
   }
 
  private:

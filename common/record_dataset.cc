@@ -1,10 +1,10 @@
-#include "worker_agent/record_dataset.h"
+#include "common/record_dataset.h"
 
 #include <utility>
 
 #include "common/status_macros.h"
 
-namespace cohort::agent {
+namespace cohort {
 namespace {
 
 class RecordFilesDataset final : public Dataset {
@@ -66,4 +66,4 @@ absl::StatusOr<std::unique_ptr<Dataset>> OpenRecordFiles(
                                               std::move(file_begins), options);
 }
 
-}  // namespace cohort::agent
+}  // namespace cohort

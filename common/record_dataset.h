@@ -1,8 +1,8 @@
 #pragma once
 
-// The data sets behind InputContext::OpenRecordFiles: record files read
-// whole into memory, keeping which elements each file holds so that FILE
-// sharding can split by file.
+// The data sets behind InputContext::OpenRecordFiles, the agent's and the
+// examples' test runtime's: record files read whole into memory, keeping
+// which elements each file holds so that FILE sharding can split by file.
 
 #include <memory>
 #include <string>
@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "cohort/dataset.h"
 
-namespace cohort::agent {
+namespace cohort {
 
 // Every record of `files`, in file order, as one data set (immutable, so
 // thread-safe) with num_files() == files.size(). INVALID_ARGUMENT for an
@@ -20,4 +20,4 @@ namespace cohort::agent {
 absl::StatusOr<std::unique_ptr<Dataset>> OpenRecordFiles(
     const std::vector<std::string>& files, DatasetOptions options);
 
-}  // namespace cohort::agent
+}  // namespace cohort
