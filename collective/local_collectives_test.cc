@@ -234,13 +234,13 @@ INSTANTIATE_TEST_SUITE_P(Ranks, CollectivesTest,
                          ::testing::Values(1, 2, 3, 4, 8));
 
 TEST(FailureTest, MismatchedCollectivesFailOnBothSidesNamingBoth) {
-  std::vector<float> data(1000, 1.0f), gathered(20);
+  std::vector<float> reduced(1000, 1.0f), input(10, 1.0f), gathered(20);
   const auto results =
       RunGroup(2,
                [&](int r, Communicator& comm) {
-                 return r == 0 ? comm.AllReduce(data.data(), 1000,
+                 return r == 0 ? comm.AllReduce(reduced.data(), 1000,
                                                 DType::kFloat32, ReduceOp::kSum)
-                               : comm.AllGather(data.data(), gathered.data(),
+                               : comm.AllGather(input.data(), gathered.data(),
                                                 10, DType::kFloat32);
                },
                {.timeout = absl::Seconds(10)});
@@ -254,13 +254,15 @@ TEST(FailureTest, MismatchedCollectivesFailOnBothSidesNamingBoth) {
 }
 
 TEST(FailureTest, MissingRankEndsInADeadlineOnEveryRank) {
-  std::vector<float> data(10, 1.0f);
+  // A buffer per rank: ranks reduce into their own (TSan).
+  std::vector<std::vector<float>> data(3, std::vector<float>(10, 1.0f));
   const absl::Time start = absl::Now();
   const auto results = RunGroup(
       3,
       [&](int r, Communicator& comm) {
         if (r == 2) return absl::OkStatus();  // never joins
-        return comm.AllReduce(data.data(), 10, DType::kFloat32, ReduceOp::kSum);
+        return comm.AllReduce(data[r].data(), 10, DType::kFloat32,
+                              ReduceOp::kSum);
       },
       {.timeout = absl::Milliseconds(300)});
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));

@@ -1,5 +1,6 @@
 #include "ps_server/ps_service.h"
 
+#include <atomic>
 #include <random>
 #include <utility>
 #include <vector>
@@ -101,7 +102,14 @@ class PushReader final : public grpc::ServerReadReactor<v1::PushRequest> {
   }
 
   void OnReadDone(bool ok) override {
-    service_->work()->Post([this, ok] { Handle(ok); });
+    service_->work()->Post([this, ok] {
+      // Consecutive messages may be handled on different work threads; each
+      // read starts only after the previous message's Handle, an order gRPC
+      // keeps internally. This acquire (and the release before StartRead)
+      // states that order where race detectors can see it.
+      handoff_.load(std::memory_order_acquire);
+      Handle(ok);
+    });
   }
 
   void OnDone() override { delete this; }
@@ -133,6 +141,7 @@ class PushReader final : public grpc::ServerReadReactor<v1::PushRequest> {
       return;
     }
     request_.Clear();
+    handoff_.fetch_add(1, std::memory_order_release);
     StartRead(&request_);
   }
 
@@ -178,6 +187,7 @@ class PushReader final : public grpc::ServerReadReactor<v1::PushRequest> {
   bool first_ = true;
   std::string job_id_;
   std::string worker_;
+  std::atomic<int64_t> handoff_{0};  // messages handled
 };
 
 }  // namespace
