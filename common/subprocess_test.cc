@@ -6,6 +6,7 @@
 #include "common/file_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/wait.h"
 
 namespace cohort {
 namespace {
@@ -24,7 +25,7 @@ TEST(SubprocessTest, ReportsExitCode) {
 }
 
 TEST(SubprocessTest, StopKillsAChildThatIgnoresSigterm) {
-  const std::string armed = absl::StrCat(testing::TempDir(), "/trap_armed");
+  const std::string armed = absl::StrCat(::testing::TempDir(), "/trap_armed");
   std::remove(armed.c_str());
   absl::StatusOr<Subprocess> child = Subprocess::Spawn(
       {.argv = {"/bin/sh", "-c",
@@ -32,11 +33,9 @@ TEST(SubprocessTest, StopKillsAChildThatIgnoresSigterm) {
                              "; while :; do sleep 0.05; done")}});
   ASSERT_TRUE(child.ok()) << child.status();
   // SIGTERM must arrive after the trap is set, or the shell dies of it.
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (!ReadFile(armed).ok() && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  ASSERT_TRUE(ReadFile(armed).ok());
+  ASSERT_TRUE(cohort::testing::WaitUntil([&] { return ReadFile(armed).ok(); },
+                                         absl::Seconds(10),
+                                         absl::Milliseconds(10)));
   EXPECT_TRUE(ProcessAlive(child->pid()));
   const ExitStatus status = child->Stop(absl::Milliseconds(300));
   EXPECT_TRUE(status.signaled());
@@ -47,7 +46,7 @@ TEST(SubprocessTest, StopKillsAChildThatIgnoresSigterm) {
 
 TEST(SubprocessTest, EnvironmentAndOutputFile) {
   const std::string out =
-      absl::StrCat(testing::TempDir(), "/subprocess_out.txt");
+      absl::StrCat(::testing::TempDir(), "/subprocess_out.txt");
   std::remove(out.c_str());
   absl::StatusOr<Subprocess> child = Subprocess::Spawn(
       {.argv = {"/bin/sh", "-c", "echo \"value=$COHORT_TEST_VAR\""},
