@@ -23,12 +23,12 @@ constexpr absl::string_view kOwnPrefix = "cohort/";
 
 std::string NormalizeFilename(absl::string_view file) {
   absl::string_view root = COHORT_SOURCE_ROOT "/";
+  if (!absl::StartsWith(file, root)) return std::string(file);
+  const absl::string_view own = file.substr(root.size());
   // An Abseil built inside the tree (tools/sanitize.sh thread builds one
   // under build-tsan/) defines absl's flags there: they stay absl's.
-  if (absl::StartsWith(file, root) && !absl::StrContains(file, "/absl/")) {
-    return absl::StrCat(kOwnPrefix, file.substr(root.size()));
-  }
-  return std::string(file);
+  if (absl::StrContains(own, "absl/")) return std::string(file);
+  return absl::StrCat(kOwnPrefix, own);
 }
 
 bool WantsHelp(int argc, char** argv) {
