@@ -203,6 +203,8 @@ absl::Status PsClient::CreateVariables(
 
 absl::Status PsClient::Pull(absl::Span<const PullBuffer> variables) {
   COHORT_RETURN_IF_ERROR(Stopped());
+  // Nothing to move: a step may use no ps variables at all.
+  if (variables.empty()) return absl::OkStatus();
   std::shared_ptr<const Declared> d = declared();
   if (d == nullptr) {
     return absl::FailedPreconditionError("Pull before CreateVariables");
@@ -220,6 +222,8 @@ absl::Status PsClient::Pull(absl::Span<const PullBuffer> variables) {
 
 absl::Status PsClient::Push(absl::Span<const PushBuffer> variables) {
   COHORT_RETURN_IF_ERROR(Stopped());
+  // Nothing to move: a step may use no ps variables at all.
+  if (variables.empty()) return absl::OkStatus();
   std::shared_ptr<const Declared> d = declared();
   if (d == nullptr) {
     return absl::FailedPreconditionError("Push before CreateVariables");

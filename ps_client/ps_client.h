@@ -131,9 +131,9 @@ class PsClient {
   absl::Status CreateVariables(const Placement& placement,
                                const std::vector<PsVariableOptions>& options);
 
-  // Fills each buffer with its variable's value. FAILED_PRECONDITION before
-  // CreateVariables; INVALID_ARGUMENT for an unknown variable or a buffer of
-  // the wrong size.
+  // Fills each buffer with its variable's value; no buffers is a no-op.
+  // FAILED_PRECONDITION before CreateVariables; INVALID_ARGUMENT for an
+  // unknown variable or a buffer of the wrong size.
   absl::Status Pull(absl::Span<const PullBuffer> variables);
 
   // Sends each buffer (a gradient, or this worker's value of an aggregated

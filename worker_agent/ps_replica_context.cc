@@ -146,9 +146,7 @@ absl::Status PsReplicaContext::BeginClosure(int64_t closure) {
   for (const auto& v : variables_) {
     if (v->options().sync == VariableSync::kOnWrite) pull.push_back(v->slice());
   }
-  // A step without ps variables has nothing to read (and the ps, never
-  // asked to create any, would refuse the pull).
-  return pull.empty() ? absl::OkStatus() : server_->Pull(pull);
+  return server_->Pull(pull);
 }
 
 absl::StatusOr<std::map<std::string, double>> PsReplicaContext::EndClosure() {
