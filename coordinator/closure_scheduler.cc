@@ -26,6 +26,7 @@ ClosureScheduler::ClosureScheduler(int64_t steps, const v1::JobStatus& status)
   }
   for (const v1::ClosureResult& result : recent_) NoteValues(result);
   rerun_ = status.closures_rerun();
+  stop_reason_ = status.stop_reason();
 }
 
 void ClosureScheduler::Complete(const v1::ClosureResult& result) {
@@ -41,6 +42,9 @@ void ClosureScheduler::Complete(const v1::ClosureResult& result) {
   recent_.push_back(result);
   if (recent_.size() > kRecentResults) recent_.pop_front();
   NoteValues(result);
+  if (stop_reason_.empty() && !result.stop_reason().empty()) {
+    stop_reason_ = result.stop_reason();
+  }
 }
 
 void ClosureScheduler::NoteValues(const v1::ClosureResult& result) {
@@ -70,6 +74,8 @@ v1::ClosureResponse ClosureScheduler::Exchange(
     }
   }
   v1::ClosureResponse response;
+  // After stop_training nothing new starts; a lost closure is not re-run.
+  if (!stop_reason_.empty()) want = 0;
   for (int i = 0; i < want; ++i) {
     int64_t id = -1;
     while (!requeued_.empty() && id < 0) {
@@ -129,6 +135,10 @@ double ClosureScheduler::rate(absl::Time now) {
 
 void ClosureScheduler::Fill(v1::JobStatus& status) const {
   status.set_step(completed_count_);
+  if (!stop_reason_.empty()) {
+    status.set_stopped_at_step(completed_count_);
+    status.set_stop_reason(stop_reason_);
+  }
   status.set_completed_prefix(prefix_);
   status.clear_completed_beyond();
   for (int64_t id : completed_beyond_) status.add_completed_beyond(id);

@@ -39,13 +39,19 @@ class ClosureScheduler {
   // Returns how many.
   int Requeue(const std::string& task);
 
-  bool done() const { return completed_count_ == steps_; }
+  // Every closure completed, or a step called stop_training and the
+  // closures in flight then have completed.
+  bool done() const {
+    return completed_count_ == steps_ ||
+           (!stop_reason_.empty() && inflight_.empty());
+  }
   int64_t completed() const { return completed_count_; }
   int64_t rerun() const { return rerun_; }
   // Completions per second over the recent past.
   double rate(absl::Time now);
 
-  // Into `status`: step, completed set, recent results, re-run count, and
+  // Into `status`: step, completed set, recent results, re-run count, why
+  // training stopped early, and
   // as the job's metrics each value from the highest closure that reported
   // it. Results arrive out of order (a slow worker's closure 499 may land
   // after closure 599), so arrival order would report a stale value.
@@ -73,6 +79,8 @@ class ClosureScheduler {
   int64_t rate_count_ = 0;
   absl::Time rate_time_ = absl::InfinitePast();
   double rate_ = 0;
+  // The first stop_training's reason; no closure starts after it.
+  std::string stop_reason_;
 };
 
 }  // namespace cohort::coordinator

@@ -41,6 +41,33 @@ TEST(ClosureSchedulerTest, HandsOutEveryClosureOnceAndFinishes) {
   EXPECT_EQ(status.metrics().at("loss"), 1.0);
 }
 
+TEST(ClosureSchedulerTest, StopTrainingStartsNothingNewAndEndsWhenInFlightOnesDo) {
+  ClosureScheduler scheduler(100, v1::JobStatus());
+  EXPECT_EQ(Ids(scheduler.Exchange("worker:0/0", {}, 2)),
+            (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(Ids(scheduler.Exchange("worker:1/0", {}, 1)),
+            std::vector<int64_t>{2});
+  v1::ClosureResult stop = Result(0);
+  stop.set_stop_reason("closure 0 called stop_training: converged");
+  // worker:0/0 still runs closure 1; worker:1/0 runs closure 2.
+  v1::ClosureResponse after = scheduler.Exchange("worker:0/0", {stop}, 2);
+  EXPECT_TRUE(after.closures().empty());
+  EXPECT_FALSE(scheduler.done());
+  // A lost closure is not run again after the stop.
+  EXPECT_EQ(scheduler.Requeue("worker:1"), 1);
+  EXPECT_TRUE(scheduler.Exchange("worker:0/0", {Result(1)}, 2).done());
+
+  v1::JobStatus status;
+  scheduler.Fill(status);
+  EXPECT_EQ(status.step(), 2);
+  EXPECT_EQ(status.stopped_at_step(), 2);
+  EXPECT_EQ(status.stop_reason(), "closure 0 called stop_training: converged");
+  // A restored coordinator still starts nothing.
+  ClosureScheduler restored(100, status);
+  EXPECT_TRUE(restored.done());
+  EXPECT_TRUE(restored.Exchange("worker:0/0", {}, 1).closures().empty());
+}
+
 TEST(ClosureSchedulerTest, EachMetricComesFromTheHighestClosureReportingIt) {
   ClosureScheduler scheduler(600, v1::JobStatus());
   v1::ClosureResult late_eval = Result(499, 0.4);

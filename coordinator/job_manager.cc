@@ -278,6 +278,11 @@ void JobManager::EndAttempt(Job& job, const std::string& cause, bool permanent,
   job.failing_since.reset();
   job.abort.clear();
   job.changed = true;
+  if (job.status.spec().strategy() != v1::PARAMETER_SERVER) {
+    // A stop agreed in a failed attempt is for the next one to reach again.
+    job.status.clear_stopped_at_step();
+    job.status.clear_stop_reason();
+  }
   if (permanent) {
     Finish(job, v1::JOB_FAILED, cause, now);
     return;
@@ -316,6 +321,21 @@ void JobManager::Finish(Job& job, v1::JobState state, const std::string& error,
   job.changed = true;
 }
 
+void JobManager::NoteStop(Job& job, const v1::AgentJobReport& report) {
+  if (report.stopped_at_step() == 0) return;
+  v1::JobStatus& status = job.status;
+  if (status.stopped_at_step() != report.stopped_at_step()) {
+    status.set_stopped_at_step(report.stopped_at_step());
+    status.clear_stop_reason();
+    job.changed = true;
+  }
+  // Only the agent of the replica that asked knows why.
+  if (status.stop_reason().empty() && !report.stop_reason().empty()) {
+    status.set_stop_reason(report.stop_reason());
+    job.changed = true;
+  }
+}
+
 void JobManager::UpdateProgress(Job& job) {
   std::vector<v1::RingLink> links;
   for (const auto& [task, report] : job.reports) {
@@ -329,6 +349,7 @@ void JobManager::UpdateProgress(Job& job) {
       job.status.set_checkpoint_step(report.checkpoint_step());
       job.changed = true;
     }
+    NoteStop(job, report);
     if (assignment == job.assignments.end() || assignment->second.node() != 0) {
       continue;
     }

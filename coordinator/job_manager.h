@@ -94,6 +94,9 @@ class JobManager {
   void Finish(Job& job, v1::JobState state, const std::string& error,
               absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateProgress(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records that the replicas agreed to stop early, and why.
+  void NoteStop(Job& job, const v1::AgentJobReport& report)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records in the attempt's restart record whose checkpoint it resumed.
   void NoteResume(Job& job, const v1::AgentJobReport& report)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -1,5 +1,6 @@
 #include "coordinator/job_validation.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -7,6 +8,37 @@
 #include "nlohmann/json.hpp"
 
 namespace cohort::coordinator {
+
+absl::Status ValidateEarlyStopping(const v1::JobSpec& spec) {
+  const v1::EarlyStopping& rule = spec.early_stopping();
+  if (rule.ByteSizeLong() == 0) return absl::OkStatus();
+  auto bad = [](auto&&... parts) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job spec: early_stopping: ", parts...));
+  };
+  if (rule.metric().empty())
+    return bad("metric is required: the metric to watch");
+  if (spec.strategy() == v1::PARAMETER_SERVER) {
+    return bad(
+        "applies to the synchronous strategies; a ParameterServer "
+        "step ends training with stop_training");
+  }
+  if (rule.patience() < 0) {
+    return bad("patience must be >= 0, got ", rule.patience());
+  }
+  if (!std::isfinite(rule.min_delta()) || rule.min_delta() < 0) {
+    return bad("min_delta must be a finite number >= 0, got ",
+               rule.min_delta());
+  }
+  if (rule.has_target() && !std::isfinite(rule.target())) {
+    return bad("target must be a finite number, got ", rule.target());
+  }
+  if (!rule.has_target() && rule.patience() == 0) {
+    return bad("watching \"", rule.metric(),
+               "\" needs a target, a patience, or both");
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   auto bad = [](auto&&... parts) {
@@ -68,6 +100,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
       return bad("checkpoint_dir holds a NUL byte");
     }
   }
+  if (absl::Status rule = ValidateEarlyStopping(spec); !rule.ok()) return rule;
   if (!spec.config_json().empty()) {
     const nlohmann::json config =
         nlohmann::json::parse(spec.config_json(), nullptr, false);

@@ -12,5 +12,6 @@ namespace cohort::coordinator {
 // INVALID_ARGUMENT naming the field of a malformed spec.
 absl::Status ValidateJobSpec(const v1::JobSpec& spec);
 absl::Status ValidatePsOptions(const v1::ParameterServerOptions& ps);
+absl::Status ValidateEarlyStopping(const v1::JobSpec& spec);
 
 }  // namespace cohort::coordinator

@@ -33,7 +33,22 @@ class InputContextImpl final : public InputContext {
 
 }  // namespace
 
-JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment,
+StrategyKind StrategyKindOf(v1::Strategy strategy) {
+  switch (strategy) {
+    case v1::MIRRORED:
+      return StrategyKind::kMirrored;
+    case v1::ONE_DEVICE:
+      return StrategyKind::kOneDevice;
+    case v1::CENTRAL_STORAGE:
+      return StrategyKind::kCentralStorage;
+    case v1::PARAMETER_SERVER:
+      return StrategyKind::kParameterServer;
+    default:
+      return StrategyKind::kMultiWorkerMirrored;
+  }
+}
+
+JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment, const TaskId& task,
                    const std::string& checkpoint_copies) {
   const v1::JobSpec& spec = assignment.spec();
   JobInfo job;
@@ -52,6 +67,10 @@ JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment,
   if (spec.collective_timeout_ms() > 0) {
     job.collective_timeout = absl::Milliseconds(spec.collective_timeout_ms());
   }
+  job.task_type = task.type;
+  job.task_id = task.index;
+  job.strategy = StrategyKindOf(spec.strategy());
+  job.early_stopping = spec.early_stopping();
   return job;
 }
 

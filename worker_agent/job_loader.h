@@ -32,8 +32,11 @@ struct LoadedJob {
 // What every replica of the assignment's job knows about it. The chief's
 // checkpoints go to the job's checkpoint_dir, every other agent's copy to
 // <checkpoint_copies>/<job id>-<job uid> (none when that is empty).
-JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment,
+JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment, const TaskId& task,
                    const std::string& checkpoint_copies);
+
+// The step API's name for a job's strategy.
+StrategyKind StrategyKindOf(v1::Strategy strategy);
 
 // Errors name the library, the function or the numbers at fault; all are
 // the job's own (permanent) except a library fetch that failed to reach the

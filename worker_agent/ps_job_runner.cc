@@ -10,7 +10,8 @@
 namespace cohort::agent {
 PsJobRunner::PsJobRunner(RunnerOptions options)
     : options_(std::move(options)), task_name_(options_.task.ToString()) {
-  job_ = JobInfoFor(options_.assignment, options_.checkpoint_copies);
+  job_ = JobInfoFor(options_.assignment, options_.task,
+                    options_.checkpoint_copies);
   job_.num_replicas = 1;  // each executor is its own sync group
 }
 
@@ -180,20 +181,16 @@ void PsJobRunner::RunExecutor(int slot) {
                                                 closure, ": ", s.message())),
             permanent);
       }
-      absl::StatusOr<std::map<std::string, double>> metrics =
-          context.EndClosure();
-      if (!metrics.ok()) return Fail(metrics.status(), false);
-      v1::ClosureResult result;
-      result.set_closure(closure);
-      result.set_worker(worker);
-      result.set_time_unix_ms(absl::ToUnixMillis(absl::Now()));
-      for (const auto& [name, value] : *metrics) {
-        (*result.mutable_values())[name] = value;
-      }
-      completed.push_back(std::move(result));
+      absl::StatusOr<v1::ClosureResult> result = context.EndClosure();
+      if (!result.ok()) return Fail(result.status(), false);
+      result->set_worker(worker);
+      result->set_time_unix_ms(absl::ToUnixMillis(absl::Now()));
       absl::MutexLock lock(&mu_);
       ++closures_done_;
-      for (const auto& [name, value] : *metrics) last_metrics_[name] = value;
+      for (const auto& [name, value] : result->values()) {
+        last_metrics_[name] = value;
+      }
+      completed.push_back(*std::move(result));
     }
   }
 }

@@ -35,7 +35,10 @@ class PsOptimizerImpl final : public Optimizer {
         options_(options),
         variables_(std::move(variables)) {}
 
+  // Each closure is its own sync group: the loss reduction only names how
+  // the gradients were made.
   absl::Status apply_gradients(std::span<const Tensor> gradients) override {
+    context_->set_loss_reduction(options_.loss_reduction);
     return context_->PushGradients(variables_, gradients);
   }
   const OptimizerOptions& options() const { return options_; }
@@ -89,6 +92,12 @@ Variable* PsReplicaContext::find_variable(std::string_view name) {
 
 absl::StatusOr<Optimizer*> PsReplicaContext::create_optimizer(
     const OptimizerOptions& options, std::vector<Variable*> variables) {
+  if (options.loss_reduction != ReduceOp::kMean &&
+      options.loss_reduction != ReduceOp::kSum) {
+    return absl::InvalidArgumentError(
+        "create_optimizer: loss_reduction must be MEAN or SUM, as "
+        "tf.distribute's loss reductions are");
+  }
   if (options.kind == OptimizerKind::kMomentum) {
     return absl::InvalidArgumentError(
         "create_optimizer: the ps tasks apply SGD, Adagrad or Adam; momentum "
@@ -142,6 +151,7 @@ absl::Status PsReplicaContext::DeclareVariables() {
 absl::Status PsReplicaContext::BeginClosure(int64_t closure) {
   step_ = closure;
   metrics_.clear();
+  stop_reason_.clear();
   std::vector<HostSlice> pull;
   for (const auto& v : variables_) {
     if (v->options().sync == VariableSync::kOnWrite) pull.push_back(v->slice());
@@ -149,7 +159,7 @@ absl::Status PsReplicaContext::BeginClosure(int64_t closure) {
   return server_->Pull(pull);
 }
 
-absl::StatusOr<std::map<std::string, double>> PsReplicaContext::EndClosure() {
+absl::StatusOr<v1::ClosureResult> PsReplicaContext::EndClosure() {
   std::vector<HostSlice> push;
   for (const auto& v : variables_) {
     if (v->options().sync == VariableSync::kOnRead) push.push_back(v->slice());
@@ -157,7 +167,11 @@ absl::StatusOr<std::map<std::string, double>> PsReplicaContext::EndClosure() {
   if (!push.empty()) {
     if (absl::Status pushed = server_->Push(push); !pushed.ok()) return pushed;
   }
-  return metrics_;
+  v1::ClosureResult result;
+  result.set_closure(step_);
+  result.mutable_values()->insert(metrics_.begin(), metrics_.end());
+  result.set_stop_reason(stop_reason_);
+  return result;
 }
 
 absl::Status PsReplicaContext::PushGradients(
@@ -229,15 +243,25 @@ absl::Status PsReplicaContext::all_gather(Tensor input, Tensor output) {
   return absl::OkStatus();
 }
 
-absl::Status PsReplicaContext::merge_call(
-    const std::function<absl::Status(const PerReplica&)>& fn,
+absl::StatusOr<std::string> PsReplicaContext::merge_call(
+    const std::function<absl::Status(const PerReplica&, std::string*)>& fn,
     std::span<const Tensor> tensors) {
   PerReplica values;
   for (const Tensor& t : tensors) {
     const char* bytes = static_cast<const char*>(t.data);
     values.values.push_back({std::vector<char>(bytes, bytes + t.bytes())});
   }
-  return fn(values);
+  std::string result;
+  if (absl::Status status = fn(values, &result); !status.ok()) return status;
+  return result;
+}
+
+void PsReplicaContext::stop_training(std::string_view reason) {
+  if (stop_reason_.empty()) {
+    stop_reason_ =
+        absl::StrCat("closure ", step_, " called stop_training: ",
+                     absl::string_view(reason.data(), reason.size()));
+  }
 }
 
 void PsReplicaContext::report(std::string_view metric, double value) {

@@ -41,6 +41,9 @@ class PsReplicaContext final : public ReplicaContext {
   int64_t global_batch_size() const override { return job_->global_batch_size; }
   uint64_t seed() const override { return job_->seed; }
   const std::string& config_json() const override { return job_->config_json; }
+  const std::string& task_type() const override { return job_->task_type; }
+  int task_id() const override { return job_->task_id; }
+  StrategyKind strategy() const override { return job_->strategy; }
   absl::StatusOr<Variable*> create_variable(const VariableOptions& options,
                                             const void* initial) override;
   Variable* find_variable(std::string_view name) override;
@@ -53,10 +56,21 @@ class PsReplicaContext final : public ReplicaContext {
   using ReplicaContext::all_reduce;
   absl::Status broadcast(Tensor tensor, int root) override;
   absl::Status all_gather(Tensor input, Tensor output) override;
-  absl::Status merge_call(
-      const std::function<absl::Status(const PerReplica&)>& fn,
+  // A sync group of one: the value is its own reduction.
+  absl::Status reduce(ReduceOp, std::span<double>) override {
+    return absl::OkStatus();
+  }
+  using ReplicaContext::reduce;
+  absl::StatusOr<std::string> merge_call(
+      const std::function<absl::Status(const PerReplica&, std::string*)>& fn,
       std::span<const Tensor> tensors) override;
+  using ReplicaContext::merge_call;
   void report(std::string_view metric, double value) override;
+  void report(std::string_view metric, double value, ReduceOp) override {
+    report(metric, value);
+  }
+  void stop_training(std::string_view reason) override;
+  ReduceOp get_loss_reduction() const override { return loss_reduction_; }
   void set_user_state(std::shared_ptr<void> state) override {
     user_state_ = std::move(state);
   }
@@ -68,8 +82,10 @@ class PsReplicaContext final : public ReplicaContext {
   // Before a closure: its step index, and fresh values of the trained
   // variables.
   absl::Status BeginClosure(int64_t closure);
-  // After it: pushes the ON_READ variables; returns what it reported.
-  absl::StatusOr<std::map<std::string, double>> EndClosure();
+  // After it: pushes the ON_READ variables; returns what it reported, and
+  // stop_training's reason, if it called it.
+  absl::StatusOr<v1::ClosureResult> EndClosure();
+  void set_loss_reduction(ReduceOp op) { loss_reduction_ = op; }
 
   // Pushes `gradients` of `variables` (apply_gradients).
   absl::Status PushGradients(const std::vector<HostVariable*>& variables,
@@ -83,6 +99,8 @@ class PsReplicaContext final : public ReplicaContext {
   std::vector<std::unique_ptr<HostVariable>> variables_;  // creation order
   std::vector<std::unique_ptr<PsOptimizerImpl>> optimizers_;
   std::map<std::string, double> metrics_;  // of the running closure
+  std::string stop_reason_;                // of the running closure
+  ReduceOp loss_reduction_ = ReduceOp::kMean;
   std::shared_ptr<void> user_state_;
 };
 

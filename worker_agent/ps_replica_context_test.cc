@@ -90,9 +90,13 @@ TEST_F(PsReplicaContextTest, ClosuresPullThenPushGradientsToTheServer) {
   const Tensor g{gradient, 2, DType::kFloat32};
   ASSERT_TRUE(sgd->apply_gradients({&g, 1}).ok());
   context_.report("loss", 0.25);
-  absl::StatusOr<std::map<std::string, double>> metrics = context_.EndClosure();
-  ASSERT_TRUE(metrics.ok());
-  EXPECT_EQ(metrics->at("loss"), 0.25);
+  context_.stop_training("the loss is low enough");
+  absl::StatusOr<v1::ClosureResult> result = context_.EndClosure();
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->closure(), 7);
+  EXPECT_EQ(result->values().at("loss"), 0.25);
+  EXPECT_EQ(result->stop_reason(),
+            "closure 7 called stop_training: the loss is low enough");
   const auto* stored = reinterpret_cast<float*>(server_.values["w"].data());
   EXPECT_EQ(stored[0], 2.0f);  // 3 - 0.5 * 2
   EXPECT_EQ(stored[1], 0.0f);  // 2 - 0.5 * 4

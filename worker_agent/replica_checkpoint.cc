@@ -55,17 +55,17 @@ absl::Status ReplicaContextImpl::BroadcastHost(void* host, size_t count,
   return CopyToHost(device_, host, scratch.data(), bytes);
 }
 
-absl::Status ReplicaContextImpl::AllReduceHost(int64_t* host, size_t count,
-                                               ReduceOp op) {
+absl::Status ReplicaContextImpl::AllReduceHost(void* host, size_t count,
+                                               DType dtype, ReduceOp op) {
+  if (!collective_status_.ok()) return collective_status_;
   if (!device_.is_cuda()) {
-    return Collective(comm_->AllReduce(host, count, DType::kInt64, op));
+    return Collective(comm_->AllReduce(host, count, dtype, op));
   }
-  const size_t bytes = count * sizeof(int64_t);
+  const size_t bytes = count * DTypeSize(dtype);
   COHORT_ASSIGN_OR_RETURN(DeviceBuffer scratch,
                           DeviceBuffer::Allocate(device_, bytes));
   COHORT_RETURN_IF_ERROR(CopyToDevice(device_, scratch.data(), host, bytes));
-  COHORT_RETURN_IF_ERROR(
-      all_reduce(op, Tensor{scratch.data(), count, DType::kInt64}));
+  COHORT_RETURN_IF_ERROR(all_reduce(op, Tensor{scratch.data(), count, dtype}));
   return CopyToHost(device_, host, scratch.data(), bytes);
 }
 
@@ -115,11 +115,13 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
     return own.status();
   }
   int64_t newest = *own;
-  COHORT_RETURN_IF_ERROR(AllReduceHost(&newest, 1, ReduceOp::kMax));
+  COHORT_RETURN_IF_ERROR(
+      AllReduceHost(&newest, 1, DType::kInt64, ReduceOp::kMax));
   int64_t holder = newest >= 0 && *own == newest
                        ? replica_id_
                        : std::numeric_limits<int64_t>::max();
-  COHORT_RETURN_IF_ERROR(AllReduceHost(&holder, 1, ReduceOp::kMin));
+  COHORT_RETURN_IF_ERROR(
+      AllReduceHost(&holder, 1, DType::kInt64, ReduceOp::kMin));
   const bool restore = newest >= 0;
   const int root = restore ? static_cast<int>(holder) : 0;
   if (restore && replica_id_ == root) {

@@ -5,46 +5,24 @@
 #include "absl/strings/str_cat.h"
 #include "common/names.h"
 #include "common/status_macros.h"
+#include "spdlog/spdlog.h"
 #include "optimizer/optimizer_kernels.h"
 #include "worker_agent/replica_variables.h"
 #include "worker_agent/variable_options.h"
 
 namespace cohort::agent {
 
-void LocalMerge::Publish(int64_t generation, absl::Status status) {
-  absl::MutexLock lock(&mu_);
-  published_ = generation;
-  status_ = std::move(status);
-}
-
-absl::Status LocalMerge::Await(int64_t generation, absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
-  auto ready = [&] { return published_ >= generation || !aborted_.ok(); };
-  if (!mu_.AwaitWithDeadline(absl::Condition(&ready), deadline)) {
-    return absl::DeadlineExceededError(
-        "merge_call: local replica 0 did not finish the merge function in "
-        "time");
-  }
-  return aborted_.ok() ? status_ : aborted_;
-}
-
-void LocalMerge::Abort(const absl::Status& status) {
-  absl::MutexLock lock(&mu_);
-  if (aborted_.ok()) aborted_ = status;
-}
-
 ReplicaContextImpl::ReplicaContextImpl(const JobInfo* job, int replica_id,
                                        int local_index, Device device,
                                        collective::Communicator* comm,
-                                       LocalMerge* merge,
                                        CentralStorage* central)
     : job_(job),
       replica_id_(replica_id),
       local_index_(local_index),
       device_(device),
       comm_(comm),
-      merge_(merge),
-      central_(central) {}
+      central_(central),
+      early_stopping_(job->early_stopping) {}
 
 ReplicaContextImpl::~ReplicaContextImpl() = default;
 
@@ -133,6 +111,12 @@ absl::StatusOr<Optimizer*> ReplicaContextImpl::create_optimizer(
         "ParameterServer; the mirrored strategies offer SGD, momentum and "
         "Adam");
   }
+  if (options.loss_reduction != ReduceOp::kMean &&
+      options.loss_reduction != ReduceOp::kSum) {
+    return absl::InvalidArgumentError(
+        "create_optimizer: loss_reduction must be MEAN or SUM, as "
+        "tf.distribute's loss reductions are");
+  }
   std::vector<VariableImpl*> owned;
   std::vector<std::vector<std::unique_ptr<VariableImpl>>> slots;
   for (Variable* variable : variables) {
@@ -183,7 +167,9 @@ absl::Status OptimizerImpl::apply_gradients(std::span<const Tensor> gradients) {
           DTypeName(vo.dtype)));
     }
   }
-  if (absl::Status reduced = context_->all_reduce(ReduceOp::kMean, gradients);
+  context_->set_loss_reduction(options_.loss_reduction);
+  if (absl::Status reduced =
+          context_->all_reduce(options_.loss_reduction, gradients);
       !reduced.ok()) {
     return reduced;
   }
@@ -332,10 +318,9 @@ absl::Status ReplicaContextImpl::all_gather(Tensor input, Tensor output) {
       comm_->AllGather(input.data, output.data, input.count, input.dtype));
 }
 
-absl::Status ReplicaContextImpl::merge_call(
-    const std::function<absl::Status(const PerReplica&)>& fn,
+absl::StatusOr<std::string> ReplicaContextImpl::merge_call(
+    const std::function<absl::Status(const PerReplica&, std::string*)>& fn,
     std::span<const Tensor> tensors) {
-  const int64_t generation = ++merges_;
   const size_t n = static_cast<size_t>(job_->num_replicas);
   PerReplica gathered;
   for (const Tensor& tensor : tensors) {
@@ -354,21 +339,129 @@ absl::Status ReplicaContextImpl::merge_call(
     }
     gathered.values.push_back(std::move(per_replica));
   }
-  if (tensors.empty()) {
-    // Nothing to gather: still a meeting point of every replica.
-    COHORT_RETURN_IF_ERROR(Collective(comm_->Barrier()));
+  // Replica 0 runs the function; its status code and its result (or error
+  // message) go to every replica. The broadcast is also the meeting point.
+  int64_t header[2] = {0, 0};  // code, bytes
+  std::string payload;
+  if (replica_id_ == 0) {
+    std::string result;
+    const absl::Status status = fn(gathered, &result);
+    payload = status.ok() ? std::move(result) : std::string(status.message());
+    header[0] = static_cast<int64_t>(status.code());
+    header[1] = static_cast<int64_t>(payload.size());
   }
-  if (local_index_ == 0) {
-    absl::Status status = fn(gathered);
-    merge_->Publish(generation, status);
-    return status;
+  COHORT_RETURN_IF_ERROR(BroadcastHost(header, 2, DType::kInt64, 0));
+  if (header[1] > 0) {
+    std::vector<int64_t> words((static_cast<size_t>(header[1]) + 7) / 8);
+    if (replica_id_ == 0)
+      std::memcpy(words.data(), payload.data(), payload.size());
+    COHORT_RETURN_IF_ERROR(
+        BroadcastHost(words.data(), words.size(), DType::kInt64, 0));
+    payload.assign(reinterpret_cast<const char*>(words.data()),
+                   static_cast<size_t>(header[1]));
   }
-  return merge_->Await(generation, absl::Now() + job_->collective_timeout);
+  if (header[0] != static_cast<int64_t>(absl::StatusCode::kOk)) {
+    return absl::Status(static_cast<absl::StatusCode>(header[0]), payload);
+  }
+  return payload;
+}
+
+absl::Status ReplicaContextImpl::reduce(ReduceOp op, std::span<double> values) {
+  if (values.empty()) return absl::OkStatus();
+  return AllReduceHost(values.data(), values.size(), DType::kFloat64, op);
 }
 
 void ReplicaContextImpl::report(std::string_view metric, double value) {
   absl::MutexLock lock(&metrics_mu_);
   metrics_[std::string(metric)] = value;
+}
+
+void ReplicaContextImpl::report(std::string_view metric, double value,
+                                ReduceOp op) {
+  to_reduce_[std::string(metric)] = {op, value};
+}
+
+void ReplicaContextImpl::stop_training(std::string_view reason) {
+  if (!stop_reason_.has_value()) stop_reason_ = std::string(reason);
+}
+
+absl::Status ReplicaContextImpl::ReduceMetrics(
+    const std::vector<std::string>& names, ReduceOp op,
+    std::map<std::string, double>* reduced) {
+  if (names.empty()) return absl::OkStatus();
+  std::vector<double> values;
+  for (const std::string& name : names)
+    values.push_back(to_reduce_[name].second);
+  COHORT_RETURN_IF_ERROR(reduce(op, values));
+  for (size_t i = 0; i < names.size(); ++i) (*reduced)[names[i]] = values[i];
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StepEnd> ReplicaContextImpl::EndStep() {
+  // SUM and MEAN metrics travel with the stop votes in one SUM collective
+  // (MEAN divides afterwards, identically everywhere); MIN and MAX take one
+  // collective each, only in steps that report such metrics.
+  std::vector<std::string> summed, minimum, maximum;
+  for (const auto& [name, entry] : to_reduce_) {
+    switch (entry.first) {
+      case ReduceOp::kSum:
+      case ReduceOp::kMean:
+        summed.push_back(name);
+        break;
+      case ReduceOp::kMin:
+        minimum.push_back(name);
+        break;
+      case ReduceOp::kMax:
+        maximum.push_back(name);
+        break;
+    }
+  }
+  std::vector<double> sums = {stop_reason_.has_value() ? 1.0 : 0.0};
+  for (const std::string& name : summed)
+    sums.push_back(to_reduce_[name].second);
+  COHORT_RETURN_IF_ERROR(reduce(ReduceOp::kSum, sums));
+  std::map<std::string, double> reduced;
+  for (size_t i = 0; i < summed.size(); ++i) {
+    double value = sums[i + 1];
+    if (to_reduce_[summed[i]].first == ReduceOp::kMean) {
+      value /= job_->num_replicas;
+    }
+    reduced[summed[i]] = value;
+  }
+  COHORT_RETURN_IF_ERROR(ReduceMetrics(minimum, ReduceOp::kMin, &reduced));
+  COHORT_RETURN_IF_ERROR(ReduceMetrics(maximum, ReduceOp::kMax, &reduced));
+  to_reduce_.clear();
+  {
+    absl::MutexLock lock(&metrics_mu_);
+    for (const auto& [name, value] : reduced) metrics_[name] = value;
+  }
+
+  StepEnd end;
+  if (sums[0] > 0) {
+    // Name the lowest replica that asked; only its own agent knows why.
+    double first = stop_reason_.has_value() ? replica_id_ : job_->num_replicas;
+    COHORT_RETURN_IF_ERROR(
+        reduce(ReduceOp::kMin, std::span<double>(&first, 1)));
+    end.stop = true;
+    end.stopped_by = static_cast<int>(first);
+    if (end.stopped_by == replica_id_) {
+      end.reason = absl::StrCat("replica ", replica_id_,
+                                " called stop_training: ", *stop_reason_);
+    }
+    stop_reason_.reset();
+    return end;
+  }
+  if (std::optional<std::string> verdict =
+          early_stopping_.Observe(step_ + 1, reduced);
+      verdict.has_value()) {
+    end.stop = true;
+    end.reason = *std::move(verdict);
+  }
+  if (std::optional<std::string> warning = early_stopping_.TakeWarning();
+      warning.has_value() && replica_id_ == 0) {
+    spdlog::warn("{}", *warning);
+  }
+  return end;
 }
 
 std::map<std::string, double> ReplicaContextImpl::last_metrics() const {

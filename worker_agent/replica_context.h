@@ -12,6 +12,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,45 +20,42 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cohort/step.h"
+#include "cohort/v1/job.pb.h"
 #include "collective/communicator.h"
 #include "worker_agent/central_storage.h"
 #include "worker_agent/device_memory.h"
+#include "worker_agent/early_stopping.h"
 
 namespace cohort::agent {
 
 // What every replica of a job knows about it. Immutable.
 struct JobInfo {
-  int64_t steps = 0;
+  int64_t steps = 0;  // at most: stop_training or the rule may end sooner
   int64_t global_batch_size = 0;
   uint64_t seed = 0;
   std::string config_json;
   int num_replicas = 1;
   std::string checkpoint_dir;
   absl::Duration collective_timeout = absl::Seconds(60);
-};
-
-// merge_call's meeting point for the replicas of one agent: local replica 0
-// runs the function, the others wait for its status. Thread-safe.
-class LocalMerge {
- public:
-  // Local replica 0: publishes the status of merge number `generation`.
-  void Publish(int64_t generation, absl::Status status);
-  // The others: waits for that publication, or DEADLINE_EXCEEDED.
-  absl::Status Await(int64_t generation, absl::Time deadline);
-  // Ends every wait with `status`.
-  void Abort(const absl::Status& status);
-
- private:
-  absl::Mutex mu_;
-  int64_t published_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-  absl::Status aborted_ ABSL_GUARDED_BY(mu_);
+  std::string task_type = "chief";  // the agent's task
+  int task_id = 0;
+  StrategyKind strategy = StrategyKind::kMultiWorkerMirrored;
+  v1::EarlyStopping early_stopping;  // empty metric: none
 };
 
 class VariableImpl;
 class OptimizerImpl;
 
-// One replica. `job`, `comm`, `merge` and `central` are not owned and
+// What the replicas agreed at the end of a step (ReplicaContextImpl::EndStep).
+struct StepEnd {
+  bool stop = false;
+  // Why, when this replica knows: it asked, or the early-stopping rule said
+  // so. Empty when another replica asked.
+  std::string reason;
+  int stopped_by = -1;  // the lowest replica that asked; -1: the rule
+};
+
+// One replica. `job`, `comm` and `central` are not owned and
 // outlive it; `central` is null unless the job uses central storage, and
 // then local replica 0's context outlives the others' (they alias its
 // buffers). Used from its replica's thread only, except last_metrics(),
@@ -66,7 +64,7 @@ class ReplicaContextImpl final : public ReplicaContext {
  public:
   ReplicaContextImpl(const JobInfo* job, int replica_id, int local_index,
                      Device device, collective::Communicator* comm,
-                     LocalMerge* merge, CentralStorage* central = nullptr);
+                     CentralStorage* central = nullptr);
   ~ReplicaContextImpl() override;
 
   // --- cohort::ReplicaContext.
@@ -78,6 +76,9 @@ class ReplicaContextImpl final : public ReplicaContext {
   int64_t global_batch_size() const override { return job_->global_batch_size; }
   uint64_t seed() const override { return job_->seed; }
   const std::string& config_json() const override { return job_->config_json; }
+  const std::string& task_type() const override { return job_->task_type; }
+  int task_id() const override { return job_->task_id; }
+  StrategyKind strategy() const override { return job_->strategy; }
   absl::StatusOr<Variable*> create_variable(const VariableOptions& options,
                                             const void* initial) override;
   Variable* find_variable(std::string_view name) override;
@@ -90,10 +91,16 @@ class ReplicaContextImpl final : public ReplicaContext {
   using ReplicaContext::all_reduce;
   absl::Status broadcast(Tensor tensor, int root) override;
   absl::Status all_gather(Tensor input, Tensor output) override;
-  absl::Status merge_call(
-      const std::function<absl::Status(const PerReplica&)>& fn,
+  absl::Status reduce(ReduceOp op, std::span<double> values) override;
+  using ReplicaContext::reduce;
+  absl::StatusOr<std::string> merge_call(
+      const std::function<absl::Status(const PerReplica&, std::string*)>& fn,
       std::span<const Tensor> tensors) override;
+  using ReplicaContext::merge_call;
   void report(std::string_view metric, double value) override;
+  void report(std::string_view metric, double value, ReduceOp op) override;
+  void stop_training(std::string_view reason) override;
+  ReduceOp get_loss_reduction() const override { return loss_reduction_; }
   void set_user_state(std::shared_ptr<void> state) override {
     user_state_ = std::move(state);
   }
@@ -101,6 +108,12 @@ class ReplicaContextImpl final : public ReplicaContext {
 
   // --- For the runner and the optimizers.
   void set_step(int64_t step) { step_ = step; }
+  void set_loss_reduction(ReduceOp op) { loss_reduction_ = op; }
+  // After each step: reduces the step's reduced metrics and agrees whether
+  // any replica asked to stop, in one fused collective (one more per MIN or
+  // MAX metric, and one to name the replica that asked), then applies the
+  // job's early-stopping rule. Collective.
+  absl::StatusOr<StepEnd> EndStep();
   int local_index() const { return local_index_; }
   // Whether ON_WRITE variables are one copy shared by the local replicas.
   bool central() const { return central_ != nullptr; }
@@ -129,7 +142,14 @@ class ReplicaContextImpl final : public ReplicaContext {
   // Records the first failure of the communicator, which stays failed.
   absl::Status Collective(absl::Status status);
   absl::Status BroadcastHost(void* host, size_t count, DType dtype, int root);
-  absl::Status AllReduceHost(int64_t* host, size_t count, ReduceOp op);
+  // Collectives on host memory, staged through the device where it is a
+  // GPU.
+  absl::Status AllReduceHost(void* host, size_t count, DType dtype,
+                             ReduceOp op);
+  // Reduces this step's values of `names` with `op` over every replica, into
+  // `reduced`: one collective.
+  absl::Status ReduceMetrics(const std::vector<std::string>& names, ReduceOp op,
+                             std::map<std::string, double>* reduced);
   // The newest complete checkpoint this replica can read: its step, or -1.
   absl::StatusOr<int64_t> OwnLatestCheckpoint() const;
   // Loads checkpoint `step` of this replica's copy into its variables.
@@ -147,11 +167,14 @@ class ReplicaContextImpl final : public ReplicaContext {
   int restored_from_rank_ = -1;
   const Device device_;
   collective::Communicator* const comm_;
-  LocalMerge* const merge_;
   CentralStorage* const central_;
   size_t shared_ = 0;  // central storage: buffers created so far
   int64_t step_ = 0;
-  int64_t merges_ = 0;
+  ReduceOp loss_reduction_ = ReduceOp::kMean;
+  // This step's metrics to reduce, and whether this replica asked to stop.
+  std::map<std::string, std::pair<ReduceOp, double>> to_reduce_;
+  std::optional<std::string> stop_reason_;
+  EarlyStoppingRule early_stopping_;
   absl::Status collective_status_;
   std::vector<std::unique_ptr<VariableImpl>> variables_;  // creation order
   std::vector<std::unique_ptr<OptimizerImpl>> optimizers_;

@@ -22,18 +22,20 @@ using ::testing::HasSubstr;
 class Replicas {
  public:
   // `central`: the job uses central storage (one copy of ON_WRITE state).
-  Replicas(int n, std::string checkpoint_dir, bool central = false)
+  Replicas(int n, std::string checkpoint_dir, bool central = false,
+           v1::EarlyStopping early_stopping = {})
       : hub_(n), central_(n) {
     job_.steps = 10;
+    job_.early_stopping = std::move(early_stopping);
     job_.num_replicas = n;
     job_.checkpoint_dir = std::move(checkpoint_dir);
     job_.collective_timeout = absl::Seconds(10);
     for (int r = 0; r < n; ++r) {
       comms_.push_back(std::make_unique<collective::AlgorithmicCommunicator>(
-          hub_.Connect(r), collective::CommunicatorOptions{
-                               .timeout = absl::Seconds(10)}));
+          hub_.Connect(r),
+          collective::CommunicatorOptions{.timeout = absl::Seconds(10)}));
       contexts_.push_back(std::make_unique<ReplicaContextImpl>(
-          &job_, r, r, Device{}, comms_.back().get(), &merge_,
+          &job_, r, r, Device{}, comms_.back().get(),
           central ? &central_ : nullptr));
     }
   }
@@ -53,7 +55,6 @@ class Replicas {
  private:
   JobInfo job_;
   collective::LocalHub hub_;
-  LocalMerge merge_;
   CentralStorage central_;
   std::vector<std::unique_ptr<collective::Communicator>> comms_;
   std::vector<std::unique_ptr<ReplicaContextImpl>> contexts_;
@@ -71,16 +72,16 @@ absl::Status CreateState(ReplicaContextImpl& ctx, Optimizer** optimizer) {
       {.name = "w", .shape = {2}, .dtype = DType::kFloat64}, w0);
   if (!w.ok()) return w.status();
   const double count = 10.0 * (ctx.replica_id_in_sync_group() + 1);
-  for (auto [name, aggregation] :
-       {std::pair{"sum", Aggregation::kSum}, {"mean", Aggregation::kMean},
-        {"first", Aggregation::kOnlyFirstReplica}}) {
-    absl::StatusOr<Variable*> v = ctx.create_variable(
-        {.name = name,
-         .shape = {1},
-         .dtype = DType::kFloat64,
-         .sync = VariableSync::kOnRead,
-         .aggregation = aggregation},
-        &count);
+  for (auto [name, aggregation] : {std::pair{"sum", Aggregation::kSum},
+                                   {"mean", Aggregation::kMean},
+                                   {"first", Aggregation::kOnlyFirstReplica}}) {
+    absl::StatusOr<Variable*> v =
+        ctx.create_variable({.name = name,
+                             .shape = {1},
+                             .dtype = DType::kFloat64,
+                             .sync = VariableSync::kOnRead,
+                             .aggregation = aggregation},
+                            &count);
     if (!v.ok()) return v.status();
   }
   absl::StatusOr<Optimizer*> opt = ctx.create_optimizer(
@@ -147,22 +148,29 @@ TEST(ReplicaContextTest, StartEqualTrainEqualAndAggregateOnRead) {
   }
 }
 
-TEST(ReplicaContextTest, MergeCallRunsOncePerAgentWithEveryReplicasValues) {
+TEST(ReplicaContextTest, MergeCallRunsOnceOnReplicaZeroAndHandsBackItsResult) {
   Replicas replicas(4, "");
   std::atomic<int> runs{0};
-  ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) {
-    int32_t mine = 100 + ctx.replica_id_in_sync_group();
-    return ctx.merge_call(
-        [&](const PerReplica& values) -> absl::Status {
+  std::vector<std::string> results(4);
+  ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+    const int me = ctx.replica_id_in_sync_group();
+    int32_t mine = 100 + me;
+    absl::StatusOr<std::string> result = ctx.merge_call(
+        [&](const PerReplica& values, std::string* out) -> absl::Status {
           ++runs;
-          for (int r = 0; r < 4; ++r) {
-            EXPECT_EQ(*values.as<int32_t>(0, r), 100 + r);
-          }
+          EXPECT_EQ(me, 0) << "the merge function ran on replica " << me;
+          int sum = 0;
+          for (int r = 0; r < 4; ++r) sum += *values.as<int32_t>(0, r);
+          *out = "sum=" + std::to_string(sum);
           return absl::OkStatus();
         },
         std::vector<Tensor>{Tensor{&mine, 1, DType::kInt32}});
+    if (!result.ok()) return result.status();
+    results[me] = *result;
+    return absl::OkStatus();
   }));
   EXPECT_EQ(runs.load(), 1);
+  EXPECT_THAT(results, ElementsAre("sum=406", "sum=406", "sum=406", "sum=406"));
 
   const std::vector<absl::Status> failed =
       replicas.Run([&](ReplicaContextImpl& ctx) {
@@ -173,8 +181,122 @@ TEST(ReplicaContextTest, MergeCallRunsOncePerAgentWithEveryReplicasValues) {
             {});
       });
   for (const absl::Status& s : failed) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
     EXPECT_THAT(s.message(), HasSubstr("the merge found a NaN"));
   }
+}
+
+TEST(ReplicaContextTest, ReduceGivesEveryReplicaTheSameValue) {
+  Replicas replicas(3, "");
+  std::vector<double> means(3), maxima(3);
+  ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+    const int me = ctx.replica_id_in_sync_group();
+    absl::StatusOr<double> mean = ctx.reduce(ReduceOp::kMean, 1.0 + me);
+    if (!mean.ok()) return mean.status();
+    absl::StatusOr<double> max = ctx.reduce(ReduceOp::kMax, 1.0 + me);
+    if (!max.ok()) return max.status();
+    means[me] = *mean;
+    maxima[me] = *max;
+    return absl::OkStatus();
+  }));
+  EXPECT_THAT(means, ElementsAre(2.0, 2.0, 2.0));
+  EXPECT_THAT(maxima, ElementsAre(3.0, 3.0, 3.0));
+}
+
+TEST(ReplicaContextTest, EndStepReducesReportedMetricsAndAgreesToStop) {
+  Replicas replicas(4, "");
+  std::vector<StepEnd> first(4), second(4);
+  std::vector<std::map<std::string, double>> metrics(4);
+  ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+    const int me = ctx.replica_id_in_sync_group();
+    ctx.set_step(0);
+    ctx.report("loss", 1.0 + me, ReduceOp::kMean);
+    ctx.report("worst", 1.0 + me, ReduceOp::kMax);
+    ctx.report("seen", 10, ReduceOp::kSum);
+    ctx.report("local", me);  // not reduced: each replica's own
+    absl::StatusOr<StepEnd> end = ctx.EndStep();
+    if (!end.ok()) return end.status();
+    first[me] = *end;
+    metrics[me] = ctx.last_metrics();
+    ctx.set_step(1);
+    if (me == 2) ctx.stop_training("the loss is low enough");
+    end = ctx.EndStep();
+    if (!end.ok()) return end.status();
+    second[me] = *end;
+    return absl::OkStatus();
+  }));
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_FALSE(first[r].stop) << r;
+    EXPECT_EQ(metrics[r]["loss"], 2.5) << r;
+    EXPECT_EQ(metrics[r]["worst"], 4.0) << r;
+    EXPECT_EQ(metrics[r]["seen"], 40.0) << r;
+    EXPECT_EQ(metrics[r]["local"], r) << r;
+    EXPECT_TRUE(second[r].stop) << r;
+    EXPECT_EQ(second[r].stopped_by, 2) << r;
+  }
+  EXPECT_EQ(second[2].reason,
+            "replica 2 called stop_training: the loss is low enough");
+  EXPECT_EQ(second[0].reason, "");
+}
+
+TEST(ReplicaContextTest, EarlyStoppingRuleStopsEveryReplicaAtTheSameStep) {
+  v1::EarlyStopping rule;
+  rule.set_metric("loss");
+  rule.set_target(0.5);
+  Replicas replicas(2, "", false, rule);
+  std::vector<int64_t> stopped_at(2, -1);
+  std::vector<std::string> reasons(2);
+  ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+    const int me = ctx.replica_id_in_sync_group();
+    for (int64_t step = 0; step < 10; ++step) {
+      ctx.set_step(step);
+      // Replica 1's loss is always lower: only the mean decides.
+      ctx.report("loss", (me == 0 ? 1.3 : 0.9) - 0.1 * step, ReduceOp::kMean);
+      absl::StatusOr<StepEnd> end = ctx.EndStep();
+      if (!end.ok()) return end.status();
+      if (end->stop) {
+        stopped_at[me] = step + 1;
+        reasons[me] = end->reason;
+        break;
+      }
+    }
+    return absl::OkStatus();
+  }));
+  // Mean 1.1 - 0.1 * step reaches 0.5 at step 6 (7 steps done).
+  EXPECT_THAT(stopped_at, ElementsAre(7, 7));
+  EXPECT_THAT(reasons[0], HasSubstr("reached the target 0.5 at step 7"));
+  EXPECT_EQ(reasons[0], reasons[1]);
+}
+
+TEST(ReplicaContextTest, LossReductionSumAddsTheReplicasGradients) {
+  Replicas replicas(2, "");
+  std::vector<double> w(2);
+  std::vector<ReduceOp> reductions(2);
+  ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+    const double zero = 0;
+    absl::StatusOr<Variable*> v = ctx.create_variable(
+        {.name = "w", .shape = {1}, .dtype = DType::kFloat64}, &zero);
+    if (!v.ok()) return v.status();
+    absl::StatusOr<Optimizer*> bad = ctx.create_optimizer(
+        {.learning_rate = 1, .loss_reduction = ReduceOp::kMax}, {*v});
+    EXPECT_THAT(bad.status().message(), HasSubstr("MEAN or SUM"));
+    absl::StatusOr<Optimizer*> sgd = ctx.create_optimizer(
+        {.learning_rate = 1, .loss_reduction = ReduceOp::kSum}, {*v});
+    if (!sgd.ok()) return sgd.status();
+    EXPECT_EQ(ctx.get_loss_reduction(), ReduceOp::kMean);
+    double grad = 1.0 + ctx.replica_id_in_sync_group();
+    if (absl::Status s = (*sgd)->apply_gradients(
+            std::vector<Tensor>{Tensor{&grad, 1, DType::kFloat64}});
+        !s.ok()) {
+      return s;
+    }
+    w[ctx.replica_id_in_sync_group()] = *(*v)->data<double>();
+    reductions[ctx.replica_id_in_sync_group()] = ctx.get_loss_reduction();
+    return absl::OkStatus();
+  }));
+  // 0 - 1 * (1 + 2): the sum, not the mean.
+  EXPECT_THAT(w, ElementsAre(-3.0, -3.0));
+  EXPECT_THAT(reductions, ElementsAre(ReduceOp::kSum, ReduceOp::kSum));
 }
 
 TEST(ReplicaContextTest, CheckpointRestoresReplicaZerosStateEverywhere) {
@@ -236,13 +358,13 @@ std::vector<SgdRun> RunSgd(Replicas& replicas, int n, bool save = false) {
         {.name = "w", .shape = {2}, .dtype = DType::kFloat64}, w0);
     if (!w.ok()) return w.status();
     const double count0 = 10.0 * (r + 1);
-    absl::StatusOr<Variable*> count = ctx.create_variable(
-        {.name = "count",
-         .shape = {1},
-         .dtype = DType::kFloat64,
-         .sync = VariableSync::kOnRead,
-         .aggregation = Aggregation::kSum},
-        &count0);
+    absl::StatusOr<Variable*> count =
+        ctx.create_variable({.name = "count",
+                             .shape = {1},
+                             .dtype = DType::kFloat64,
+                             .sync = VariableSync::kOnRead,
+                             .aggregation = Aggregation::kSum},
+                            &count0);
     if (!count.ok()) return count.status();
     absl::StatusOr<Optimizer*> sgd = ctx.create_optimizer(
         {.kind = OptimizerKind::kSgd, .learning_rate = 0.5}, {*w});
@@ -310,13 +432,13 @@ TEST(ReplicaContextTest, CheckpointsOfEitherStrategyRestoreInTheOther) {
           {.name = "w", .shape = {2}, .dtype = DType::kFloat64}, w0);
       if (!w.ok()) return w.status();
       const double zero = 0;
-      absl::StatusOr<Variable*> count = ctx.create_variable(
-          {.name = "count",
-           .shape = {1},
-           .dtype = DType::kFloat64,
-           .sync = VariableSync::kOnRead,
-           .aggregation = Aggregation::kSum},
-          &zero);
+      absl::StatusOr<Variable*> count =
+          ctx.create_variable({.name = "count",
+                               .shape = {1},
+                               .dtype = DType::kFloat64,
+                               .sync = VariableSync::kOnRead,
+                               .aggregation = Aggregation::kSum},
+                              &zero);
       if (!count.ok()) return count.status();
       if (absl::StatusOr<Optimizer*> sgd = ctx.create_optimizer(
               {.kind = OptimizerKind::kSgd, .learning_rate = 0.5}, {*w});
@@ -340,8 +462,7 @@ TEST(ReplicaContextTest, CentralStorageNamesVariablesCreatedDifferently) {
       replicas.Run([&](ReplicaContextImpl& ctx) {
         const bool first = ctx.replica_id_in_sync_group() == 0;
         return ctx
-            .create_variable({.name = first ? "w" : "v", .shape = {2}},
-                             nullptr)
+            .create_variable({.name = first ? "w" : "v", .shape = {2}}, nullptr)
             .status();
       });
   EXPECT_TRUE(statuses[0].ok()) << statuses[0];
@@ -355,14 +476,16 @@ TEST(ReplicaContextTest, MisuseIsReportedNamingTheProblem) {
   Replicas replicas(1, "");
   ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
     EXPECT_TRUE(ctx.create_variable({.name = "v", .shape = {2}}, nullptr).ok());
-    EXPECT_THAT(
-        ctx.create_variable({.name = "v", .shape = {2}}, nullptr).status().message(),
-        HasSubstr("exists already"));
-    absl::StatusOr<Optimizer*> opt = ctx.create_optimizer(
-        {}, {ctx.find_variable("v")});
+    EXPECT_THAT(ctx.create_variable({.name = "v", .shape = {2}}, nullptr)
+                    .status()
+                    .message(),
+                HasSubstr("exists already"));
+    absl::StatusOr<Optimizer*> opt =
+        ctx.create_optimizer({}, {ctx.find_variable("v")});
     EXPECT_TRUE(opt.ok());
     float wrong[3] = {};
-    EXPECT_THAT((*opt)->apply_gradients(
+    EXPECT_THAT((*opt)
+                    ->apply_gradients(
                         std::vector<Tensor>{Tensor{wrong, 3, DType::kFloat32}})
                     .message(),
                 HasSubstr("the gradient of \"v\" has 3"));

@@ -17,7 +17,8 @@ namespace cohort::agent {
 SyncJobRunner::SyncJobRunner(RunnerOptions options)
     : options_(std::move(options)),
       central_(options_.assignment.local_replicas()) {
-  job_ = JobInfoFor(options_.assignment, options_.checkpoint_copies);
+  job_ = JobInfoFor(options_.assignment, options_.task,
+                    options_.checkpoint_copies);
   steps_done_.assign(options_.assignment.local_replicas(), 0);
   // Sized once, before Report() can look: entries are filled under mu_.
   replicas_.resize(options_.assignment.local_replicas());
@@ -44,7 +45,6 @@ void SyncJobRunner::Abort(const absl::Status& status) {
     comms = comms_;
   }
   for (collective::Communicator* comm : comms) comm->Abort(status);
-  merge_.Abort(status);
   central_.Abort(status);
 }
 
@@ -90,6 +90,8 @@ v1::AgentJobReport SyncJobRunner::Report() const {
   *report.mutable_links() = {links_.begin(), links_.end()};
   report.set_resumed_from_step(resumed_from_step_);
   report.set_resumed_from(resumed_from_);
+  report.set_stopped_at_step(stopped_at_step_);
+  report.set_stop_reason(stop_reason_);
   if (!replicas_.empty() && replicas_[0] != nullptr) {
     for (const auto& [metric, value] : replicas_[0]->last_metrics()) {
       (*report.mutable_metrics())[metric] = value;
@@ -139,8 +141,10 @@ bool SyncJobRunner::Run() {
     comms_.clear();
   }
   if (!lifecycle_.error().ok()) return false;
+  absl::MutexLock lock(&mu_);
   spdlog::info("job {} attempt {}: all {} local replicas finished {} steps",
-               a.job_id(), a.attempt(), a.local_replicas(), job_.steps);
+               a.job_id(), a.attempt(), a.local_replicas(),
+               *std::min_element(steps_done_.begin(), steps_done_.end()));
   return true;
 }
 
@@ -264,7 +268,7 @@ void SyncJobRunner::RunReplica(int local) {
     comm_owners_[local] = *std::move(comm);
     comms_.push_back(comm_owners_[local].get());
     replicas_[local] = std::make_unique<ReplicaContextImpl>(
-        &job_, replica, local, device, comm_owners_[local].get(), &merge_,
+        &job_, replica, local, device, comm_owners_[local].get(),
         spec.strategy() == v1::CENTRAL_STORAGE ? &central_ : nullptr);
   }
   if (aborted_) comm_owners_[local]->Abort(absl::AbortedError("aborted"));
@@ -311,8 +315,13 @@ void SyncJobRunner::RunReplica(int local) {
                           absl::StrCat("step function \"", spec.step_fn(),
                                        "\" at step ", step));
     }
+    absl::StatusOr<StepEnd> end = ctx.EndStep();
+    if (!end.ok()) {
+      return user_failure(end.status(), absl::StrCat("the end of step ", step));
+    }
     const int64_t done = step + 1;
-    if (done == job_.steps || (every > 0 && done % every == 0)) {
+    if (end->stop) Stopped(done, *end);
+    if (end->stop || done == job_.steps || (every > 0 && done % every == 0)) {
       if (absl::Status saved = ctx.SaveCheckpoint(done); !saved.ok()) {
         return Fail(
             absl::Status(saved.code(), absl::StrCat("checkpoint at step ", done,
@@ -325,7 +334,21 @@ void SyncJobRunner::RunReplica(int local) {
       }
     }
     Progress(local, done);
+    if (end->stop) return;
   }
+}
+
+void SyncJobRunner::Stopped(int64_t done, const StepEnd& end) {
+  absl::MutexLock lock(&mu_);
+  if (stopped_at_step_ == 0) {
+    stopped_at_step_ = done;
+    spdlog::info("job {}: training stops after step {}: {}",
+                 options_.assignment.job_id(), done,
+                 end.reason.empty() ? absl::StrCat("replica ", end.stopped_by,
+                                                   " called stop_training")
+                                    : end.reason);
+  }
+  if (stop_reason_.empty()) stop_reason_ = end.reason;
 }
 
 }  // namespace cohort::agent

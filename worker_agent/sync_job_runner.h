@@ -25,9 +25,9 @@
 #include "collective/transports/local_transport.h"
 #include "common/cluster_spec.h"
 #include "rpc/security.h"
+#include "worker_agent/attempt_lifecycle.h"
 #include "worker_agent/attempt_runner.h"
 #include "worker_agent/input_pipeline.h"
-#include "worker_agent/attempt_lifecycle.h"
 #include "worker_agent/replica_context.h"
 #include "worker_agent/step_library.h"
 
@@ -64,12 +64,13 @@ class SyncJobRunner final : public AttemptRunner {
   // Records the first failure and aborts everything else.
   void Fail(const absl::Status& status, bool permanent);
   void Progress(int local, int64_t steps_done);
+  // The replicas agreed to stop after `done` steps.
+  void Stopped(int64_t done, const StepEnd& end);
 
   const RunnerOptions options_;
   JobInfo job_;
   StepFunctions functions_;
   std::unique_ptr<InputPipeline> pipeline_;
-  LocalMerge merge_;
   CentralStorage central_;  // used by CENTRAL_STORAGE jobs only
   std::unique_ptr<collective::Store> store_;
   std::unique_ptr<collective::LocalHub> hub_;  // hierarchical: this agent's
@@ -93,6 +94,9 @@ class SyncJobRunner final : public AttemptRunner {
   std::string resumed_from_ ABSL_GUARDED_BY(mu_);
   // The ring links starting at this agent's ranks, for the report.
   std::vector<v1::RingLink> links_ ABSL_GUARDED_BY(mu_);
+  // Where and why training stopped before the job's steps; 0: it did not.
+  int64_t stopped_at_step_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string stop_reason_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cohort::agent

@@ -181,6 +181,26 @@ std::string JobDetails(const v1::JobStatus& job, absl::Time now,
     step += absl::StrFormat(", %.1f steps/s", job.steps_per_second());
   }
   AddDetail(&out, "step", step);
+  if (job.stopped_at_step() > 0) {
+    AddDetail(
+        &out, "stopped",
+        absl::StrCat("at step ", job.stopped_at_step(), ": ",
+                     job.stop_reason().empty() ? "stop_training was called"
+                                               : job.stop_reason()));
+  }
+  const v1::EarlyStopping& rule = spec.early_stopping();
+  if (!rule.metric().empty()) {
+    std::string text =
+        absl::StrCat(rule.metric(), rule.maximize() ? " (higher is better)"
+                                                    : " (lower is better)");
+    if (rule.has_target()) absl::StrAppend(&text, ", target ", rule.target());
+    if (rule.patience() > 0) {
+      absl::StrAppend(&text, ", patience ", rule.patience(), " steps");
+      if (rule.min_delta() > 0)
+        absl::StrAppend(&text, " (min_delta ", rule.min_delta(), ")");
+    }
+    AddDetail(&out, "early stop", text);
+  }
   AddDetail(&out, "metrics",
             job.metrics().empty() ? "-" : FormatMetrics(job, 6));
 

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
@@ -36,7 +37,8 @@ ABSL_FLAG(std::string, ps_partitioner, "none",
           "none (whole variables, round-robin), fixed (--ps_shards parts), "
           "min_size (parts of at least --ps_min_shard_bytes) or max_size "
           "(parts of at most --ps_max_shard_bytes).");
-ABSL_FLAG(int, ps_shards, 0, "submit: parts per variable for --ps_partitioner=fixed.");
+ABSL_FLAG(int, ps_shards, 0,
+          "submit: parts per variable for --ps_partitioner=fixed.");
 ABSL_FLAG(int64_t, ps_min_shard_bytes, 256 << 10,
           "submit: smallest part for --ps_partitioner=min_size.");
 ABSL_FLAG(int64_t, ps_max_shard_bytes, 0,
@@ -66,6 +68,20 @@ ABSL_FLAG(std::string, name, "",
 ABSL_FLAG(absl::Duration, collective_timeout, absl::Seconds(60),
           "submit: how long a collective may wait for a peer before the "
           "attempt fails.");
+ABSL_FLAG(std::string, early_stop_metric, "",
+          "submit: end training early on this metric, which the step reports "
+          "reduced over the replicas (report(name, value, ReduceOp)); with "
+          "--early_stop_target and/or --early_stop_patience.");
+ABSL_FLAG(bool, early_stop_maximize, false,
+          "submit: higher values of --early_stop_metric are better "
+          "(accuracy); default: lower (loss).");
+ABSL_FLAG(std::optional<double>, early_stop_target, std::nullopt,
+          "submit: stop once --early_stop_metric is at least this good.");
+ABSL_FLAG(int64_t, early_stop_patience, 0,
+          "submit: stop after this many steps in a row without an "
+          "improvement of more than --early_stop_min_delta.");
+ABSL_FLAG(double, early_stop_min_delta, 0,
+          "submit: the least change that counts as an improvement.");
 ABSL_FLAG(bool, wait, false,
           "submit: watch the job until it ends; exit 0 only if it SUCCEEDED.");
 
@@ -152,6 +168,11 @@ absl::StatusOr<JobSpec> SpecFromFlags() {
   spec.ps.max_shard_bytes = absl::GetFlag(FLAGS_ps_max_shard_bytes);
   spec.ps.max_inflight = absl::GetFlag(FLAGS_max_inflight);
   spec.ps.recovery_timeout = absl::GetFlag(FLAGS_ps_recovery_timeout);
+  spec.early_stopping.metric = absl::GetFlag(FLAGS_early_stop_metric);
+  spec.early_stopping.maximize = absl::GetFlag(FLAGS_early_stop_maximize);
+  spec.early_stopping.target = absl::GetFlag(FLAGS_early_stop_target);
+  spec.early_stopping.patience = absl::GetFlag(FLAGS_early_stop_patience);
+  spec.early_stopping.min_delta = absl::GetFlag(FLAGS_early_stop_min_delta);
   return spec;
 }
 

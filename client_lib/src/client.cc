@@ -264,6 +264,16 @@ absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
   proto.set_checkpoint_dir(spec.checkpoint_dir);
   proto.set_collective_timeout_ms(
       absl::ToInt64Milliseconds(spec.collective_timeout));
+  if (!spec.early_stopping.metric.empty()) {
+    v1::EarlyStopping& rule = *proto.mutable_early_stopping();
+    rule.set_metric(spec.early_stopping.metric);
+    rule.set_maximize(spec.early_stopping.maximize);
+    if (spec.early_stopping.target.has_value()) {
+      rule.set_target(*spec.early_stopping.target);
+    }
+    rule.set_patience(spec.early_stopping.patience);
+    rule.set_min_delta(spec.early_stopping.min_delta);
+  }
   if (spec.strategy == StrategyKind::kParameterServer) {
     v1::ParameterServerOptions& ps = *proto.mutable_ps();
     ps.set_partitioner(static_cast<v1::ParameterServerOptions::Partitioner>(

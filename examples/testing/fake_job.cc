@@ -150,6 +150,10 @@ absl::StatusOr<FakeJobResult> RunFakeJob(const StepLibrary& library,
       for (int64_t i = 0; s.ok() && i < options.steps; ++i) {
         ctx.set_step(i);
         s = step(ctx, batches.Get(i, r));
+        absl::StatusOr<bool> stop =
+            s.ok() ? ctx.AgreeToStop() : absl::StatusOr<bool>(s);
+        if (!stop.ok()) s = stop.status();
+        if (s.ok() && *stop) break;
       }
       if (!s.ok()) fail(s);
     });

@@ -149,7 +149,7 @@ std::vector<double> FakeVariable::values() {
 
 class FakeOptimizer final : public Optimizer {
  public:
-  FakeOptimizer(ReplicaContext* ctx, const OptimizerOptions& options,
+  FakeOptimizer(FakeReplicaContext* ctx, const OptimizerOptions& options,
                 std::vector<Variable*> variables)
       : ctx_(ctx), options_(options), variables_(std::move(variables)) {
     const int slots = std::max(optimizer::SlotCount(options_.kind), 0);
@@ -183,7 +183,9 @@ class FakeOptimizer final : public Optimizer {
       std::memcpy(copies.back().data(), g.data, g.bytes());
       reduced.push_back({copies.back().data(), g.count, g.dtype});
     }
-    if (absl::Status s = ctx_->all_reduce(ReduceOp::kMean, reduced); !s.ok()) {
+    ctx_->set_loss_reduction(options_.loss_reduction);
+    if (absl::Status s = ctx_->all_reduce(options_.loss_reduction, reduced);
+        !s.ok()) {
       return s;
     }
     ++iterations_;
@@ -200,7 +202,7 @@ class FakeOptimizer final : public Optimizer {
   }
 
  private:
-  ReplicaContext* const ctx_;
+  FakeReplicaContext* const ctx_;
   const OptimizerOptions options_;
   const std::vector<Variable*> variables_;
   // Per variable, the optimizer's slots in the variable's dtype.
@@ -358,8 +360,8 @@ absl::Status FakeReplicaContext::all_gather(Tensor input, Tensor output) {
   return absl::OkStatus();
 }
 
-absl::Status FakeReplicaContext::merge_call(
-    const std::function<absl::Status(const PerReplica&)>& fn,
+absl::StatusOr<std::string> FakeReplicaContext::merge_call(
+    const std::function<absl::Status(const PerReplica&, std::string*)>& fn,
     std::span<const Tensor> tensors) {
   PerReplica per_replica;
   for (const Tensor& t : tensors) {
@@ -371,21 +373,44 @@ absl::Status FakeReplicaContext::merge_call(
       per_replica.values.back().emplace_back(bytes.begin(), bytes.end());
     }
   }
-  // Replica 0 runs the function; the others take its status.
-  std::string result;
+  // Replica 0 runs the function; the others take its status and result.
+  std::string outcome;
   if (rank_ == 0) {
-    const absl::Status status = fn(per_replica);
-    result = std::to_string(static_cast<int>(status.code())) + ":" +
-             std::string(status.message());
+    std::string result;
+    const absl::Status status = fn(per_replica, &result);
+    outcome = std::to_string(static_cast<int>(status.code())) + ":" +
+              (status.ok() ? result : std::string(status.message()));
   }
   absl::StatusOr<std::vector<std::string>> all =
-      group_->Exchange(rank_, "merge_call status", result);
+      group_->Exchange(rank_, "merge_call result", outcome);
   if (!all.ok()) return all.status();
   const std::string& first = (*all)[0];
   const size_t colon = first.find(':');
-  return absl::Status(
-      static_cast<absl::StatusCode>(std::stoi(first.substr(0, colon))),
-      first.substr(colon + 1));
+  const auto code =
+      static_cast<absl::StatusCode>(std::stoi(first.substr(0, colon)));
+  if (code != absl::StatusCode::kOk) {
+    return absl::Status(code, first.substr(colon + 1));
+  }
+  return first.substr(colon + 1);
+}
+
+absl::Status FakeReplicaContext::reduce(ReduceOp op, std::span<double> values) {
+  return all_reduce(op, Tensor{values.data(), values.size(), DType::kFloat64});
+}
+
+void FakeReplicaContext::report(std::string_view metric, double value,
+                                ReduceOp op) {
+  // A replica's failure shows in its next collective; the value stays local.
+  if (reduce(op, std::span<double>(&value, 1)).ok()) report(metric, value);
+}
+
+absl::StatusOr<bool> FakeReplicaContext::AgreeToStop() {
+  double votes = stop_reason_.has_value() ? 1 : 0;
+  if (absl::Status s = reduce(ReduceOp::kSum, std::span<double>(&votes, 1));
+      !s.ok()) {
+    return s;
+  }
+  return votes > 0;
 }
 
 void FakeReplicaContext::report(std::string_view metric, double value) {

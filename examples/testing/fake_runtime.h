@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,6 +76,11 @@ class FakeReplicaContext final : public ReplicaContext {
   int64_t global_batch_size() const override { return job_->global_batch_size; }
   uint64_t seed() const override { return job_->seed; }
   const std::string& config_json() const override { return job_->config_json; }
+  const std::string& task_type() const override { return task_type_; }
+  int task_id() const override { return 0; }
+  StrategyKind strategy() const override {
+    return StrategyKind::kMultiWorkerMirrored;
+  }
   absl::StatusOr<Variable*> create_variable(const VariableOptions& options,
                                             const void* initial) override;
   Variable* find_variable(std::string_view name) override;
@@ -87,17 +93,29 @@ class FakeReplicaContext final : public ReplicaContext {
   using ReplicaContext::all_reduce;
   absl::Status broadcast(Tensor tensor, int root) override;
   absl::Status all_gather(Tensor input, Tensor output) override;
-  absl::Status merge_call(
-      const std::function<absl::Status(const PerReplica&)>& fn,
+  absl::Status reduce(ReduceOp op, std::span<double> values) override;
+  using ReplicaContext::reduce;
+  absl::StatusOr<std::string> merge_call(
+      const std::function<absl::Status(const PerReplica&, std::string*)>& fn,
       std::span<const Tensor> tensors) override;
+  using ReplicaContext::merge_call;
   void report(std::string_view metric, double value) override;
+  // Reduced at once, as the agent does at the step's end.
+  void report(std::string_view metric, double value, ReduceOp op) override;
+  void stop_training(std::string_view reason) override {
+    stop_reason_ = std::string(reason);
+  }
+  ReduceOp get_loss_reduction() const override { return loss_reduction_; }
   void set_user_state(std::shared_ptr<void> state) override {
     user_state_ = std::move(state);
   }
   void* user_state() const override { return user_state_.get(); }
 
-  // --- For the runner.
+  // --- For the runner and the optimizers.
   void set_step(int64_t step) { step_ = step; }
+  void set_loss_reduction(ReduceOp op) { loss_reduction_ = op; }
+  // After each step: whether any replica called stop_training. Collective.
+  absl::StatusOr<bool> AgreeToStop();
   // Makes every ON_WRITE variable equal to replica 0's, as the agent does
   // after the init function. Collective.
   absl::Status SyncVariables();
@@ -116,6 +134,9 @@ class FakeReplicaContext final : public ReplicaContext {
   FakeGroup* const group_;
   const Device device_;
   int64_t step_ = 0;
+  const std::string task_type_ = "chief";
+  ReduceOp loss_reduction_ = ReduceOp::kMean;
+  std::optional<std::string> stop_reason_;
   std::vector<std::unique_ptr<FakeVariable>> variables_;
   std::vector<std::unique_ptr<FakeOptimizer>> optimizers_;
   std::map<std::string, std::vector<std::pair<int64_t, double>>> metrics_;

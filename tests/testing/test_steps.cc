@@ -1,5 +1,7 @@
-// Step functions for the job tests: ones that fail or crash on purpose, and
-// the near-empty steps that measure the runtime's own per-step cost.
+// Step functions for the job tests: ones that fail or crash on purpose, the
+// near-empty steps that measure the runtime's own per-step cost, and ones
+// that drive the training loop from the step (reductions, merge_call
+// results, stop_training).
 
 #include <csignal>
 #include <cstdlib>
@@ -42,8 +44,53 @@ absl::Status SyncStep(cohort::ReplicaContext& ctx, const cohort::Batch&) {
                         cohort::Tensor{&x, 1, cohort::DType::kFloat32});
 }
 
+// What a step sees of where it runs, and of the other replicas: the runtime
+// sums "replicas" and "on_chief" over every replica; merge_call's result
+// must reach every replica; at step 4 the last replica ends training.
+absl::Status ControlStep(cohort::ReplicaContext& ctx, const cohort::Batch&) {
+  const int me = ctx.replica_id_in_sync_group();
+  const int n = ctx.num_replicas_in_sync();
+  ctx.report("replicas", 1, cohort::ReduceOp::kSum);
+  ctx.report("on_chief", ctx.task_type() == "chief" ? 1 : 0,
+             cohort::ReduceOp::kSum);
+  ctx.report("task_id_max", ctx.task_id(), cohort::ReduceOp::kMax);
+  if (ctx.strategy() != cohort::StrategyKind::kMultiWorkerMirrored) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "control_step runs under MultiWorkerMirroredStrategy; this is ",
+        cohort::StrategyName(ctx.strategy())));
+  }
+  int32_t id = me;
+  absl::StatusOr<std::string> ids = ctx.merge_call(
+      [n](const cohort::PerReplica& values, std::string* result) {
+        for (int r = 0; r < n; ++r) {
+          absl::StrAppend(result, r > 0 ? "," : "", *values.as<int32_t>(0, r));
+        }
+        return absl::OkStatus();
+      },
+      std::vector<cohort::Tensor>{{&id, 1, cohort::DType::kInt32}});
+  if (!ids.ok()) return ids.status();
+  std::string expected;
+  for (int r = 0; r < n; ++r) absl::StrAppend(&expected, r > 0 ? "," : "", r);
+  if (*ids != expected) {
+    return absl::InternalError(absl::StrCat("merge_call handed replica ", me,
+                                            " \"", *ids, "\", not \"", expected,
+                                            "\""));
+  }
+  if (ctx.step() == 4 && me == n - 1) ctx.stop_training("it has seen enough");
+  return absl::OkStatus();
+}
+
+// ParameterServer: the closure for step 20 and later end training.
+absl::Status StopPsStep(cohort::ReplicaContext& ctx, const cohort::Batch&) {
+  ctx.report("closure", static_cast<double>(ctx.step()));
+  if (ctx.step() >= 20) ctx.stop_training("closure 20 was reached");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
+COHORT_REGISTER_STEP("control_step", ControlStep);
+COHORT_REGISTER_STEP("stop_ps_step", StopPsStep);
 COHORT_REGISTER_STEP("fail_step", FailStep);
 COHORT_REGISTER_STEP("crash_step", CrashStep);
 COHORT_REGISTER_STEP("empty_step", EmptyStep);

@@ -22,12 +22,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "cohort/strategy.h"
 #include "cohort/v1/coordinator.pb.h"
 #include "cohort/v1/job.pb.h"
 
@@ -39,16 +41,6 @@ struct ClientOptions {
   std::string tls_cert_file;    // client certificate, for mutual TLS
   std::string tls_key_file;
   absl::Duration rpc_timeout = absl::Seconds(5);
-};
-
-// As tf.distribute's strategies; the parameter-server kinds place variables
-// on the PS tasks.
-enum class StrategyKind {
-  kMultiWorkerMirrored,
-  kMirrored,
-  kOneDevice,
-  kCentralStorage,  // one agent: one copy of the variables, every device
-  kParameterServer,
 };
 
 // How replicas all-reduce. kAuto picks NCCL for CUDA replicas, else
@@ -78,6 +70,19 @@ struct ParameterServerOptions {
   absl::Duration recovery_timeout = absl::Seconds(60);
 };
 
+// Ends a synchronous job before `steps` on a metric that its step reports
+// reduced over the replicas (ReplicaContext::report with a ReduceOp), as
+// Keras' EarlyStopping; the job then ends SUCCEEDED at that step. A step can
+// also end training itself with ReplicaContext::stop_training. The
+// coordinator checks the fields.
+struct EarlyStopping {
+  std::string metric;            // empty: no rule
+  bool maximize = false;         // higher is better (accuracy)
+  std::optional<double> target;  // stop once the metric is this good
+  int64_t patience = 0;  // steps without an improvement; 0: no such rule
+  double min_delta = 0;  // what counts as an improvement
+};
+
 // What to run. Only library_path, step_fn, steps and global_batch_size are
 // required.
 struct JobSpec {
@@ -91,13 +96,14 @@ struct JobSpec {
   int64_t steps = 0;
   int64_t global_batch_size = 0;  // split evenly over the replicas
   uint64_t seed = 0;
-  int64_t checkpoint_every = 0;  // steps; 0: only the final checkpoint
-  int max_restarts = 0;          // after a lost worker
+  int64_t checkpoint_every = 0;    // steps; 0: only the final checkpoint
+  int max_restarts = 0;            // after a lost worker
   std::string config_json = "{}";  // handed to the library as is
   int devices_per_agent = 0;       // 0: every device of each agent
   std::string checkpoint_dir;      // default: under the coordinator's state
   absl::Duration collective_timeout = absl::Seconds(60);
-  ParameterServerOptions ps;  // kParameterServer only
+  ParameterServerOptions ps;     // kParameterServer only
+  EarlyStopping early_stopping;  // the synchronous strategies only
 };
 
 // One saved tensor of a checkpoint.

@@ -9,7 +9,8 @@
 //   absl::StatusOr<std::unique_ptr<cohort::Dataset>> MyData(
 //       const cohort::InputContext& input) {
 //     return input.OpenRecordFiles({"/data/part-0", "/data/part-1"},
-//                                  {.shard_policy = cohort::ShardPolicy::kFile});
+//                                  {.shard_policy =
+//                                  cohort::ShardPolicy::kFile});
 //   }
 //   COHORT_REGISTER_DATASET("my_data", MyData);   // see step.h
 //

@@ -37,17 +37,18 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "cohort/dataset.h"
+#include "cohort/strategy.h"
 
 // The agent refuses a library built against another version of this header.
 #ifndef COHORT_STEP_API_VERSION
-#define COHORT_STEP_API_VERSION 1
+#define COHORT_STEP_API_VERSION 2
 #endif
 
 namespace cohort {
 
 // Element types: the one vocabulary of the step API, the collectives, the
-// checkpoints and the ps (whose wire enum maps onto it in ps_client/dtype.h). The 16-bit floats reduce (SUM and MEAN) but hold no
-// variables.
+// checkpoints and the ps (whose wire enum maps onto it in ps_client/dtype.h).
+// The 16-bit floats reduce (SUM and MEAN) but hold no variables.
 enum class DType { kFloat32, kFloat64, kInt32, kInt64, kFloat16, kBFloat16 };
 
 inline size_t DTypeSize(DType dtype) {
@@ -180,6 +181,10 @@ struct OptimizerOptions {
   double beta2 = 0.999;
   double epsilon = 1e-7;
   double initial_accumulator_value = 0.1;  // kAdagrad
+  // How the replicas' gradients combine, as tf.distribute's loss reduction:
+  // kMean when each replica's loss is a mean over its own batch, kSum when
+  // losses are already scaled by the global batch size. Nothing else.
+  ReduceOp loss_reduction = ReduceOp::kMean;
 };
 
 // Updates a fixed list of ON_WRITE variables. Its slots (momentum, Adam's
@@ -189,8 +194,9 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
 
-  // All-reduces `gradients` (MEAN over the replicas, one fused collective),
-  // then applies the update; gradients[i] matches the i-th variable in
+  // All-reduces `gradients` (with the options' loss_reduction, MEAN by
+  // default, over the replicas, one fused collective), then applies the
+  // update; gradients[i] matches the i-th variable in
   // count and dtype. Every replica applies the same update to the same
   // values, so mirrored variables stay bitwise equal.
   virtual absl::Status apply_gradients(std::span<const Tensor> gradients) = 0;
@@ -222,6 +228,12 @@ class ReplicaContext {
   virtual int64_t global_batch_size() const = 0;
   virtual uint64_t seed() const = 0;
   virtual const std::string& config_json() const = 0;
+  // The task running this replica, as TF_CONFIG names it ("chief",
+  // "worker") and its index, and the job's strategy: the cluster
+  // resolver's task_type and task_id, and tf.distribute.get_strategy().
+  virtual const std::string& task_type() const = 0;
+  virtual int task_id() const = 0;
+  virtual StrategyKind strategy() const = 0;
 
   // --- Variables and optimizers: create them in the init function, in the
   // same order on every replica. `initial` is host memory holding count()
@@ -249,17 +261,49 @@ class ReplicaContext {
   // `output` holds num_replicas_in_sync() * input.count elements, replica
   // r's block at r * input.count.
   virtual absl::Status all_gather(Tensor input, Tensor output) = 0;
-  // Runs `fn` in cross-replica context: once per agent, after every replica
-  // reached the call, with every replica's copy of `tensors`. Its status is
-  // returned on every replica. `fn` must be deterministic: each agent runs
-  // it on the same inputs.
-  virtual absl::Status merge_call(
-      const std::function<absl::Status(const PerReplica&)>& fn,
+  // strategy.reduce: reduces `values` (host memory) over every replica, in
+  // place; every replica gets the same bits.
+  virtual absl::Status reduce(ReduceOp op, std::span<double> values) = 0;
+  absl::StatusOr<double> reduce(ReduceOp op, double value) {
+    absl::Status status = reduce(op, std::span<double>(&value, 1));
+    if (!status.ok()) return status;
+    return value;
+  }
+  // Runs `fn` in cross-replica context, once in the whole job: on replica 0,
+  // after every replica reached the call, with every replica's copy of
+  // `tensors`. What it writes to `result` is handed back to every replica
+  // (merge_call's return value); so is its error.
+  virtual absl::StatusOr<std::string> merge_call(
+      const std::function<absl::Status(const PerReplica&, std::string* result)>&
+          fn,
       std::span<const Tensor> tensors) = 0;
+  // The same, for a function that returns only a status.
+  absl::Status merge_call(
+      const std::function<absl::Status(const PerReplica&)>& fn,
+      std::span<const Tensor> tensors) {
+    return merge_call([&fn](const PerReplica& values,
+                            std::string*) { return fn(values); },
+                      tensors)
+        .status();
+  }
 
   // A metric for this step (loss, accuracy); replica 0's values are shown
   // by `cohortctl job`.
   virtual void report(std::string_view metric, double value) = 0;
+  // A metric reduced over every replica at the end of the step, as
+  // strategy.reduce(op, per_replica_value) would: `cohortctl job` and the
+  // job's early-stopping rule see the reduced value. One fused collective
+  // per step carries them all, so every replica must report the same
+  // reduced metrics each step.
+  virtual void report(std::string_view metric, double value, ReduceOp op) = 0;
+  // Ends training after this step, as Keras' model.stop_training: any one
+  // replica may call it; every replica finishes the step, the final
+  // checkpoint is written, and the job ends SUCCEEDED at this step with
+  // `reason`.
+  virtual void stop_training(std::string_view reason) = 0;
+  // tf.distribute.get_loss_reduction(): the loss_reduction of the last
+  // apply_gradients on this replica; kMean before any.
+  virtual ReduceOp get_loss_reduction() const = 0;
 
   // --- The library's own state for this replica (its optimizer, scratch
   // buffers): set it in the init function, read it in the step function.

@@ -1,0 +1,153 @@
+// A training loop the step controls, end to end: a real coordinator launches
+// a chief and a worker agent (2 CPU devices each) and a ps task. Steps
+// reduce their metrics over every replica, hand merge_call results back,
+// see their task and strategy, and end training early, by stop_training
+// or by the job's early-stopping rule.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "cohort/client.h"
+#include "tests/testing/jobs.h"
+#include "tests/testing/test_cluster.h"
+
+namespace cohort::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TestSteps() {
+  return absl::StrCat(BinDir(), "/../tests/libcohort_test_steps.so");
+}
+
+class TrainingLoopE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir();
+    absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(
+        *dir_, /*workers=*/1, /*ps=*/1,
+        {"--cpu_devices=2",
+         absl::StrCat("--state_dir=", dir_->path(), "/state")});
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    coordinator_ = cluster->coordinator.release();
+    client_ = Client::Connect(coordinator_->address())->release();
+    data_ = dir_->path() + "/spirals";
+    CommandResult made = RunCommand(
+        {Binary("cohort-example-mlp-data"), "--out=" + data_, "--files=4"});
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+  }
+  static void TearDownTestSuite() {
+    delete client_;
+    delete coordinator_;
+    delete dir_;
+  }
+
+  static v1::JobStatus Run(const JobSpec& spec) {
+    absl::StatusOr<std::string> id = client_->SubmitJob(spec);
+    EXPECT_TRUE(id.ok()) << id.status();
+    if (!id.ok()) return {};
+    return WaitForJobEnd(*client_, *id, absl::Seconds(120));
+  }
+
+  static JobSpec TestStepsJob(const std::string& step, StrategyKind strategy,
+                              int64_t steps) {
+    return JobSpec{.name = step,
+                   .strategy = strategy,
+                   .library_path = TestSteps(),
+                   .step_fn = step,
+                   .steps = steps,
+                   .global_batch_size = 4};
+  }
+
+  static ScratchDir* dir_;
+  static CoordinatorProcess* coordinator_;
+  static Client* client_;
+  static std::string data_;
+};
+
+ScratchDir* TrainingLoopE2eTest::dir_ = nullptr;
+CoordinatorProcess* TrainingLoopE2eTest::coordinator_ = nullptr;
+Client* TrainingLoopE2eTest::client_ = nullptr;
+std::string TrainingLoopE2eTest::data_;
+
+TEST_F(TrainingLoopE2eTest, AReplicaOnTheWorkerStopsTrainingForEveryReplica) {
+  // control_step fails its step unless merge_call handed every replica
+  // replica 0's result and the strategy is the one submitted.
+  const v1::JobStatus status = Run(
+      TestStepsJob("control_step", StrategyKind::kMultiWorkerMirrored, 1000));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_EQ(status.step(), 5);
+  EXPECT_EQ(status.stopped_at_step(), 5);
+  EXPECT_EQ(status.stop_reason(),
+            "replica 3 called stop_training: it has seen enough");
+  EXPECT_EQ(status.checkpoint_step(), 5);
+  // Reduced over the 4 replicas: 2 on the chief, and worker:0 the highest
+  // task id.
+  EXPECT_EQ(status.metrics().at("replicas"), 4);
+  EXPECT_EQ(status.metrics().at("on_chief"), 2);
+  EXPECT_EQ(status.metrics().at("task_id_max"), 0);
+
+  // cohortctl shows where and why it stopped.
+  CommandResult shown = RunCommand({Binary("cohortctl"),
+                                    "--coordinator=" + coordinator_->address(),
+                                    "job", status.job_id()});
+  EXPECT_EQ(shown.exit_code, 0) << shown.output;
+  EXPECT_THAT(shown.output, HasSubstr("stopped     at step 5: replica 3 called "
+                                      "stop_training: it has seen enough"));
+}
+
+TEST_F(TrainingLoopE2eTest, TheEarlyStoppingRuleEndsTheMlpAtItsTarget) {
+  JobSpec spec =
+      MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 3000, "file");
+  spec.checkpoint_every = 100;
+  spec.early_stopping = {
+      .metric = "accuracy", .maximize = true, .target = 0.95};
+  const v1::JobStatus status = Run(spec);
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_GT(status.stopped_at_step(), 0);
+  EXPECT_LT(status.stopped_at_step(), 3000);
+  EXPECT_EQ(status.step(), status.stopped_at_step());
+  EXPECT_EQ(status.checkpoint_step(), status.stopped_at_step());
+  EXPECT_GE(status.metrics().at("accuracy"), 0.95);
+  EXPECT_THAT(status.stop_reason(), HasSubstr("early_stopping: accuracy "));
+  EXPECT_THAT(status.stop_reason(),
+              HasSubstr(" reached the target 0.95 at step "));
+  // The loss shown is the mean over the replicas, not replica 0's own.
+  EXPECT_LT(status.metrics().at("loss"), 0.5);
+}
+
+TEST_F(TrainingLoopE2eTest,
+       AMalformedEarlyStoppingRuleIsRefusedNamingTheField) {
+  JobSpec spec = TestStepsJob("empty_step", StrategyKind::kMirrored, 10);
+  spec.early_stopping = {.metric = "loss", .patience = -2};
+  absl::StatusOr<std::string> id = client_->SubmitJob(spec);
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(id.status().message(),
+              HasSubstr("early_stopping: patience must be >= 0, got -2"));
+
+  spec.early_stopping = {.metric = "loss"};
+  id = client_->SubmitJob(spec);
+  ASSERT_FALSE(id.ok());
+  EXPECT_THAT(id.status().message(),
+              HasSubstr("needs a target, a patience, or both"));
+}
+
+TEST_F(TrainingLoopE2eTest,
+       AParameterServerClosureStopsTrainingAfterInFlightOnes) {
+  JobSpec spec =
+      TestStepsJob("stop_ps_step", StrategyKind::kParameterServer, 100000);
+  spec.ps.max_inflight = 2;
+  const v1::JobStatus status = Run(spec);
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  // Closures 0..20 at least; those in flight when 20 stopped also finish.
+  EXPECT_GE(status.stopped_at_step(), 21);
+  EXPECT_LT(status.stopped_at_step(), 100);
+  EXPECT_EQ(status.step(), status.stopped_at_step());
+  EXPECT_THAT(status.stop_reason(),
+              HasSubstr("called stop_training: closure 20 was reached"));
+}
+
+}  // namespace
+}  // namespace cohort::testing
