@@ -135,13 +135,14 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
 
   // Under central storage ON_WRITE variables and slots are one copy already:
   // only ON_READ variables, per replica by definition, need the broadcast.
+  // Without a checkpoint every ON_READ variable starts from the first
+  // replica's value too, as tf.distribute's do.
   const bool mirrored = central_ == nullptr;
   for (auto& variable : variables_) {
     const VariableOptions& vo = variable->options();
-    if (vo.sync == VariableSync::kOnRead && header[0] == 0) continue;
     if (vo.sync == VariableSync::kOnWrite && !mirrored) continue;
     COHORT_RETURN_IF_ERROR(broadcast(variable->tensor(), root));
-    if (vo.sync == VariableSync::kOnRead &&
+    if (restore && vo.sync == VariableSync::kOnRead &&
         vo.aggregation == Aggregation::kSum && replica_id_ != 0) {
       // The saved value is the sum: replica 0 carries it, the others none.
       const Tensor t = variable->tensor();

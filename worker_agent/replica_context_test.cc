@@ -127,6 +127,14 @@ TEST(ReplicaContextTest, StartEqualTrainEqualAndAggregateOnRead) {
     absl::StatusOr<int64_t> start = ctx.RestoreOrSync();
     if (!start.ok()) return start.status();
     EXPECT_EQ(*start, 0);
+    // ON_READ variables start from replica 0's value (10) too; then each
+    // replica counts on its own, to 10, 20 and 30.
+    for (const char* name : {"sum", "mean", "first"}) {
+      double* value = ctx.find_variable(name)->data<double>();
+      EXPECT_EQ(*value, 10.0)
+          << name << " on " << ctx.replica_id_in_sync_group();
+      *value += 10.0 * ctx.replica_id_in_sync_group();
+    }
     // Gradients differ per replica; the update uses their mean (2, 4).
     double grad[2] = {1.0 + ctx.replica_id_in_sync_group(),
                       2.0 * (1 + ctx.replica_id_in_sync_group())};
@@ -310,6 +318,11 @@ TEST(ReplicaContextTest, CheckpointRestoresReplicaZerosStateEverywhere) {
       if (absl::StatusOr<int64_t> start = ctx.RestoreOrSync(); !start.ok()) {
         return start.status();
       }
+      // From replica 0's 10, each replica counts on its own: 10 and 20.
+      for (const char* name : {"sum", "mean"}) {
+        *ctx.find_variable(name)->data<double>() +=
+            10.0 * ctx.replica_id_in_sync_group();
+      }
       double grad[2] = {1, 1};
       if (absl::Status s = optimizer->apply_gradients(
               std::vector<Tensor>{Tensor{grad, 2, DType::kFloat64}});
@@ -371,6 +384,8 @@ std::vector<SgdRun> RunSgd(Replicas& replicas, int n, bool save = false) {
     if (!sgd.ok()) return sgd.status();
     absl::StatusOr<int64_t> start = ctx.RestoreOrSync();
     if (!start.ok()) return start.status();
+    // Each replica counts on its own from replica 0's start (10).
+    *(*count)->data<double>() += 10.0 * r;
     for (int step = 0; step < 3; ++step) {
       double grad[2] = {1.0 + r + step, 0.25 * (r + 1)};
       if (absl::Status s = (*sgd)->apply_gradients(

@@ -419,7 +419,6 @@ void FakeReplicaContext::report(std::string_view metric, double value) {
 
 absl::Status FakeReplicaContext::SyncVariables() {
   for (const auto& v : variables_) {
-    if (v->options().sync != VariableSync::kOnWrite) continue;
     if (absl::Status s = broadcast(v->tensor(), 0); !s.ok()) return s;
   }
   return absl::OkStatus();

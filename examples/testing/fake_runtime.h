@@ -116,8 +116,8 @@ class FakeReplicaContext final : public ReplicaContext {
   void set_loss_reduction(ReduceOp op) { loss_reduction_ = op; }
   // After each step: whether any replica called stop_training. Collective.
   absl::StatusOr<bool> AgreeToStop();
-  // Makes every ON_WRITE variable equal to replica 0's, as the agent does
-  // after the init function. Collective.
+  // Makes every variable equal to replica 0's, as the agent does after the
+  // init function when there is no checkpoint. Collective.
   absl::Status SyncVariables();
   // Every reported value, by metric, in step order: (step, value).
   const std::map<std::string, std::vector<std::pair<int64_t, double>>>&

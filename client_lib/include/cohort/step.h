@@ -16,8 +16,8 @@
 //   COHORT_REGISTER_STEP("linear_step", Step);
 //   COHORT_REGISTER_DATASET("linear_data", Data);
 //
-// The agent runs Init once per replica, makes every ON_WRITE variable equal
-// to replica 0's (or restores the last checkpoint), then runs Step once per
+// The agent runs Init once per replica, makes every variable equal to
+// replica 0's (or restores the last checkpoint), then runs Step once per
 // replica per step, each replica on its own thread and device. Every replica
 // must issue the same collectives in the same order.
 //
@@ -237,8 +237,9 @@ class ReplicaContext {
 
   // --- Variables and optimizers: create them in the init function, in the
   // same order on every replica. `initial` is host memory holding count()
-  // elements of the variable's dtype, or null for zeros. ON_WRITE values
-  // are then replaced by replica 0's on every replica.
+  // elements of the variable's dtype, or null for zeros. Unless a
+  // checkpoint is restored, every variable, ON_READ ones too, then starts
+  // from replica 0's value on every replica.
   virtual absl::StatusOr<Variable*> create_variable(
       const VariableOptions& options, const void* initial) = 0;
   virtual Variable* find_variable(std::string_view name) = 0;
