@@ -1,6 +1,7 @@
 #include "ps_client/partitioner.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -142,8 +143,21 @@ absl::StatusOr<Placement> PlaceVariables(
       return absl::InvalidArgumentError("a variable has an empty name");
     }
     COHORT_ASSIGN_OR_RETURN(const int64_t bytes, VariableBytes(v));
-    COHORT_ASSIGN_OR_RETURN(const int64_t parts,
-                            NumPartitions(v.shape, bytes, num_ps, options));
+    std::optional<int> colocated;  // the ps task it must share
+    if (!v.colocate_with.empty()) {
+      const VariablePlacement* with = placement.Find(v.colocate_with);
+      if (with == nullptr) {
+        return Invalid(v.name,
+                       absl::StrCat("colocate_with names \"", v.colocate_with,
+                                    "\", which is not a variable "
+                                    "created before it"));
+      }
+      colocated = with->parts.front().ps;
+    }
+    COHORT_ASSIGN_OR_RETURN(
+        const int64_t parts,
+        colocated.has_value() ? absl::StatusOr<int64_t>(1)
+                              : NumPartitions(v.shape, bytes, num_ps, options));
 
     VariablePlacement out{.variable = v, .bytes = bytes, .parts = {}};
     const int64_t dim0 = v.shape.empty() ? 0 : v.shape[0];
@@ -153,7 +167,8 @@ absl::StatusOr<Placement> PlaceVariables(
     for (int64_t i = 0; i < parts; ++i) {
       VariablePart part;
       part.name = parts == 1 ? v.name : absl::StrCat(v.name, "/part_", i);
-      part.ps = static_cast<int>(counter++ % num_ps);
+      part.ps = colocated.has_value() ? *colocated
+                                      : static_cast<int>(counter++ % num_ps);
       part.first_row = row;
       part.rows = base + (i < extra ? 1 : 0);
       part.byte_offset = row * row_bytes;

@@ -12,7 +12,9 @@
 //     more than the others; part i is named "<name>/part_<i>", an unsplit
 //     variable keeps its name;
 //   - scalars and variables with no rows (rank 0, or dim0 == 0) are never
-//     split.
+//     split;
+//   - a variable colocated with an earlier one (colocate_vars_with) is
+//     never split, sits with that one's first part, and takes no turn.
 //
 // Pure logic: no gRPC, no proto types. The workers and the benchmark compute
 // the same placement from the same inputs, so it needs no coordination.
@@ -60,6 +62,9 @@ struct VariableDecl {
   std::string name;
   std::vector<int64_t> shape;
   int64_t element_bytes = 4;
+  // TF's colocate_vars_with: the variable goes whole to the ps task of this
+  // earlier variable's first part, and takes no turn of the round-robin.
+  std::string colocate_with;
 };
 
 // One stored piece of a variable: rows [first_row, first_row + rows) of it,

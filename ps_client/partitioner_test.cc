@@ -71,6 +71,29 @@ TEST(PartitionerTest, FixedShardsSplitsAsTfWithACountThatContinues) {
   EXPECT_THAT(p.variables[0].parts[1].shape, ElementsAre(2, 2));
 }
 
+TEST(PartitionerTest, ColocatedVariablesShareAPsTaskWholeAndTakeNoTurn) {
+  const Placement p =
+      Place({{"embedding", {8, 4}, 4},
+             {"accumulator", {8, 4}, 4, "embedding"},
+             {"bias", {4}, 4},
+             {"bias_count", {}, 8, "bias"}},
+            3, {.policy = PartitionPolicy::kFixedShards, .num_shards = 2});
+  // embedding: parts on ps 0 and 1; bias: 2 parts, ps 2 and 0.
+  EXPECT_THAT(Parts(p.variables[1]),
+              ElementsAre(P{"accumulator", 0, 0, 8, 0, 128}));
+  EXPECT_EQ(p.variables[2].parts[0].ps, 2);
+  EXPECT_EQ(p.variables[2].parts[1].ps, 0);
+  EXPECT_THAT(Parts(p.variables[3]),
+              ElementsAre(P{"bias_count", 2, 0, 0, 0, 8}));
+
+  absl::StatusOr<Placement> unknown =
+      PlaceVariables({{"slot", {2}, 4, "w"}, {"w", {2}, 4}}, 2, {});
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.status().message(),
+              HasSubstr("variable \"slot\": colocate_with names \"w\", which "
+                        "is not a variable created before it"));
+}
+
 TEST(PartitionerTest, FixedShardsNeverMakesMorePartsThanRows) {
   PartitionerOptions fixed{.policy = PartitionPolicy::kFixedShards,
                            .num_shards = 4};

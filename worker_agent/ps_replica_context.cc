@@ -61,6 +61,11 @@ absl::StatusOr<Variable*> PsReplicaContext::create_variable(
   if (absl::Status valid = CheckVariableOptions(options); !valid.ok()) {
     return valid;
   }
+  if (absl::Status colocated = CheckColocation(
+          options, find_variable(options.colocate_with) != nullptr);
+      !colocated.ok()) {
+    return colocated;
+  }
   if (find_variable(options.name) != nullptr) {
     return absl::AlreadyExistsError(absl::StrCat(
         "create_variable: \"", options.name, "\" was created already"));

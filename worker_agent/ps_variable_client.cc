@@ -117,7 +117,8 @@ absl::Status PsVariableClient::Create(
   std::vector<ps::PsVariableOptions> options;
   for (const ServerVariable& v : variables) {
     decls.push_back({v.options.name, v.options.shape,
-                     static_cast<int64_t>(DTypeSize(v.options.dtype))});
+                     static_cast<int64_t>(DTypeSize(v.options.dtype)),
+                     v.options.colocate_with});
     ps::PsVariableOptions o;
     o.dtype = ps::ToWire(v.options.dtype);
     if (v.trained) o.optimizer = ToPs(v.optimizer);

@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/names.h"
 #include "common/status_macros.h"
-#include "spdlog/spdlog.h"
 #include "optimizer/optimizer_kernels.h"
+#include "spdlog/spdlog.h"
 #include "worker_agent/replica_variables.h"
 #include "worker_agent/variable_options.h"
 
@@ -35,6 +35,11 @@ absl::StatusOr<Variable*> ReplicaContextImpl::create_variable(
     const VariableOptions& options, const void* initial) {
   if (absl::Status valid = CheckVariableOptions(options); !valid.ok()) {
     return valid;
+  }
+  if (absl::Status colocated = CheckColocation(
+          options, find_variable(options.colocate_with) != nullptr);
+      !colocated.ok()) {
+    return colocated;
   }
   if (find_variable(options.name) != nullptr) {
     return absl::AlreadyExistsError(

@@ -117,6 +117,27 @@ TEST(ReplicaContextTest, VariableNamesMustBePrintableUtf8) {
   }));
 }
 
+TEST(ReplicaContextTest, ColocateWithMustNameAVariableCreatedBefore) {
+  Replicas replicas(1, "");
+  ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+    absl::StatusOr<Variable*> early = ctx.create_variable(
+        {.name = "slot", .shape = {2}, .colocate_with = "w"}, nullptr);
+    EXPECT_EQ(early.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(early.status().message(),
+                HasSubstr("\"slot\": colocate_with names \"w\", which is not "
+                          "a variable created before it"));
+    if (absl::StatusOr<Variable*> w =
+            ctx.create_variable({.name = "w", .shape = {2}}, nullptr);
+        !w.ok()) {
+      return w.status();
+    }
+    return ctx
+        .create_variable({.name = "slot", .shape = {2}, .colocate_with = "w"},
+                         nullptr)
+        .status();
+  }));
+}
+
 TEST(ReplicaContextTest, StartEqualTrainEqualAndAggregateOnRead) {
   Replicas replicas(3, "");
   std::vector<std::vector<double>> w(3);

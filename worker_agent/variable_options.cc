@@ -27,4 +27,12 @@ absl::Status CheckVariableOptions(const VariableOptions& options) {
       "collectives)"));
 }
 
+absl::Status CheckColocation(const VariableOptions& options, bool found) {
+  if (options.colocate_with.empty() || found) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "create_variable \"", options.name, "\": colocate_with names \"",
+      options.colocate_with,
+      "\", which is not a variable created before it on this replica"));
+}
+
 }  // namespace cohort::agent

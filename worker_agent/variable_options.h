@@ -11,5 +11,8 @@ namespace cohort::agent {
 // INVALID_ARGUMENT naming the variable: a bad name, or a dtype that
 // variables cannot hold (the 16-bit floats are for collectives only).
 absl::Status CheckVariableOptions(const VariableOptions& options);
+// colocate_with must name a variable created before: `found` says whether
+// the replica has one by that name.
+absl::Status CheckColocation(const VariableOptions& options, bool found);
 
 }  // namespace cohort::agent

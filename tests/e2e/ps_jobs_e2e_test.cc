@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <map>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -144,6 +145,42 @@ TEST_F(PsJobsE2eTest, MlpTrainsToTheBarWithVariablesShardedOverBothPsTasks) {
     total_updates += info.updates();
   }
   EXPECT_GT(total_updates, 0);
+}
+
+TEST_F(PsJobsE2eTest, AColocatedVariableSitsWholeWithTheFirstPartOfItsPeer) {
+  JobSpec spec{.name = "colocated",
+               .strategy = StrategyKind::kParameterServer,
+               .library_path =
+                   absl::StrCat(BinDir(), "/../tests/libcohort_test_steps.so"),
+               .init_fn = "colocated_init",
+               .step_fn = "empty_step",
+               .steps = 4,
+               .global_batch_size = 4};
+  spec.ps.partitioner = ParameterServerOptions::Partitioner::kFixedShards;
+  spec.ps.num_shards = 2;
+  absl::StatusOr<std::string> id = client_->SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  const v1::JobStatus status = WaitForEnd(*id, absl::Seconds(60));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+
+  // table/part_0 and table_norm on ps:0, table/part_1 on ps:1; "other"
+  // takes the next two turns, ps:0 and ps:1.
+  absl::StatusOr<v1::ClusterState> state = coordinator_->State();
+  ASSERT_TRUE(state.ok()) << state.status();
+  std::map<std::string, int> where;
+  for (int ps = 0; ps < 2; ++ps) {
+    const v1::TaskStatus* task = FindTask(*state, "ps", ps);
+    ASSERT_NE(task, nullptr);
+    ASSERT_EQ(task->ps().job_id(), *id);
+    for (const v1::PsVariableInfo& v : task->ps().variables()) {
+      where[v.name()] = ps;
+    }
+  }
+  EXPECT_EQ(where, (std::map<std::string, int>{{"other/part_0", 0},
+                                               {"other/part_1", 1},
+                                               {"table/part_0", 0},
+                                               {"table/part_1", 1},
+                                               {"table_norm", 0}}));
 }
 
 TEST_F(PsJobsE2eTest, AKilledWorkersClosuresRunAgainAndTheJobCompletes) {

@@ -87,8 +87,23 @@ absl::Status StopPsStep(cohort::ReplicaContext& ctx, const cohort::Batch&) {
   return absl::OkStatus();
 }
 
+// A table split over the ps tasks, and the variable that must sit with it
+// (colocate_vars_with), then one more that takes the next turn.
+absl::Status ColocatedInit(cohort::ReplicaContext& ctx) {
+  for (const cohort::VariableOptions& options :
+       {cohort::VariableOptions{.name = "table", .shape = {8, 4}},
+        cohort::VariableOptions{
+            .name = "table_norm", .shape = {4}, .colocate_with = "table"},
+        cohort::VariableOptions{.name = "other", .shape = {6}}}) {
+    absl::StatusOr<cohort::Variable*> v = ctx.create_variable(options, nullptr);
+    if (!v.ok()) return v.status();
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
+COHORT_REGISTER_INIT("colocated_init", ColocatedInit);
 COHORT_REGISTER_STEP("control_step", ControlStep);
 COHORT_REGISTER_STEP("stop_ps_step", StopPsStep);
 COHORT_REGISTER_STEP("fail_step", FailStep);

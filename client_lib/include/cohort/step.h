@@ -146,6 +146,11 @@ struct VariableOptions {
   DType dtype = DType::kFloat32;
   VariableSync sync = VariableSync::kOnWrite;
   Aggregation aggregation = Aggregation::kMean;  // ON_READ only
+  // tf.distribute's colocate_vars_with: the name of a variable created
+  // before this one, whose ps task this one shares whole (a variable and
+  // the state that goes with it). Only ParameterServer places variables
+  // apart; elsewhere the name is still checked.
+  std::string colocate_with;
 };
 
 // One replica's copy of a variable, on its device. Owned by the runtime;
