@@ -7,8 +7,10 @@
 #include "collective/algorithms/chain_broadcast.h"
 #include "collective/algorithms/dissemination_barrier.h"
 #include "collective/algorithms/one_shot.h"
+#include "collective/algorithms/reduce_to_root.h"
 #include "collective/algorithms/ring.h"
 #include "collective/reduce.h"
+#include "common/status_macros.h"
 
 namespace cohort::collective {
 
@@ -67,17 +69,26 @@ absl::Status AlgorithmicCommunicator::AllReduce(void* data, size_t count,
 
 absl::Status AlgorithmicCommunicator::Broadcast(void* data, size_t count,
                                                 DType dtype, int root) {
-  if (root < 0 || root >= size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("broadcast root ", root,
-                     " is out of range: the group has ", size(), " ranks"));
-  }
+  COHORT_RETURN_IF_ERROR(CheckRoot("broadcast", root, size()));
   return Run(
       absl::StrCat("broadcast ", DTypeName(dtype), " ", count, " root ", root),
       [&](const OpContext& ctx) {
         return ChainBroadcast(ctx, static_cast<char*>(data),
                               count * DTypeSize(dtype), root);
       });
+}
+
+absl::Status AlgorithmicCommunicator::Reduce(void* data, size_t count,
+                                             DType dtype, ReduceOp op,
+                                             int root) {
+  COHORT_RETURN_IF_ERROR(CheckSupported(dtype, op));
+  COHORT_RETURN_IF_ERROR(CheckRoot("reduce", root, size()));
+  return Run(absl::StrCat("reduce ", DTypeName(dtype), " ", ReduceOpName(op),
+                          " ", count, " root ", root),
+             [&](const OpContext& ctx) {
+               return ReduceToRoot(ctx, static_cast<char*>(data), count, dtype,
+                                   op, root);
+             });
 }
 
 absl::Status AlgorithmicCommunicator::AllGather(const void* input, void* output,

@@ -1,9 +1,10 @@
 #pragma once
 
 // The collective operations one rank of a group performs, as
-// tf.distribute's cross-replica ops: all-reduce, broadcast, all-gather,
-// reduce-scatter and barrier. Every rank must call the same collectives in
-// the same order; a mismatch fails with FAILED_PRECONDITION, never a hang.
+// tf.distribute's cross-replica ops: all-reduce, reduce (to one rank),
+// broadcast, all-gather, reduce-scatter and barrier. Every rank must call the
+// same collectives in the same order; a mismatch fails with
+// FAILED_PRECONDITION, never a hang.
 //
 // Every operation has a deadline. Abort(status) fails pending and later
 // operations with that status, on every rank. A communicator whose operation
@@ -35,6 +36,10 @@ class Communicator {
   // their element-wise reduction (the same bits on every rank).
   virtual absl::Status AllReduce(void* data, size_t count, DType dtype,
                                  ReduceOp op) = 0;
+  // `root`'s `data` receives the element-wise reduction of every rank's
+  // `count` elements; the other ranks' data stays as it was.
+  virtual absl::Status Reduce(void* data, size_t count, DType dtype,
+                              ReduceOp op, int root) = 0;
   // `root`'s `count` elements are copied into `data` on every rank.
   virtual absl::Status Broadcast(void* data, size_t count, DType dtype,
                                  int root) = 0;

@@ -11,11 +11,12 @@ namespace cohort::collective {
 
 HierarchicalCommunicator::HierarchicalCommunicator(
     std::unique_ptr<Communicator> local, std::unique_ptr<Communicator> cross,
-    int num_nodes, int node)
+    int num_nodes, int node, LocalReduction local_reduction)
     : local_(std::move(local)),
       cross_(std::move(cross)),
       num_nodes_(num_nodes),
-      node_(node) {}
+      node_(node),
+      local_reduction_(local_reduction) {}
 
 template <typename Fn>
 absl::Status HierarchicalCommunicator::Run(Fn fn) {
@@ -39,7 +40,11 @@ absl::Status HierarchicalCommunicator::AllReduce(void* data, size_t count,
   // that every rank ends with the same bits.
   const ReduceOp level_op = op == ReduceOp::kMean ? ReduceOp::kSum : op;
   return Run([&]() -> absl::Status {
-    COHORT_RETURN_IF_ERROR(local_->AllReduce(data, count, dtype, level_op));
+    // Only the leader needs the node's sum; it hands the result back below.
+    COHORT_RETURN_IF_ERROR(
+        local_reduction_ == LocalReduction::kToLeader
+            ? local_->Reduce(data, count, dtype, level_op, 0)
+            : local_->AllReduce(data, count, dtype, level_op));
     if (leader()) {
       COHORT_RETURN_IF_ERROR(cross_->AllReduce(data, count, dtype, level_op));
       if (op == ReduceOp::kMean) DivideForMean(data, count, dtype, size());
@@ -48,13 +53,20 @@ absl::Status HierarchicalCommunicator::AllReduce(void* data, size_t count,
   });
 }
 
+absl::Status HierarchicalCommunicator::Reduce(void* data, size_t count,
+                                              DType dtype, ReduceOp op,
+                                              int root) {
+  COHORT_RETURN_IF_ERROR(CheckRoot("reduce", root, size()));
+  if (rank() == root) return AllReduce(data, count, dtype, op);
+  // The others' buffers stay as they were: they reduce a copy.
+  const char* bytes = static_cast<const char*>(data);
+  std::vector<char> copy(bytes, bytes + count * DTypeSize(dtype));
+  return AllReduce(copy.data(), count, dtype, op);
+}
+
 absl::Status HierarchicalCommunicator::Broadcast(void* data, size_t count,
                                                  DType dtype, int root) {
-  if (root < 0 || root >= size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("broadcast root ", root,
-                     " is out of range: the group has ", size(), " ranks"));
-  }
+  COHORT_RETURN_IF_ERROR(CheckRoot("broadcast", root, size()));
   const int root_node = root / local_->size();
   return Run([&]() -> absl::Status {
     // On the root's node the data first reaches the leader.

@@ -7,6 +7,11 @@
 //
 // Global rank = node * local_size + local_rank, with the same local_size on
 // every node; the leader of a node is its local rank 0.
+//
+// The reduction inside the node is one of TF's intra-node CrossDeviceOps:
+// every rank all-reduces with its node's ranks (HierarchicalCopyAllReduce),
+// or sends its buffer to the leader, which adds them up
+// (ReductionToOneDevice).
 
 #include <memory>
 
@@ -14,15 +19,18 @@
 
 namespace cohort::collective {
 
+enum class LocalReduction { kAllReduce, kToLeader };
+
 // Owns both communicators. Operations from one thread at a time (per rank);
 // Abort from any.
 class HierarchicalCommunicator final : public Communicator {
  public:
   // `local` spans this node's ranks; `cross` spans the nodes' leaders and is
   // null on ranks that are not their node's leader.
-  HierarchicalCommunicator(std::unique_ptr<Communicator> local,
-                           std::unique_ptr<Communicator> cross, int num_nodes,
-                           int node);
+  HierarchicalCommunicator(
+      std::unique_ptr<Communicator> local, std::unique_ptr<Communicator> cross,
+      int num_nodes, int node,
+      LocalReduction local_reduction = LocalReduction::kAllReduce);
 
   int rank() const override;
   int size() const override;
@@ -31,6 +39,8 @@ class HierarchicalCommunicator final : public Communicator {
                          ReduceOp op) override;
   absl::Status Broadcast(void* data, size_t count, DType dtype,
                          int root) override;
+  absl::Status Reduce(void* data, size_t count, DType dtype, ReduceOp op,
+                      int root) override;
   absl::Status AllGather(const void* input, void* output, size_t count,
                          DType dtype) override;
   absl::Status ReduceScatter(const void* input, void* output, size_t count,
@@ -49,6 +59,7 @@ class HierarchicalCommunicator final : public Communicator {
   const std::unique_ptr<Communicator> cross_;
   const int num_nodes_;
   const int node_;
+  const LocalReduction local_reduction_;
 };
 
 }  // namespace cohort::collective

@@ -23,7 +23,8 @@ struct Shape {
 
 // Runs `body(global_rank, communicator)` on one thread per rank.
 std::vector<absl::Status> RunHierarchy(
-    Shape shape, const std::function<absl::Status(int, Communicator&)>& body) {
+    Shape shape, const std::function<absl::Status(int, Communicator&)>& body,
+    LocalReduction local_reduction = LocalReduction::kAllReduce) {
   std::vector<std::unique_ptr<LocalHub>> node_hubs;
   for (int n = 0; n < shape.nodes; ++n) {
     node_hubs.push_back(std::make_unique<LocalHub>(shape.local));
@@ -42,7 +43,7 @@ std::vector<absl::Status> RunHierarchy(
     comms.push_back(std::make_unique<HierarchicalCommunicator>(
         std::make_unique<AlgorithmicCommunicator>(
             node_hubs[node]->Connect(local_rank)),
-        std::move(cross), shape.nodes, node));
+        std::move(cross), shape.nodes, node, local_reduction));
   }
   std::vector<absl::Status> results(size);
   std::vector<std::thread> threads;
@@ -65,17 +66,40 @@ TEST_P(HierarchicalTest, EveryCollectiveMatchesTheReference) {
                        DTypeName(pair.dtype), " ", ReduceOpName(pair.op));
       const std::vector<char> expected =
           testing::ReferenceReduction(n, count, pair.dtype, pair.op);
+      // Both intra-node reductions: a copy ring, and to the leader.
+      for (LocalReduction local :
+           {LocalReduction::kAllReduce, LocalReduction::kToLeader}) {
+        std::vector<std::vector<char>> data(n);
+        for (int g = 0; g < n; ++g)
+          data[g] = testing::ReferenceInputs(g, count, pair.dtype);
+        auto results = RunHierarchy(
+            shape,
+            [&](int g, Communicator& comm) {
+              EXPECT_EQ(comm.rank(), g);
+              EXPECT_EQ(comm.size(), n);
+              return comm.AllReduce(data[g].data(), count, pair.dtype, pair.op);
+            },
+            local);
+        for (int g = 0; g < n; ++g) {
+          ASSERT_TRUE(results[g].ok()) << what << results[g];
+          ASSERT_TRUE(data[g] == expected)
+              << what << " rank " << g
+              << (local == LocalReduction::kToLeader ? " (to the leader)" : "");
+        }
+      }
+      // Reduce to the last rank: the others keep their inputs.
       std::vector<std::vector<char>> data(n);
       for (int g = 0; g < n; ++g)
         data[g] = testing::ReferenceInputs(g, count, pair.dtype);
       auto results = RunHierarchy(shape, [&](int g, Communicator& comm) {
-        EXPECT_EQ(comm.rank(), g);
-        EXPECT_EQ(comm.size(), n);
-        return comm.AllReduce(data[g].data(), count, pair.dtype, pair.op);
+        return comm.Reduce(data[g].data(), count, pair.dtype, pair.op, n - 1);
       });
       for (int g = 0; g < n; ++g) {
         ASSERT_TRUE(results[g].ok()) << what << results[g];
-        ASSERT_TRUE(data[g] == expected) << what << " rank " << g;
+        ASSERT_TRUE(data[g] == (g == n - 1 ? expected
+                                           : testing::ReferenceInputs(
+                                                 g, count, pair.dtype)))
+            << what << " reduce, rank " << g;
       }
     }
     const DType dtype = DType::kFloat32;

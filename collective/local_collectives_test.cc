@@ -163,6 +163,52 @@ TEST(AllReduceTest, BitwiseReproducibleAndIdenticalOnEveryRank) {
   }
 }
 
+class ReduceToRootTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ReduceToRootTest, TheRootGetsTheReferenceAndTheOthersKeepTheirInputs) {
+  const int n = GetParam();
+  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1} << 20}) {
+    for (const DTypeOp& combo : AllDTypeOps()) {
+      for (int root : {0, n - 1}) {
+        std::vector<std::vector<char>> data;
+        for (int r = 0; r < n; ++r)
+          data.push_back(Inputs(r, count, combo.dtype));
+        const auto results =
+            RunGroup(n,
+                     [&](int r, Communicator& comm) {
+                       return comm.Reduce(data[r].data(), count, combo.dtype,
+                                          combo.op, root);
+                     },
+                     {.chunk_bytes = count < 100 ? 4 : size_t{1} << 18});
+        for (int r = 0; r < n; ++r) {
+          const std::string what = absl::StrCat(
+              n, " ranks, ", count, " x ", DTypeName(combo.dtype), " ",
+              ReduceOpName(combo.op), ", root ", root, ", rank ", r);
+          ASSERT_TRUE(results[r].ok()) << what << ": " << results[r];
+          ASSERT_TRUE(data[r] ==
+                      (r == root ? Reference(n, count, combo.dtype, combo.op)
+                                 : Inputs(r, count, combo.dtype)))
+              << what;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ReduceToRootTest, ::testing::Values(1, 2, 3, 5));
+
+TEST(ReduceToRootTest, ARootOutOfRangeIsRefusedNamingIt) {
+  const auto results = RunGroup(2, [](int, Communicator& comm) {
+    float x = 1;
+    return comm.Reduce(&x, 1, DType::kFloat32, ReduceOp::kSum, 2);
+  });
+  for (const absl::Status& s : results) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(),
+                HasSubstr("reduce root 2 is out of range: the group has 2"));
+  }
+}
+
 class CollectivesTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(CollectivesTest, BroadcastAllGatherReduceScatterAndBarrier) {
@@ -257,14 +303,14 @@ TEST(FailureTest, MissingRankEndsInADeadlineOnEveryRank) {
   // A buffer per rank: ranks reduce into their own (TSan).
   std::vector<std::vector<float>> data(3, std::vector<float>(10, 1.0f));
   const absl::Time start = absl::Now();
-  const auto results = RunGroup(
-      3,
-      [&](int r, Communicator& comm) {
-        if (r == 2) return absl::OkStatus();  // never joins
-        return comm.AllReduce(data[r].data(), 10, DType::kFloat32,
-                              ReduceOp::kSum);
-      },
-      {.timeout = absl::Milliseconds(300)});
+  const auto results =
+      RunGroup(3,
+               [&](int r, Communicator& comm) {
+                 if (r == 2) return absl::OkStatus();  // never joins
+                 return comm.AllReduce(data[r].data(), 10, DType::kFloat32,
+                                       ReduceOp::kSum);
+               },
+               {.timeout = absl::Milliseconds(300)});
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   // The first rank to time out aborts the group, so both fail at once with
   // its DEADLINE_EXCEEDED, whichever peer it was waiting on.

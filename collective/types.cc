@@ -88,4 +88,10 @@ uint16_t FloatToBFloat16(float value) {
   return static_cast<uint16_t>(rounded >> 16);
 }
 
+absl::Status CheckRoot(const char* op, int root, int size) {
+  if (root >= 0 && root < size) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      op, " root ", root, " is out of range: the group has ", size, " ranks"));
+}
+
 }  // namespace cohort::collective

@@ -25,6 +25,10 @@ absl::string_view ReduceOpName(ReduceOp op);  // "sum"
 // every op. INVALID_ARGUMENT names the pair otherwise.
 absl::Status CheckSupported(DType dtype, ReduceOp op);
 
+// INVALID_ARGUMENT unless `root` is a rank of a group of `size`; `op` names
+// the collective ("broadcast").
+absl::Status CheckRoot(const char* op, int root, int size);
+
 // Conversions used by the reduction kernels and by tests. Round to nearest
 // even; NaN stays NaN.
 float HalfToFloat(uint16_t half);

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "absl/strings/cord.h"
-
 #include "collective/reduce.h"
 #include "gtest/gtest.h"
 

@@ -208,13 +208,21 @@ absl::Status NcclCommunicator::AllReduce(void* data, size_t count, DType dtype,
   });
 }
 
+absl::Status NcclCommunicator::Reduce(void* data, size_t count, DType dtype,
+                                      ReduceOp op, int root) {
+  COHORT_RETURN_IF_ERROR(CheckSupported(dtype, op));
+  COHORT_RETURN_IF_ERROR(CheckRoot("reduce", root, size()));
+  COHORT_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(dtype));
+  // Only the root's buffer is written: the others send from theirs.
+  return Run("ncclReduce", [&] {
+    return ncclReduce(data, data, count, type, NcclOp(op), root, comm_,
+                      stream_);
+  });
+}
+
 absl::Status NcclCommunicator::Broadcast(void* data, size_t count, DType dtype,
                                          int root) {
-  if (root < 0 || root >= size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("broadcast root ", root,
-                     " is out of range: the group has ", size(), " ranks"));
-  }
+  COHORT_RETURN_IF_ERROR(CheckRoot("broadcast", root, size()));
   COHORT_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(dtype));
   return Run("ncclBroadcast", [&] {
     return ncclBroadcast(data, data, count, type, root, comm_, stream_);

@@ -43,6 +43,8 @@ class NcclCommunicator final : public Communicator {
                          ReduceOp op) override;
   absl::Status Broadcast(void* data, size_t count, DType dtype,
                          int root) override;
+  absl::Status Reduce(void* data, size_t count, DType dtype, ReduceOp op,
+                      int root) override;
   absl::Status AllGather(const void* input, void* output, size_t count,
                          DType dtype) override;
   absl::Status ReduceScatter(const void* input, void* output, size_t count,
