@@ -47,7 +47,9 @@ absl::Status HierarchicalCommunicator::AllReduce(void* data, size_t count,
             : local_->AllReduce(data, count, dtype, level_op));
     if (leader()) {
       COHORT_RETURN_IF_ERROR(cross_->AllReduce(data, count, dtype, level_op));
-      if (op == ReduceOp::kMean) DivideForMean(data, count, dtype, size());
+    }
+    if (op == ReduceOp::kMean && local_->rank() == 0) {
+      DivideForMean(data, count, dtype, size());
     }
     return local_->Broadcast(data, count, dtype, 0);
   });

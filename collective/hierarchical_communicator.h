@@ -26,7 +26,8 @@ enum class LocalReduction { kAllReduce, kToLeader };
 class HierarchicalCommunicator final : public Communicator {
  public:
   // `local` spans this node's ranks; `cross` spans the nodes' leaders and is
-  // null on ranks that are not their node's leader.
+  // null on ranks that are not their node's leader, and on every rank of a
+  // group of one node.
   HierarchicalCommunicator(
       std::unique_ptr<Communicator> local, std::unique_ptr<Communicator> cross,
       int num_nodes, int node,

@@ -35,8 +35,9 @@ std::vector<absl::Status> RunHierarchy(
   for (int g = 0; g < size; ++g) {
     const int node = g / shape.local;
     const int local_rank = g % shape.local;
+    // As the agent wires it: one node has no cross-node group at all.
     std::unique_ptr<Communicator> cross;
-    if (local_rank == 0) {
+    if (local_rank == 0 && shape.nodes > 1) {
       cross =
           std::make_unique<AlgorithmicCommunicator>(cross_hub.Connect(node));
     }

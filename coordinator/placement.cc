@@ -12,32 +12,41 @@ absl::Status Unplaceable(absl::string_view why) {
 }
 
 // The AUTO choice, or a check of the requested one, given whether every
-// replica is on a CUDA device and every agent has NCCL.
+// replica is on a CUDA device and every agent has NCCL. Choices other than
+// NCCL reduce in host memory; on CUDA devices each collective is staged
+// through it.
 absl::StatusOr<SyncPlacement> ChooseCommunication(const v1::JobSpec& spec,
                                                   bool cuda, bool nccl,
                                                   int num_agents) {
   SyncPlacement out;
   out.communication = spec.communication();
+  // Within every ring the size decides too: up to 32 KiB a buffer goes to
+  // every peer at once (one message latency), above it around the ring.
+  constexpr char kBySize[] =
+      "; buffers up to 32 KiB go to every peer at once, larger ones around "
+      "a ring";
+  const std::string across =
+      num_agents == 1
+          ? ""
+          : absl::StrCat(", then over a ring of the ", num_agents, " agents");
   switch (spec.communication()) {
     case v1::COMMUNICATION_AUTO:
-      if (cuda && !nccl) {
-        return Unplaceable(
-            "the replicas are on CUDA devices, whose collectives need NCCL, "
-            "and the agents were built without it");
-      }
-      if (cuda) {
+      if (cuda && nccl) {
         out.communication = v1::COMMUNICATION_NCCL;
         out.note = "AUTO picked NCCL: every replica is on a CUDA device";
+      } else if (cuda) {
+        out.communication = v1::COMMUNICATION_HIERARCHICAL;
+        out.note = absl::StrCat(
+            "AUTO picked hierarchical copy through host memory: the "
+            "replicas are on CUDA devices and the agents have no NCCL; "
+            "replicas reduce between threads inside each agent",
+            across, kBySize);
       } else {
         out.communication = v1::COMMUNICATION_HIERARCHICAL;
-        out.note =
-            num_agents == 1
-                ? "AUTO picked hierarchical: one agent, so replicas reduce "
-                  "between threads in shared memory"
-                : absl::StrCat(
-                      "AUTO picked hierarchical: CPU replicas reduce between "
-                      "threads inside each agent, then over a ring of the ",
-                      num_agents, " agents");
+        out.note = absl::StrCat(
+            "AUTO picked hierarchical: CPU replicas reduce between threads "
+            "inside each agent",
+            across, kBySize);
       }
       return out;
     case v1::COMMUNICATION_NCCL:
@@ -45,21 +54,31 @@ absl::StatusOr<SyncPlacement> ChooseCommunication(const v1::JobSpec& spec,
         return Unplaceable(
             cuda ? "communication NCCL: the agents were built without NCCL"
                  : "communication NCCL needs CUDA devices, and the agents "
-                   "offer CPU devices; use AUTO, RING or HIERARCHICAL");
+                   "offer CPU devices; use AUTO, RING, HIERARCHICAL or "
+                   "REDUCTION_TO_ONE_DEVICE");
       }
       out.note = "NCCL, as requested";
       return out;
+    case v1::COMMUNICATION_RING:
+      out.note = "RING, as requested: one gRPC ring over every replica";
+      break;
+    case v1::COMMUNICATION_HIERARCHICAL:
+      out.note = absl::StrCat(
+          "HIERARCHICAL, as requested: a ring of copies inside each agent",
+          across);
+      break;
+    case v1::COMMUNICATION_REDUCTION_TO_ONE_DEVICE:
+      out.note = absl::StrCat(
+          "REDUCTION_TO_ONE_DEVICE, as requested: each agent's replicas "
+          "reduce to its first one",
+          across, ", which hands the result back");
+      break;
     default:
-      if (cuda) {
-        return Unplaceable(
-            "on CUDA devices the collectives take device buffers: use "
-            "communication NCCL or AUTO");
-      }
-      out.note = spec.communication() == v1::COMMUNICATION_RING
-                     ? "RING, as requested: one gRPC ring over every replica"
-                     : "HIERARCHICAL, as requested";
-      return out;
+      return Unplaceable(
+          absl::StrCat("unknown communication ", spec.communication()));
   }
+  if (cuda) absl::StrAppend(&out.note, " (staged through host memory)");
+  return out;
 }
 
 // Replicas per agent: devices_per_agent, or every device when it is 0.

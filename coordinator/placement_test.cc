@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "tests/testing/status_matchers.h"
 
 namespace cohort::coordinator {
@@ -76,10 +77,41 @@ TEST(PlacementTest, AutoPicksHierarchicalOnCpusAndNcclOnGpus) {
   EXPECT_EQ(gpu->communication, v1::COMMUNICATION_NCCL);
   EXPECT_EQ(gpu->num_replicas, 4);
 
-  const std::vector<AgentView> no_nccl = {Agent("chief", 0, 1, true, false)};
-  EXPECT_THAT(PlaceSync(Spec(v1::MIRRORED), Pointers(no_nccl)).status(),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("built without it")));
+  // Without NCCL, GPUs reduce through host memory.
+  const std::vector<AgentView> no_nccl = {Agent("chief", 0, 2, true, false)};
+  absl::StatusOr<SyncPlacement> staged =
+      PlaceSync(Spec(v1::MIRRORED), Pointers(no_nccl));
+  ASSERT_TRUE(staged.ok()) << staged.status();
+  EXPECT_EQ(staged->communication, v1::COMMUNICATION_HIERARCHICAL);
+  EXPECT_THAT(staged->note, HasSubstr("through host memory"));
+  EXPECT_THAT(staged->note, HasSubstr("agents have no NCCL"));
+}
+
+TEST(PlacementTest, EveryIntraNodeChoiceIsValidOnCpusAndGpus) {
+  for (bool cuda : {false, true}) {
+    const std::vector<AgentView> agents = {Agent("chief", 0, 2, cuda, cuda),
+                                           Agent("worker", 0, 2, cuda, cuda)};
+    for (v1::Communication c :
+         {v1::COMMUNICATION_RING, v1::COMMUNICATION_HIERARCHICAL,
+          v1::COMMUNICATION_REDUCTION_TO_ONE_DEVICE}) {
+      v1::JobSpec spec = Spec(v1::MULTI_WORKER_MIRRORED);
+      spec.set_communication(c);
+      absl::StatusOr<SyncPlacement> placed = PlaceSync(spec, Pointers(agents));
+      ASSERT_TRUE(placed.ok()) << v1::Communication_Name(c) << placed.status();
+      EXPECT_EQ(placed->communication, c);
+      EXPECT_THAT(placed->note, HasSubstr("as requested"));
+      EXPECT_EQ(absl::StrContains(placed->note, "staged through host memory"),
+                cuda)
+          << placed->note;
+    }
+  }
+  v1::JobSpec one = Spec(v1::MULTI_WORKER_MIRRORED);
+  one.set_communication(v1::COMMUNICATION_REDUCTION_TO_ONE_DEVICE);
+  const std::vector<AgentView> cpus = {Agent("chief", 0, 2),
+                                       Agent("worker", 0, 2)};
+  EXPECT_THAT(PlaceSync(one, Pointers(cpus))->note,
+              HasSubstr("reduce to its first one, then over a ring of the 2 "
+                        "agents, which hands the result back"));
 }
 
 TEST(PlacementTest, SaysWhatDoesNotFit) {

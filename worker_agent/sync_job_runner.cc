@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 #include "worker_agent/job_loader.h"
+#include "worker_agent/staged_communicator.h"
 #ifdef COHORT_HAVE_NCCL
 #include "collective/nccl/nccl_communicator.h"
 #endif
@@ -128,7 +129,8 @@ bool SyncJobRunner::Run() {
   if (aborted_) return false;
   store_ = std::make_unique<collective::GrpcStore>(options_.coordinator,
                                                    options_.security);
-  if (a.communication() == v1::COMMUNICATION_HIERARCHICAL) {
+  if (a.communication() == v1::COMMUNICATION_HIERARCHICAL ||
+      a.communication() == v1::COMMUNICATION_REDUCTION_TO_ONE_DEVICE) {
     hub_ = std::make_unique<collective::LocalHub>(a.local_replicas());
   }
   std::vector<std::thread> threads;
@@ -148,10 +150,21 @@ bool SyncJobRunner::Run() {
   return true;
 }
 
+namespace {
+
+// Collectives that reduce in host memory take a CUDA replica's tensors
+// through host staging buffers.
+std::unique_ptr<collective::Communicator> Staged(
+    const Device& device, std::unique_ptr<collective::Communicator> host) {
+  if (!device.is_cuda()) return host;
+  return std::make_unique<StagedCommunicator>(std::move(host), device);
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<collective::Communicator>>
-SyncJobRunner::Connect(int local) {
+SyncJobRunner::Connect(int local, const Device& device) {
   const v1::AgentJobAssignment& a = options_.assignment;
-  const Device& device = options_.devices[a.device_indices(local)];
   const int rank = a.first_rank() + local;
   collective::CommunicatorOptions comm_options{.timeout =
                                                    job_.collective_timeout};
@@ -173,22 +186,24 @@ SyncJobRunner::Connect(int local) {
           collective::GrpcTransport::Create(
               grpc_options("ring", rank, a.num_replicas()), *store_));
       AddLink("replicas", rank, a.num_replicas(), transport->next_link());
-      return std::unique_ptr<collective::Communicator>(
-          new collective::AlgorithmicCommunicator(std::move(transport),
-                                                  comm_options));
+      return Staged(device,
+                    std::make_unique<collective::AlgorithmicCommunicator>(
+                        std::move(transport), comm_options));
     }
-    case v1::COMMUNICATION_HIERARCHICAL: {
+    case v1::COMMUNICATION_HIERARCHICAL:
+    case v1::COMMUNICATION_REDUCTION_TO_ONE_DEVICE: {
+      const collective::LocalReduction local_reduction =
+          a.communication() == v1::COMMUNICATION_HIERARCHICAL
+              ? collective::LocalReduction::kAllReduce
+              : collective::LocalReduction::kToLeader;
       auto local_comm = std::make_unique<collective::AlgorithmicCommunicator>(
           hub_->Connect(local), comm_options);
       if (a.local_replicas() > 1) {
         AddLink("local", rank, a.first_rank() + a.local_replicas(),
                 "in-process", a.first_rank());
       }
-      if (a.num_nodes() == 1) {
-        return std::unique_ptr<collective::Communicator>(std::move(local_comm));
-      }
       std::unique_ptr<collective::Communicator> cross;
-      if (local == 0) {
+      if (local == 0 && a.num_nodes() > 1) {
         COHORT_ASSIGN_OR_RETURN(
             std::unique_ptr<collective::GrpcTransport> transport,
             collective::GrpcTransport::Create(
@@ -197,10 +212,10 @@ SyncJobRunner::Connect(int local) {
         cross = std::make_unique<collective::AlgorithmicCommunicator>(
             std::move(transport), comm_options);
       }
-      return std::unique_ptr<collective::Communicator>(
-          new collective::HierarchicalCommunicator(std::move(local_comm),
-                                                   std::move(cross),
-                                                   a.num_nodes(), a.node()));
+      return Staged(device,
+                    std::make_unique<collective::HierarchicalCommunicator>(
+                        std::move(local_comm), std::move(cross), a.num_nodes(),
+                        a.node(), local_reduction));
     }
     case v1::COMMUNICATION_NCCL: {
 #ifdef COHORT_HAVE_NCCL
@@ -255,7 +270,7 @@ void SyncJobRunner::RunReplica(int local) {
 
   if (aborted_) return;
   absl::StatusOr<std::unique_ptr<collective::Communicator>> comm =
-      Connect(local);
+      Connect(local, device);
   if (!comm.ok()) {
     return Fail(absl::Status(comm.status().code(),
                              absl::StrCat("replica ", replica,

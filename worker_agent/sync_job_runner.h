@@ -57,7 +57,9 @@ class SyncJobRunner final : public AttemptRunner {
   bool Run();
   absl::Status Prepare();
   void RunReplica(int local);
-  absl::StatusOr<std::unique_ptr<collective::Communicator>> Connect(int local);
+  // `device` is the replica's, with its stream.
+  absl::StatusOr<std::unique_ptr<collective::Communicator>> Connect(
+      int local, const Device& device);
   // Records the link from rank `from` to the next of the ring [begin, end).
   void AddLink(const std::string& ring, int from, int end,
                const std::string& transport, int begin = 0);

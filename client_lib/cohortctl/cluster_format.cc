@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <vector>
 
-#include "client_lib/cohortctl/table.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "client_lib/cohortctl/table.h"
 
 namespace cohort::ctl {
 namespace {

@@ -30,6 +30,7 @@ constexpr std::pair<const char*, Communication> kCommunications[] = {
     {"ring", Communication::kRing},
     {"nccl", Communication::kNccl},
     {"hierarchical", Communication::kHierarchical},
+    {"reduction_to_one_device", Communication::kReductionToOneDevice},
 };
 
 constexpr size_t kShortErrorChars = 48;

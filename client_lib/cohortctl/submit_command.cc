@@ -49,7 +49,9 @@ ABSL_FLAG(absl::Duration, ps_recovery_timeout, absl::Seconds(60),
           "submit, parameter_server: how long a ps task that went away may "
           "take to come back before the job fails.");
 ABSL_FLAG(std::string, communication, "auto",
-          "submit: how replicas all-reduce: auto, ring, nccl or hierarchical.");
+          "submit: how replicas all-reduce: auto, ring, nccl, hierarchical (a "
+          "ring inside each agent, then across agents) or "
+          "reduction_to_one_device (to one replica inside each agent).");
 ABSL_FLAG(uint64_t, seed, 0, "submit: the job's random seed.");
 ABSL_FLAG(int64_t, checkpoint_every, 0,
           "submit: checkpoint every N steps; 0: only at the end.");

@@ -52,6 +52,8 @@ v1::Communication ToProto(Communication communication) {
       return v1::COMMUNICATION_NCCL;
     case Communication::kHierarchical:
       return v1::COMMUNICATION_HIERARCHICAL;
+    case Communication::kReductionToOneDevice:
+      return v1::COMMUNICATION_REDUCTION_TO_ONE_DEVICE;
   }
   return v1::COMMUNICATION_AUTO;
 }

@@ -169,6 +169,33 @@ TEST_F(JobsE2eTest, OneDeviceMirroredAndMultiWorkerAgreeAndRepeatBitwise) {
       absl::Seconds(10)));
 }
 
+TEST_F(JobsE2eTest, EveryCrossDeviceOpLearnsTheSameWeights) {
+  std::vector<std::vector<double>> params;
+  for (Communication c : {Communication::kRing, Communication::kHierarchical,
+                          Communication::kReductionToOneDevice}) {
+    JobSpec spec = LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 40);
+    spec.communication = c;
+    const v1::JobStatus status = Run(spec);
+    ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+    EXPECT_EQ(status.spec().communication(),
+              c == Communication::kRing ? v1::COMMUNICATION_RING
+              : c == Communication::kHierarchical
+                  ? v1::COMMUNICATION_HIERARCHICAL
+                  : v1::COMMUNICATION_REDUCTION_TO_ONE_DEVICE);
+    EXPECT_THAT(status.communication_note(), HasSubstr("as requested"));
+    params.push_back(Parameters(status));
+    ASSERT_EQ(params.back().size(), 5u);
+  }
+  // The sums differ in order only.
+  for (size_t k = 1; k < params.size(); ++k) {
+    for (size_t i = 0; i < params[0].size(); ++i) {
+      const double scale = std::max(std::abs(params[0][i]), 1e-12);
+      EXPECT_LE(std::abs(params[k][i] - params[0][i]) / scale, 1e-6)
+          << "communication " << k << ", parameter " << i;
+    }
+  }
+}
+
 TEST_F(JobsE2eTest, CentralStorageMlpLearnsAndMatchesMirrored) {
   // Both on the first agent's 2 devices: 2 replicas, reading one copy of the
   // variables or each its own.
@@ -446,8 +473,7 @@ TEST_F(JobsE2eTest, AnAcknowledgedSubmissionSurvivesACoordinatorKilledAtOnce) {
   client = *Client::Connect(again->coordinator->address());
   absl::StatusOr<v1::JobStatus> status = client->GetJob(*id);
   ASSERT_TRUE(status.ok()) << status.status();
-  const v1::JobStatus ended =
-      WaitForJobEnd(*client, *id, absl::Seconds(60));
+  const v1::JobStatus ended = WaitForJobEnd(*client, *id, absl::Seconds(60));
   EXPECT_EQ(ended.state(), v1::JOB_SUCCEEDED) << ended.error();
 }
 

@@ -46,7 +46,13 @@ struct ClientOptions {
 // How replicas all-reduce. kAuto picks NCCL for CUDA replicas, else
 // hierarchical (threads inside an agent, a gRPC ring between agents); the
 // job's status says what it picked and why.
-enum class Communication { kAuto, kRing, kNccl, kHierarchical };
+enum class Communication {
+  kAuto,
+  kRing,
+  kNccl,
+  kHierarchical,          // HierarchicalCopyAllReduce: a ring inside each agent
+  kReductionToOneDevice,  // to one replica inside each agent
+};
 
 // How a kParameterServer job places its variables over the ps tasks and
 // schedules its step closures (TF's ParameterServerStrategy and
