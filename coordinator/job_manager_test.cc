@@ -263,7 +263,7 @@ TEST_F(JobManagerTest, CentralStorageRunsOnOneAgent) {
   EXPECT_EQ(assignment.num_replicas(), 2);
   EXPECT_EQ(assignment.spec().strategy(), v1::CENTRAL_STORAGE);
 
-  // Two GPUs would both have to read one copy in host memory.
+  // Two GPUs read one copy in mapped host memory: placed like the CPUs.
   JobManager gpus(one_agent, {.checkpoint_root = "/ckpt"});
   id = gpus.Submit(spec, now_);
   ASSERT_TRUE(id.ok()) << id.status();
@@ -273,9 +273,12 @@ TEST_F(JobManagerTest, CentralStorageRunsOnOneAgent) {
               .cuda = true,
               .nccl = true}},
             now_);
-  EXPECT_EQ(gpus.Get(*id)->state(), v1::JOB_FAILED);
-  EXPECT_THAT(gpus.Get(*id)->error(),
-              HasSubstr("CentralStorage over 2 CUDA devices is not supported"));
+  const v1::AgentJobAssignment on_gpus =
+      gpus.Sync(Report("chief", "", 0, v1::AgentJobReport::IDLE), now_)
+          .assignment();
+  EXPECT_EQ(on_gpus.job_id(), *id);
+  EXPECT_EQ(on_gpus.num_replicas(), 2);
+  EXPECT_EQ(on_gpus.communication(), v1::COMMUNICATION_NCCL);
 }
 
 }  // namespace

@@ -192,13 +192,6 @@ absl::StatusOr<SyncPlacement> PlaceSync(
         "job's replicas must all be on one kind (set CUDA_VISIBLE_DEVICES= "
         "on the GPU agents to run on CPUs)");
   }
-  if (spec.strategy() == v1::CENTRAL_STORAGE && cuda && *local > 1) {
-    // Several GPUs would all have to read one copy in host memory.
-    return Unplaceable(absl::StrCat(
-        "CentralStorage over ", *local,
-        " CUDA devices is not supported: set devices_per_agent=1 to keep the "
-        "variables on one GPU, or use Mirrored"));
-  }
   const bool nccl = std::all_of(agents.begin(), agents.end(),
                                 [](const AgentView* v) { return v->nccl; });
   absl::StatusOr<SyncPlacement> placement =

@@ -5,8 +5,9 @@
 // variables and optimizer slots exist once, and every local replica reads
 // that one copy.
 //
-// Local replica 0 allocates each shared buffer on its device (host memory for
-// CPU devices, device memory on the agent's only GPU) and publishes it here,
+// Local replica 0 allocates each shared buffer (host memory for CPU devices,
+// device memory on a single GPU, mapped host memory over several: see
+// DeviceBuffer::AllocateShared) and publishes it here,
 // in creation order; the other replicas take the buffer with the same index,
 // since every replica creates its variables in the same order. Around each
 // update a barrier of the local replicas keeps readers and the one writer

@@ -17,8 +17,8 @@ namespace {
 absl::Status CudaStatus(cudaError_t error, const char* what,
                         const Device& device) {
   if (error == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, " on cuda:", device.index,
-                                          ": ", cudaGetErrorString(error)));
+  return absl::InternalError(absl::StrCat(what, " on cuda:", device.index, ": ",
+                                          cudaGetErrorString(error)));
 }
 
 cudaStream_t StreamOf(const Device& device) {
@@ -31,22 +31,24 @@ cudaStream_t StreamOf(const Device& device) {
       "a CUDA device was assigned, but this agent was built without CUDA");
 }
 
+// With unified addressing CUDA tells host from device memory by the
+// pointers: so copies also reach buffers in mapped host memory
+// (AllocateShared).
 absl::Status Copy(const Device& device, void* dst, const void* src,
-                  size_t bytes, [[maybe_unused]] int kind) {
+                  size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
   if (!device.is_cuda()) {
     std::memcpy(dst, src, bytes);
     return absl::OkStatus();
   }
 #ifdef COHORT_HAVE_CUDA
-  if (absl::Status set = CudaStatus(cudaSetDevice(device.index),
-                                    "cudaSetDevice", device);
+  if (absl::Status set =
+          CudaStatus(cudaSetDevice(device.index), "cudaSetDevice", device);
       !set.ok()) {
     return set;
   }
   if (absl::Status copy = CudaStatus(
-          cudaMemcpyAsync(dst, src, bytes, static_cast<cudaMemcpyKind>(kind),
-                          StreamOf(device)),
+          cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, StreamOf(device)),
           "cudaMemcpyAsync", device);
       !copy.ok()) {
     return copy;
@@ -74,23 +76,23 @@ absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(const Device& device,
     return buffer;
   }
 #ifdef COHORT_HAVE_CUDA
-  if (absl::Status set = CudaStatus(cudaSetDevice(device.index),
-                                    "cudaSetDevice", device);
+  if (absl::Status set =
+          CudaStatus(cudaSetDevice(device.index), "cudaSetDevice", device);
       !set.ok()) {
     return set;
   }
   void* data = nullptr;
   if (cudaError_t error = cudaMalloc(&data, size); error != cudaSuccess) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("cannot allocate ", bytes, " bytes on cuda:",
-                     device.index, ": ", cudaGetErrorString(error)));
+        absl::StrCat("cannot allocate ", bytes, " bytes on cuda:", device.index,
+                     ": ", cudaGetErrorString(error)));
   }
   buffer.data_ = data;
   // On the replica's stream, and finished before anything is copied in:
   // a non-blocking stream does not wait for the legacy default stream.
-  if (absl::Status zero = CudaStatus(
-          cudaMemsetAsync(data, 0, size, StreamOf(device)), "cudaMemset",
-          device);
+  if (absl::Status zero =
+          CudaStatus(cudaMemsetAsync(data, 0, size, StreamOf(device)),
+                     "cudaMemset", device);
       !zero.ok()) {
     return zero;
   }
@@ -101,10 +103,37 @@ absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(const Device& device,
 #endif
 }
 
+absl::StatusOr<DeviceBuffer> DeviceBuffer::AllocateShared(const Device& device,
+                                                          size_t bytes) {
+  if (!device.is_cuda()) return Allocate(device, bytes);
+#ifdef COHORT_HAVE_CUDA
+  DeviceBuffer buffer;
+  buffer.device_ = device;
+  buffer.bytes_ = bytes;
+  buffer.host_mapped_ = true;
+  void* data = nullptr;
+  // Portable: mapped on every GPU, not only the current one.
+  if (cudaError_t error =
+          cudaHostAlloc(&data, bytes == 0 ? 1 : bytes,
+                        cudaHostAllocMapped | cudaHostAllocPortable);
+      error != cudaSuccess) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot allocate ", bytes,
+        " bytes of mapped host memory: ", cudaGetErrorString(error)));
+  }
+  std::memset(data, 0, bytes);
+  buffer.data_ = data;
+  return buffer;
+#else
+  return NoCuda();
+#endif
+}
+
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
     : device_(other.device_),
       data_(std::exchange(other.data_, nullptr)),
-      bytes_(std::exchange(other.bytes_, 0)) {}
+      bytes_(std::exchange(other.bytes_, 0)),
+      host_mapped_(std::exchange(other.host_mapped_, false)) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {
@@ -120,8 +149,12 @@ DeviceBuffer::~DeviceBuffer() {
     std::free(data_);
   } else {
 #ifdef COHORT_HAVE_CUDA
-    cudaSetDevice(device_.index);
-    cudaFree(data_);
+    if (host_mapped_) {
+      cudaFreeHost(data_);
+    } else {
+      cudaSetDevice(device_.index);
+      cudaFree(data_);
+    }
 #endif
   }
   data_ = nullptr;
@@ -130,7 +163,7 @@ DeviceBuffer::~DeviceBuffer() {
 absl::Status CopyToDevice(const Device& device, void* device_dst,
                           const void* host_src, size_t bytes) {
 #ifdef COHORT_HAVE_CUDA
-  return Copy(device, device_dst, host_src, bytes, cudaMemcpyHostToDevice);
+  return Copy(device, device_dst, host_src, bytes);
 #else
   return Copy(device, device_dst, host_src, bytes, 0);
 #endif
@@ -139,7 +172,7 @@ absl::Status CopyToDevice(const Device& device, void* device_dst,
 absl::Status CopyToHost(const Device& device, void* host_dst,
                         const void* device_src, size_t bytes) {
 #ifdef COHORT_HAVE_CUDA
-  return Copy(device, host_dst, device_src, bytes, cudaMemcpyDeviceToHost);
+  return Copy(device, host_dst, device_src, bytes);
 #else
   return Copy(device, host_dst, device_src, bytes, 0);
 #endif
@@ -148,7 +181,7 @@ absl::Status CopyToHost(const Device& device, void* host_dst,
 absl::Status CopyOnDevice(const Device& device, void* dst, const void* src,
                           size_t bytes) {
 #ifdef COHORT_HAVE_CUDA
-  return Copy(device, dst, src, bytes, cudaMemcpyDeviceToDevice);
+  return Copy(device, dst, src, bytes);
 #else
   return Copy(device, dst, src, bytes, 0);
 #endif

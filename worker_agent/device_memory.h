@@ -17,6 +17,11 @@ class DeviceBuffer {
  public:
   static absl::StatusOr<DeviceBuffer> Allocate(const Device& device,
                                                size_t bytes);
+  // Memory that kernels on every GPU of the host read and write directly:
+  // pinned host memory mapped into each device's address space (plain host
+  // memory for CPU devices). CentralStorage's one copy over several GPUs.
+  static absl::StatusOr<DeviceBuffer> AllocateShared(const Device& device,
+                                                     size_t bytes);
   DeviceBuffer() = default;
   DeviceBuffer(DeviceBuffer&& other) noexcept;
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
@@ -29,6 +34,7 @@ class DeviceBuffer {
   Device device_;
   void* data_ = nullptr;
   size_t bytes_ = 0;
+  bool host_mapped_ = false;  // from AllocateShared on a CUDA device
 };
 
 // Synchronous copies between host memory and the device's memory, ordered

@@ -151,9 +151,11 @@ TEST(OptimizerKernelsTest, BadArguments) {
 
 #ifdef COHORT_HAVE_CUDA
 // The device kernels against the host loop, bitwise: replicas on CPUs and
-// GPUs must stay equal.
+// GPUs must stay equal. `mapped`: the variable and its slots live in mapped
+// host memory, as CentralStorage keeps them over several GPUs.
 template <typename T>
-void ExpectCudaMatchesHost(const OptimizerOptions& options, void* stream) {
+void ExpectCudaMatchesHost(const OptimizerOptions& options, void* stream,
+                           bool mapped) {
   constexpr size_t kCount = 100003;  // not a multiple of the block size
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
@@ -168,7 +170,9 @@ void ExpectCudaMatchesHost(const OptimizerOptions& options, void* stream) {
   const size_t bytes = kCount * sizeof(T);
   std::vector<DeviceBuffer> buffers;
   for (const std::vector<T>* host : {&var, &grad, &m, &v}) {
-    absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(device, bytes);
+    absl::StatusOr<DeviceBuffer> buffer =
+        mapped && host != &grad ? DeviceBuffer::AllocateShared(device, bytes)
+                                : DeviceBuffer::Allocate(device, bytes);
     ASSERT_TRUE(buffer.ok()) << buffer.status();
     ASSERT_TRUE(CopyToDevice(device, buffer->data(), host->data(), bytes).ok());
     buffers.push_back(*std::move(buffer));
@@ -193,7 +197,7 @@ void ExpectCudaMatchesHost(const OptimizerOptions& options, void* stream) {
       << "first elements: device " << device_var[0] << ", host " << var[0];
 }
 
-TEST(OptimizerKernelsCudaTest, MatchesHostBitwise) {
+TEST(OptimizerKernelsCudaTest, MatchesHostBitwiseInDeviceAndMappedMemory) {
   if (ProbeCuda().devices.empty()) GTEST_SKIP() << "no CUDA device";
   absl::StatusOr<void*> stream = CreateStream(0);
   ASSERT_TRUE(stream.ok()) << stream.status();
@@ -205,8 +209,11 @@ TEST(OptimizerKernelsCudaTest, MatchesHostBitwise) {
     SCOPED_TRACE(testing::Message()
                  << "optimizer kind " << static_cast<int>(options.kind)
                  << (options.nesterov ? " nesterov" : ""));
-    ExpectCudaMatchesHost<float>(options, *stream);
-    ExpectCudaMatchesHost<double>(options, *stream);
+    for (bool mapped : {false, true}) {
+      SCOPED_TRACE(mapped ? "mapped host memory" : "device memory");
+      ExpectCudaMatchesHost<float>(options, *stream, mapped);
+      ExpectCudaMatchesHost<double>(options, *stream, mapped);
+    }
   }
   DestroyStream(0, *stream);
 }

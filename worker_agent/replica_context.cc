@@ -81,15 +81,12 @@ absl::StatusOr<std::unique_ptr<VariableImpl>> ReplicaContextImpl::NewVariable(
     ++shared_;
     return std::make_unique<VariableImpl>(std::move(options), buffer->data);
   }
-  if (shared && device_.is_cuda() && job_->num_replicas > 1) {
-    // The one copy would have to sit in host memory that every GPU maps.
-    return absl::FailedPreconditionError(absl::StrCat(
-        "central storage over ", job_->num_replicas,
-        " CUDA devices is not supported: the variables can live on the "
-        "agent's only GPU (devices_per_agent=1), or use Mirrored"));
-  }
+  // Over several GPUs the one copy sits in host memory that every GPU maps,
+  // as TF's CentralStorage keeps it on the CPU; on one GPU, in its memory.
+  const bool mapped = shared && device_.is_cuda() && job_->num_replicas > 1;
   COHORT_ASSIGN_OR_RETURN(DeviceBuffer buffer,
-                          DeviceBuffer::Allocate(device_, bytes));
+                          mapped ? DeviceBuffer::AllocateShared(device_, bytes)
+                                 : DeviceBuffer::Allocate(device_, bytes));
   if (initial != nullptr) {
     COHORT_RETURN_IF_ERROR(
         CopyToDevice(device_, buffer.data(), initial, bytes));
