@@ -7,9 +7,9 @@
 //
 // Local replica 0 allocates each shared buffer (host memory for CPU devices,
 // device memory on a single GPU, mapped host memory over several: see
-// DeviceBuffer::AllocateShared) and publishes it here,
-// in creation order; the other replicas take the buffer with the same index,
-// since every replica creates its variables in the same order. Around each
+// DeviceBuffer::AllocateShared) and publishes it here, in creation order;
+// the other replicas take the buffer with the same index, since every
+// replica creates its variables in the same order. Around each
 // update a barrier of the local replicas keeps readers and the one writer
 // apart: nobody still reads the old values when replica 0 writes, and nobody
 // reads before it has finished.
