@@ -135,7 +135,10 @@ std::vector<LaunchPlan> CoordinatorServer::PlanLaunches() const {
       rpc::Security::ToFlags(config_.security_files);
   for (const TaskId& task : spec.tasks()) {
     const bool is_ps = task.type == kPs;
-    if (!is_ps && task.type != kWorker && task.type != kChief) continue;
+    if (!is_ps && task.type != kWorker && task.type != kChief &&
+        task.type != kEvaluator) {
+      continue;
+    }
     const std::string address = *spec.address(task);
     const absl::StatusOr<HostPort> host_port = ParseHostPort(address);
     if (!host_port.ok() || !IsLocalHost(host_port->host)) {

@@ -125,6 +125,10 @@ v1::AgentSyncResponse JobManager::Sync(const v1::AgentJobReport& report,
   const std::string task =
       TaskId{report.task().type(), report.task().index()}.ToString();
   absl::MutexLock lock(&mu_);
+  if (report.task().type() == kEvaluator) {
+    SyncEvaluator(report, now, response);
+    return response;
+  }
   Job* job = ActiveJob();
   if (job == nullptr) return response;
   auto assignment = job->assignments.find(task);

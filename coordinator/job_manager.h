@@ -94,6 +94,15 @@ class JobManager {
   void Finish(Job& job, v1::JobState state, const std::string& error,
               absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateProgress(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The evaluator task's sync (job_manager_eval.cc): files its evaluations
+  // with the job they are of, and hands it the job to evaluate, if any.
+  void SyncEvaluator(const v1::AgentJobReport& report, absl::Time now,
+                     v1::AgentSyncResponse& response)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job the evaluator should watch: the active one, or else the newest
+  // one while its last checkpoint has not been evaluated; null if neither
+  // has an eval function.
+  Job* JobToEvaluate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records that the replicas agreed to stop early, and why.
   void NoteStop(Job& job, const v1::AgentJobReport& report)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -281,5 +281,53 @@ TEST_F(JobManagerTest, CentralStorageRunsOnOneAgent) {
   EXPECT_EQ(on_gpus.communication(), v1::COMMUNICATION_NCCL);
 }
 
+TEST_F(JobManagerTest, TheEvaluatorWatchesTheJobUntilItsLastCheckpoint) {
+  v1::AgentJobReport idle;
+  idle.mutable_task()->set_type("evaluator");
+  // A job without an eval function gives the evaluator nothing to do.
+  const std::string plain = SubmitAndPlace();
+  EXPECT_FALSE(manager_.Sync(idle, now_).has_assignment());
+  ASSERT_TRUE(manager_.Cancel(plain, now_).ok());
+
+  v1::JobSpec spec = GoodSpec();
+  spec.set_eval_fn("eval");
+  spec.set_eval_dataset_fn("eval_data");
+  const std::string id = SubmitAndPlace(spec);
+  const v1::AgentJobAssignment a = manager_.Sync(idle, now_).assignment();
+  EXPECT_EQ(a.job_id(), id);
+  EXPECT_TRUE(a.evaluate());
+  EXPECT_EQ(a.checkpoint_dir(), manager_.Get(id)->checkpoint_dir());
+  EXPECT_EQ(a.spec().eval_fn(), "eval");
+
+  // Its evaluations are filed with the job, once per checkpoint, in order.
+  v1::AgentJobReport evaluating = idle;
+  evaluating.set_job_id(id);
+  for (int64_t step : {10, 5, 5}) {
+    v1::Evaluation* e = evaluating.add_evaluations();
+    e->set_step(step);
+    (*e->mutable_metrics())["accuracy"] = step / 10.0;
+  }
+  manager_.Sync(evaluating, now_);
+  ASSERT_EQ(manager_.Get(id)->evaluations_size(), 2);
+  EXPECT_EQ(manager_.Get(id)->evaluations(0).step(), 5);
+  EXPECT_EQ(manager_.Get(id)->evaluations(1).step(), 10);
+
+  // The job ends with a checkpoint at 20: the evaluator is still wanted
+  // until it has reported that one, and no longer after.
+  for (const char* task : {"chief", "worker"}) {
+    v1::AgentJobReport done =
+        Report(task, id, 1, v1::AgentJobReport::FINISHED, 10);
+    done.set_checkpoint_step(20);
+    manager_.Sync(done, now_);
+  }
+  manager_.Tick(Ready(), now_);
+  ASSERT_EQ(State(id), v1::JOB_SUCCEEDED);
+  EXPECT_EQ(manager_.Sync(idle, now_).assignment().job_id(), id);
+  evaluating.clear_evaluations();
+  evaluating.add_evaluations()->set_step(20);
+  EXPECT_FALSE(manager_.Sync(evaluating, now_).has_assignment());
+  EXPECT_EQ(manager_.Get(id)->evaluations_size(), 3);
+}
+
 }  // namespace
 }  // namespace cohort::coordinator

@@ -101,6 +101,20 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
     }
   }
   if (absl::Status rule = ValidateEarlyStopping(spec); !rule.ok()) return rule;
+  if (spec.eval_steps() < 0) {
+    return bad("eval_steps must be >= 0 (0: one pass), got ",
+               spec.eval_steps());
+  }
+  if (!spec.eval_fn().empty() || !spec.eval_dataset_fn().empty()) {
+    if (spec.eval_fn().empty() || spec.eval_dataset_fn().empty()) {
+      return bad("the evaluator needs both eval_fn and eval_dataset_fn");
+    }
+    if (spec.strategy() == v1::PARAMETER_SERVER) {
+      return bad(
+          "the evaluator evaluates the synchronous strategies' "
+          "checkpoints; a ParameterServer job has none");
+    }
+  }
   if (!spec.config_json().empty()) {
     const nlohmann::json config =
         nlohmann::json::parse(spec.config_json(), nullptr, false);

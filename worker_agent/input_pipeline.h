@@ -46,6 +46,8 @@ class InputPipeline {
   // function of the step, so a resumed job needs no replay.
   std::vector<Batch> BatchesForStep(int64_t step) const;
 
+  // Elements in this pipeline's shard: one epoch of its stream.
+  int64_t shard_size() const { return shard_size_; }
   // For logs: e.g. "FILE sharding: files 0, 2 of 4 (1200 elements)".
   const std::string& description() const { return description_; }
 

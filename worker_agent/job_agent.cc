@@ -6,6 +6,7 @@
 #include "common/digest.h"
 #include "common/file_util.h"
 #include "spdlog/spdlog.h"
+#include "worker_agent/evaluator_runner.h"
 #include "worker_agent/ps_job_runner.h"
 #include "worker_agent/sync_job_runner.h"
 
@@ -28,6 +29,9 @@ JobAgentOptions WithDefaults(JobAgentOptions options) {
 }  // namespace
 
 std::unique_ptr<AttemptRunner> MakeRunner(RunnerOptions options) {
+  if (options.assignment.evaluate()) {
+    return std::make_unique<EvaluatorRunner>(std::move(options));
+  }
   if (options.assignment.spec().strategy() == v1::PARAMETER_SERVER) {
     return std::make_unique<PsJobRunner>(std::move(options));
   }

@@ -23,7 +23,8 @@ namespace cohort::agent {
 using RunnerFactory =
     std::function<std::unique_ptr<AttemptRunner>(RunnerOptions options)>;
 
-// PsJobRunner for ParameterServer assignments, SyncJobRunner otherwise.
+// EvaluatorRunner for the evaluator task's assignments, PsJobRunner for
+// ParameterServer ones, SyncJobRunner otherwise.
 std::unique_ptr<AttemptRunner> MakeRunner(RunnerOptions options);
 
 struct JobAgentOptions {

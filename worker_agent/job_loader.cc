@@ -74,9 +74,24 @@ JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment, const TaskId& task,
   return job;
 }
 
+FunctionNames TrainingFunctions(const v1::JobSpec& spec) {
+  return {spec.init_fn(), spec.step_fn(), spec.dataset_fn()};
+}
+
+FunctionNames EvalFunctions(const v1::JobSpec& spec) {
+  return {spec.init_fn(), spec.eval_fn(), spec.eval_dataset_fn()};
+}
+
 absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
                                   const JobInfo& job,
                                   const InputLayout& layout) {
+  return LoadJob(options, job, layout,
+                 TrainingFunctions(options.assignment.spec()));
+}
+
+absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
+                                  const JobInfo& job, const InputLayout& layout,
+                                  const FunctionNames& names) {
   const v1::AgentJobAssignment& a = options.assignment;
   const v1::JobSpec& spec = a.spec();
   absl::StatusOr<std::string> path =
@@ -89,7 +104,7 @@ absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
   }
   absl::StatusOr<StepFunctions> functions = LoadStepLibrary(
       *path, spec.library_name().empty() ? *path : spec.library_name(),
-      spec.init_fn(), spec.step_fn(), spec.dataset_fn());
+      names.init, names.step, names.dataset);
   if (!functions.ok()) return functions.status();
   LoadedJob inputs;
   inputs.functions = *functions;
@@ -106,12 +121,12 @@ absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
       inputs.functions.dataset(input);
   if (!dataset.ok()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("dataset function \"", spec.dataset_fn(),
+        absl::StrCat("dataset function \"", names.dataset,
                      "\" failed: ", dataset.status().message()));
   }
   if (*dataset == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "dataset function \"", spec.dataset_fn(), "\" returned no dataset"));
+        "dataset function \"", names.dataset, "\" returned no dataset"));
   }
   absl::StatusOr<std::unique_ptr<InputPipeline>> pipeline =
       InputPipeline::Create(*std::move(dataset), layout.pipeline,

@@ -24,6 +24,14 @@ struct InputLayout {
   int64_t global_batch_size = 0;
 };
 
+// Which registered functions to load: the job's init, step and dataset
+// functions, or, for the evaluator, its init, eval and eval dataset ones.
+struct FunctionNames {
+  std::string init, step, dataset;
+};
+FunctionNames TrainingFunctions(const v1::JobSpec& spec);
+FunctionNames EvalFunctions(const v1::JobSpec& spec);
+
 struct LoadedJob {
   StepFunctions functions;
   std::unique_ptr<InputPipeline> pipeline;  // null without a dataset_fn
@@ -44,5 +52,8 @@ StrategyKind StrategyKindOf(v1::Strategy strategy);
 absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
                                   const JobInfo& job,
                                   const InputLayout& layout);
+absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
+                                  const JobInfo& job, const InputLayout& layout,
+                                  const FunctionNames& names);
 
 }  // namespace cohort::agent

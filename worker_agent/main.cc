@@ -1,5 +1,6 @@
-// cohort-agent: one per worker or chief task. Discovers its devices,
-// registers with the coordinator and heartbeats; runs the job replicas.
+// cohort-agent: one per worker, chief or evaluator task. Discovers its
+// devices, registers with the coordinator and heartbeats; runs the job
+// replicas, or, as the evaluator, evaluates the job's checkpoints.
 
 #include <memory>
 
@@ -23,7 +24,7 @@ ABSL_FLAG(std::string, cache_dir, "",
 namespace {
 
 constexpr char kUsage[] =
-    "a Cohort worker agent (one per chief or worker task).\n"
+    "a Cohort worker agent (one per chief, worker or evaluator task).\n"
     "\n"
     "  cohort-agent --task=worker:0 --listen=10.0.0.2:2222 "
     "--coordinator=10.0.0.1:7070\n"
@@ -36,7 +37,8 @@ constexpr char kUsage[] =
 int main(int argc, char** argv) {
   using namespace cohort;
   task::TaskConfig config = task::InitTaskDaemon(
-      argc, argv, "agent", kUsage, {std::string(kWorker), std::string(kChief)});
+      argc, argv, "agent", kUsage,
+      {std::string(kWorker), std::string(kChief), std::string(kEvaluator)});
   absl::StatusOr<std::unique_ptr<agent::AgentServer>> server =
       agent::AgentServer::Create(
           std::move(config), {.cpu_devices = absl::GetFlag(FLAGS_cpu_devices),

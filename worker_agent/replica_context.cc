@@ -466,6 +466,11 @@ absl::StatusOr<StepEnd> ReplicaContextImpl::EndStep() {
   return end;
 }
 
+void ReplicaContextImpl::ClearMetrics() {
+  absl::MutexLock lock(&metrics_mu_);
+  metrics_.clear();
+}
+
 std::map<std::string, double> ReplicaContextImpl::last_metrics() const {
   absl::MutexLock lock(&metrics_mu_);
   return metrics_;

@@ -123,6 +123,8 @@ class ReplicaContextImpl final : public ReplicaContext {
   // job) from a step's own error (fail it).
   const absl::Status& collective_status() const { return collective_status_; }
   std::map<std::string, double> last_metrics() const;
+  // Forgets the metrics reported so far (the evaluator, between batches).
+  void ClearMetrics();
 
   // After the init function: the replicas agree on the newest complete
   // checkpoint any agent holds (each agent's first replica reads its own

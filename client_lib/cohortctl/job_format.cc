@@ -202,6 +202,28 @@ std::string JobDetails(const v1::JobStatus& job, absl::Time now,
     }
     AddDetail(&out, "early stop", text);
   }
+  if (!spec.eval_fn().empty()) {
+    std::string evaluated = absl::StrCat(
+        spec.eval_fn(), " on ", spec.eval_dataset_fn(), ", ",
+        spec.eval_steps() > 0 ? absl::StrCat(spec.eval_steps(), " batches")
+                              : "one pass",
+        " per checkpoint");
+    // The newest few, newest last.
+    const int shown = std::min(job.evaluations_size(), 5);
+    for (int i = job.evaluations_size() - shown; i < job.evaluations_size();
+         ++i) {
+      const v1::Evaluation& e = job.evaluations(i);
+      std::vector<std::string> values;
+      for (const auto& [name, value] : e.metrics()) {
+        values.push_back(absl::StrFormat("%s=%.4g", name, value));
+      }
+      std::sort(values.begin(), values.end());
+      absl::StrAppend(
+          &evaluated, "\n", std::string(14, ' '), "step ", e.step(), ": ",
+          e.error().empty() ? absl::StrJoin(values, " ") : e.error());
+    }
+    AddDetail(&out, "evaluator", evaluated);
+  }
   AddDetail(&out, "metrics",
             job.metrics().empty() ? "-" : FormatMetrics(job, 6));
 

@@ -38,6 +38,7 @@ constexpr char kUsage[] =
     "         [--collective_timeout=60s] [--early_stop_metric=M\n"
     "         [--early_stop_target=X] [--early_stop_patience=N]\n"
     "         [--early_stop_min_delta=D] [--early_stop_maximize]]\n"
+    "         [--eval=FN --eval_dataset=FN [--eval_steps=N]]\n"
     "         [--wait] [--json]\n"
     "                     upload a step library and run it; prints the job\n"
     "                     id, or with --wait shows it live until it ends\n"

@@ -84,6 +84,14 @@ ABSL_FLAG(int64_t, early_stop_patience, 0,
           "improvement of more than --early_stop_min_delta.");
 ABSL_FLAG(double, early_stop_min_delta, 0,
           "submit: the least change that counts as an improvement.");
+ABSL_FLAG(std::string, eval, "",
+          "submit: the registered eval function the cluster's evaluator task "
+          "runs on each new checkpoint (with --eval_dataset).");
+ABSL_FLAG(std::string, eval_dataset, "",
+          "submit: the registered dataset function the evaluator reads.");
+ABSL_FLAG(int64_t, eval_steps, 0,
+          "submit: eval batches per checkpoint; 0: one pass over the eval "
+          "dataset.");
 ABSL_FLAG(bool, wait, false,
           "submit: watch the job until it ends; exit 0 only if it SUCCEEDED.");
 
@@ -170,6 +178,9 @@ absl::StatusOr<JobSpec> SpecFromFlags() {
   spec.ps.max_shard_bytes = absl::GetFlag(FLAGS_ps_max_shard_bytes);
   spec.ps.max_inflight = absl::GetFlag(FLAGS_max_inflight);
   spec.ps.recovery_timeout = absl::GetFlag(FLAGS_ps_recovery_timeout);
+  spec.eval_fn = absl::GetFlag(FLAGS_eval);
+  spec.eval_dataset_fn = absl::GetFlag(FLAGS_eval_dataset);
+  spec.eval_steps = absl::GetFlag(FLAGS_eval_steps);
   spec.early_stopping.metric = absl::GetFlag(FLAGS_early_stop_metric);
   spec.early_stopping.maximize = absl::GetFlag(FLAGS_early_stop_maximize);
   spec.early_stopping.target = absl::GetFlag(FLAGS_early_stop_target);

@@ -256,6 +256,9 @@ absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
   proto.set_init_fn(spec.init_fn);
   proto.set_step_fn(spec.step_fn);
   proto.set_dataset_fn(spec.dataset_fn);
+  proto.set_eval_fn(spec.eval_fn);
+  proto.set_eval_dataset_fn(spec.eval_dataset_fn);
+  proto.set_eval_steps(spec.eval_steps);
   proto.set_steps(spec.steps);
   proto.set_global_batch_size(spec.global_batch_size);
   proto.set_seed(spec.seed);

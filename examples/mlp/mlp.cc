@@ -1,7 +1,8 @@
 // A small MLP classifier of two interleaved spirals, on CPU replicas: the
 // forward and backward passes written out, the update left to the runtime's
 // Adam (which all-reduces the gradients), and a held-out accuracy every
-// "eval_every" steps.
+// "eval_every" steps. For the cluster's evaluator task it also has an eval
+// function and an eval dataset (the held-out set).
 
 #include <algorithm>
 #include <cmath>
@@ -29,7 +30,6 @@ struct ReplicaState {
   std::vector<std::vector<float>> gradients;  // one per variable
   std::vector<float> delta, delta_below;
 };
-
 
 // out[b, :] = in[b, :] · kernel + bias for `rows` rows, ReLU unless last.
 void Dense(const float* in, size_t in_stride, size_t rows, const float* kernel,
@@ -209,9 +209,54 @@ absl::Status MlpStep(ReplicaContext& ctx, const Batch& batch) {
   return absl::OkStatus();
 }
 
+// The evaluator's function: the loss and accuracy of one batch of the
+// held-out set, with the variables of the checkpoint being evaluated.
+absl::Status MlpEval(ReplicaContext& ctx, const Batch& batch) {
+  ReplicaState* state = ctx.state<ReplicaState>();
+  if (state == nullptr) {
+    return absl::FailedPreconditionError(
+        "mlp_eval: no state; submit the job with --init=mlp_init");
+  }
+  if (absl::Status s = PackSpiralBatch(batch, "mlp_eval", state->rows);
+      !s.ok()) {
+    return s;
+  }
+  const size_t rows = state->rows.size() / 3;
+  Forward(*state, state->rows.data(), rows);
+  const std::vector<float>& logits = state->outputs.back();
+  double loss = 0, correct = 0;
+  for (size_t b = 0; b < rows; ++b) {
+    const float* z = &logits[b * kMlpClasses];
+    const int label = static_cast<int>(state->rows[3 * b + 2]);
+    const float top = *std::max_element(z, z + kMlpClasses);
+    double sum = 0;
+    for (int c = 0; c < kMlpClasses; ++c) sum += std::exp(z[c] - top);
+    loss += std::log(sum) - (z[label] - top);
+    correct += (z[1] > z[0] ? 1 : 0) == label;
+  }
+  ctx.report("loss", loss / static_cast<double>(rows));
+  ctx.report("accuracy", correct / static_cast<double>(rows));
+  return absl::OkStatus();
+}
+
+// The evaluator's dataset: the whole held-out set.
+absl::StatusOr<std::unique_ptr<Dataset>> MlpEvalData(
+    const InputContext& input) {
+  absl::StatusOr<MlpConfig> config = ParseMlpConfig(input.config_json());
+  if (!config.ok()) return config.status();
+  std::vector<std::string> elements;
+  for (const SpiralExample& e : HeldOutShard(*config, input.seed(), 0, 1)) {
+    elements.push_back(EncodeSpiralExample(e));
+  }
+  return std::make_unique<InMemoryDataset>(std::move(elements),
+                                           DatasetOptions{});
+}
+
 }  // namespace
 }  // namespace cohort::examples
 
 COHORT_REGISTER_DATASET("mlp_data", cohort::examples::OpenSpiralRecords);
+COHORT_REGISTER_DATASET("mlp_eval_data", cohort::examples::MlpEvalData);
+COHORT_REGISTER_STEP("mlp_eval", cohort::examples::MlpEval);
 COHORT_REGISTER_INIT("mlp_init", cohort::examples::MlpInit);
 COHORT_REGISTER_STEP("mlp_step", cohort::examples::MlpStep);

@@ -1,11 +1,13 @@
 // A training loop the step controls, end to end: a real coordinator launches
-// a chief and a worker agent (2 CPU devices each) and a ps task. Steps
-// reduce their metrics over every replica, hand merge_call results back,
-// see their task and strategy, and end training early, by stop_training
-// or by the job's early-stopping rule.
+// a chief and a worker agent (2 CPU devices each), a ps task and an
+// evaluator. Steps reduce their metrics over every replica, hand merge_call
+// results back, see their task and strategy, and end training early, by
+// stop_training or by the job's early-stopping rule; the evaluator
+// evaluates each checkpoint beside the training.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
@@ -28,7 +30,8 @@ class TrainingLoopE2eTest : public ::testing::Test {
     absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(
         *dir_, /*workers=*/1, /*ps=*/1,
         {"--cpu_devices=2",
-         absl::StrCat("--state_dir=", dir_->path(), "/state")});
+         absl::StrCat("--state_dir=", dir_->path(), "/state")},
+        {}, /*evaluators=*/1);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     coordinator_ = cluster->coordinator.release();
     client_ = Client::Connect(coordinator_->address())->release();
@@ -147,6 +150,73 @@ TEST_F(TrainingLoopE2eTest,
   EXPECT_EQ(status.step(), status.stopped_at_step());
   EXPECT_THAT(status.stop_reason(),
               HasSubstr("called stop_training: closure 20 was reached"));
+}
+
+TEST_F(TrainingLoopE2eTest, TheEvaluatorScoresEveryCheckpointBesideTraining) {
+  JobSpec spec = MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 600, "file");
+  spec.checkpoint_every = 200;
+  spec.eval_fn = "mlp_eval";
+  spec.eval_dataset_fn = "mlp_eval_data";
+  absl::StatusOr<std::string> id = client_->SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  const v1::JobStatus ended = WaitForJobEnd(*client_, *id, absl::Seconds(120));
+  ASSERT_EQ(ended.state(), v1::JOB_SUCCEEDED) << ended.error();
+  // Training never waits for the evaluator; the final checkpoint is
+  // evaluated after the job ends.
+  const v1::JobStatus status = WaitForJob(
+      *client_, *id,
+      [](const v1::JobStatus& s) {
+        return s.evaluations_size() > 0 &&
+               s.evaluations(s.evaluations_size() - 1).step() == 600;
+      },
+      absl::Seconds(60));
+  ASSERT_GT(status.evaluations_size(), 0);
+  const v1::Evaluation& last =
+      status.evaluations(status.evaluations_size() - 1);
+  EXPECT_EQ(last.step(), 600);
+  EXPECT_EQ(last.error(), "");
+  // The held-out accuracy the job itself measured at its end.
+  EXPECT_GE(last.metrics().at("accuracy"), 0.95);
+  EXPECT_NEAR(last.metrics().at("accuracy"), ended.metrics().at("accuracy"),
+              1e-9);
+  for (const v1::Evaluation& e : status.evaluations()) {
+    EXPECT_EQ(e.step() % 200, 0) << e.step();
+  }
+
+  CommandResult shown =
+      RunCommand({Binary("cohortctl"),
+                  "--coordinator=" + coordinator_->address(), "job", *id});
+  EXPECT_THAT(shown.output,
+              HasSubstr("evaluator   mlp_eval on mlp_eval_data, one pass per "
+                        "checkpoint"));
+  EXPECT_THAT(shown.output, HasSubstr("step 600: accuracy="));
+}
+
+TEST_F(TrainingLoopE2eTest, LosingTheEvaluatorFailsNothing) {
+  absl::StatusOr<v1::ClusterState> state = coordinator_->State();
+  ASSERT_TRUE(state.ok()) << state.status();
+  const v1::TaskStatus* evaluator = FindTask(*state, "evaluator", 0);
+  ASSERT_NE(evaluator, nullptr);
+  JobSpec spec = MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 400, "file");
+  spec.checkpoint_every = 100;
+  spec.eval_fn = "mlp_eval";
+  spec.eval_dataset_fn = "mlp_eval_data";
+  absl::StatusOr<std::string> id = client_->SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(kill(static_cast<pid_t>(evaluator->pid()), SIGKILL), 0);
+  const v1::JobStatus ended = WaitForJobEnd(*client_, *id, absl::Seconds(120));
+  ASSERT_EQ(ended.state(), v1::JOB_SUCCEEDED) << ended.error();
+  EXPECT_EQ(ended.attempt(), 1);
+  EXPECT_EQ(ended.restarts_size(), 0);
+  // Restarted by the coordinator, it evaluates the final checkpoint.
+  const v1::JobStatus evaluated = WaitForJob(
+      *client_, *id,
+      [](const v1::JobStatus& s) {
+        return s.evaluations_size() > 0 &&
+               s.evaluations(s.evaluations_size() - 1).step() == 400;
+      },
+      absl::Seconds(60));
+  EXPECT_GT(evaluated.evaluations_size(), 0);
 }
 
 }  // namespace

@@ -68,9 +68,9 @@ CommandResult RunCommand(const std::vector<std::string>& argv,
   return result;
 }
 
-std::string LocalSpec(int workers, int ps) {
+std::string LocalSpec(int workers, int ps, int evaluators) {
   std::set<int> ports;
-  while (ports.size() < static_cast<size_t>(1 + workers + ps)) {
+  while (ports.size() < static_cast<size_t>(1 + workers + ps + evaluators)) {
     ports.insert(*PickUnusedPort("127.0.0.1"));
   }
   auto next = ports.begin();
@@ -84,6 +84,7 @@ std::string LocalSpec(int workers, int ps) {
   nlohmann::json cluster = {{"chief", take(1)}};
   if (workers > 0) cluster["worker"] = take(workers);
   if (ps > 0) cluster["ps"] = take(ps);
+  if (evaluators > 0) cluster["evaluator"] = take(evaluators);
   return nlohmann::json({{"cluster", cluster}}).dump();
 }
 
@@ -199,8 +200,10 @@ absl::StatusOr<v1::ClusterState> CoordinatorProcess::WaitAllReady(
 absl::StatusOr<ReadyCluster> StartReadyCluster(const ScratchDir& dir,
                                                int workers, int ps,
                                                std::vector<std::string> flags,
-                                               const ClientOptions& client) {
-  const std::string spec = dir.Write("cluster.json", LocalSpec(workers, ps));
+                                               const ClientOptions& client,
+                                               int evaluators) {
+  const std::string spec =
+      dir.Write("cluster.json", LocalSpec(workers, ps, evaluators));
   flags.push_back(absl::StrCat("--cluster_spec=", spec));
   ReadyCluster cluster;
   absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator =

@@ -47,9 +47,9 @@ CommandResult RunCommand(const std::vector<std::string>& argv,
                          absl::Duration timeout = absl::Seconds(30),
                          const std::map<std::string, std::string>& env = {});
 
-// A TF_CONFIG with one chief, `workers` workers and `ps` ps tasks on free
-// loopback ports.
-std::string LocalSpec(int workers, int ps);
+// A TF_CONFIG with one chief, `workers` workers, `ps` ps tasks and
+// `evaluators` evaluator tasks (0 or 1) on free loopback ports.
+std::string LocalSpec(int workers, int ps, int evaluators = 0);
 
 // The standard grpc.health.v1 check, through the generated stub: the
 // serving status name ("SERVING"), or the error.
@@ -98,15 +98,16 @@ class CoordinatorProcess {
   std::vector<int64_t> seen_pids_;
 };
 
-// A coordinator started on a fresh LocalSpec(workers, ps) with `flags`,
-// once every task it launched is READY.
+// A coordinator started on a fresh LocalSpec(workers, ps, evaluators) with
+// `flags`, once every task it launched is READY.
 struct ReadyCluster {
   std::unique_ptr<CoordinatorProcess> coordinator;
   v1::ClusterState state;
 };
 absl::StatusOr<ReadyCluster> StartReadyCluster(
     const ScratchDir& dir, int workers, int ps,
-    std::vector<std::string> flags = {}, const ClientOptions& client = {});
+    std::vector<std::string> flags = {}, const ClientOptions& client = {},
+    int evaluators = 0);
 
 // Waits until none of `pids` runs any more.
 bool WaitAllGone(const std::vector<int64_t>& pids, absl::Duration timeout);

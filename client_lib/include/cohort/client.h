@@ -110,6 +110,13 @@ struct JobSpec {
   absl::Duration collective_timeout = absl::Seconds(60);
   ParameterServerOptions ps;     // kParameterServer only
   EarlyStopping early_stopping;  // the synchronous strategies only
+  // The sidecar evaluator (the cluster's "evaluator" task), synchronous
+  // strategies: on each new checkpoint it runs eval_fn over eval_steps
+  // batches of eval_dataset_fn (0: one pass) and reports each metric's mean,
+  // tagged with the checkpoint's step, in the job's status.
+  std::string eval_fn;
+  std::string eval_dataset_fn;
+  int64_t eval_steps = 0;
 };
 
 // One saved tensor of a checkpoint.
