@@ -23,7 +23,7 @@ ABSL_FLAG(std::string, mlp_data, "",
           "Record files of cohort-example-mlp-data; empty: skip the MLP.");
 ABSL_FLAG(int64_t, mlp_steps, 1500, "Steps of each MLP run.");
 ABSL_FLAG(int64_t, empty_steps, 20000,
-          "Steps of each sync_step run; empty_step runs 500 times as many.");
+          "Steps of each empty_step and sync_step run.");
 ABSL_FLAG(std::string, format, "table", "table, or csv.");
 
 namespace cohort {
@@ -147,8 +147,7 @@ int Main(int argc, char** argv) {
     const JobSpec empty{.name = std::string("bench-") + step,
                         .library_path = tests + "libcohort_test_steps.so",
                         .step_fn = step,
-                        .steps = absl::GetFlag(FLAGS_empty_steps) *
-                                 (std::string(step) == "empty_step" ? 500 : 1),
+                        .steps = absl::GetFlag(FLAGS_empty_steps),
                         .global_batch_size = 2};
     for (const Topology& t :
          {Topology{StrategyKind::kMirrored, 2, 2, "1 agent x 2 devices"},
