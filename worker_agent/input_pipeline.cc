@@ -5,6 +5,7 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
@@ -36,7 +37,8 @@ uint64_t UniformBelow(std::mt19937_64& rng, uint64_t bound) {
 }
 
 std::string Plural(int64_t n, absl::string_view noun) {
-  return absl::StrCat(n, " ", noun, n == 1 ? "" : "s");
+  if (n == 1) return absl::StrCat(n, " ", noun);
+  return absl::StrCat(n, " ", noun, absl::EndsWith(noun, "ch") ? "es" : "s");
 }
 
 std::string FileList(const std::vector<int>& files) {
@@ -77,6 +79,22 @@ absl::StatusOr<std::unique_ptr<InputPipeline>> InputPipeline::Create(
         "input pipeline: the data set is empty; there is nothing to train on");
   }
   const DatasetOptions options = dataset->options();
+  if (options.per_replica_batches) {
+    if (options.shard_policy != ShardPolicy::kAuto &&
+        options.shard_policy != ShardPolicy::kOff) {
+      return absl::InvalidArgumentError(
+          "per_replica_batches: the dataset function shards and batches its "
+          "data itself, so its shard_policy must be kAuto or kOff");
+    }
+    return std::unique_ptr<InputPipeline>(new InputPipeline(
+        std::move(dataset), Mode::kOff, pipeline, num_pipelines, local_replicas,
+        /*per_replica=*/1, seed, {},
+        absl::StrCat("per-replica batches from the dataset function: ",
+                     Plural(size, "batch"),
+                     ", one per replica a step, "
+                     "neither sharded nor split",
+                     options.shuffle ? "; shuffled each epoch" : "")));
+  }
   const int num_files = dataset->num_files();
   ShardPolicy policy = options.shard_policy;
   const bool automatic = policy == ShardPolicy::kAuto;

@@ -117,6 +117,25 @@ TEST(InputPipelineTest, OffGivesEveryPipelineEverything) {
   EXPECT_THAT(p0->description(), StartsWith("OFF sharding"));
 }
 
+TEST(InputPipelineTest, PerReplicaBatchesGoOneToEachReplicaUnsplit) {
+  // The function's own batches: element i is one replica's whole batch.
+  const DatasetOptions user{.per_replica_batches = true};
+  auto p1 = Make(Memory(5, user), 1, 2, 2, 64);
+  EXPECT_THAT(Batch(*p1, 0, 0), ElementsAre("e0"));
+  EXPECT_THAT(Batch(*p1, 0, 1), ElementsAre("e1"));
+  // Not sharded over the pipelines, and repeated: step 2 is e4, then e0.
+  EXPECT_THAT(Step(*p1, 2), ElementsAre("e4", "e0"));
+  EXPECT_THAT(p1->description(),
+              StartsWith("per-replica batches from the dataset function: 5 "
+                         "batches, one per replica a step"));
+  EXPECT_EQ(p1->shard_size(), 5);
+
+  EXPECT_THAT(CreateError(Memory(5, {.shard_policy = ShardPolicy::kData,
+                                     .per_replica_batches = true}),
+                          0, 2, 1, 4),
+              HasSubstr("shard_policy must be kAuto or kOff"));
+}
+
 TEST(InputPipelineTest, DataKeepsEveryNthElementAndRepeats) {
   const DatasetOptions data{.shard_policy = ShardPolicy::kData};
   auto p1 = Make(Memory(10, data), 1, 2, 1, 4);

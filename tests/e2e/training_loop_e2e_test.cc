@@ -152,6 +152,18 @@ TEST_F(TrainingLoopE2eTest,
               HasSubstr("called stop_training: closure 20 was reached"));
 }
 
+TEST_F(TrainingLoopE2eTest, UserBatchedDatasetsReachEachReplicaWhole) {
+  JobSpec spec =
+      TestStepsJob("batched_step", StrategyKind::kMultiWorkerMirrored, 12);
+  spec.dataset_fn = "batched_data";
+  spec.global_batch_size = 8;
+  const v1::JobStatus status = Run(spec);
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  // 4 replicas of 2 examples; the worker's two replicas read pipeline 1.
+  EXPECT_EQ(status.metrics().at("examples"), 8);
+  EXPECT_EQ(status.metrics().at("pipelines"), 2);
+}
+
 TEST_F(TrainingLoopE2eTest, TheEvaluatorScoresEveryCheckpointBesideTraining) {
   JobSpec spec = MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 600, "file");
   spec.checkpoint_every = 200;

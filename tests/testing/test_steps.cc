@@ -5,6 +5,10 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cohort/step.h"
@@ -101,8 +105,48 @@ absl::Status ColocatedInit(cohort::ReplicaContext& ctx) {
   return absl::OkStatus();
 }
 
+// distribute_datasets_from_function with the user's own batching: 6
+// batches, each one replica's whole batch of per_replica_batch_size int32
+// values, marked with the input pipeline that made it.
+absl::StatusOr<std::unique_ptr<cohort::Dataset>> BatchedData(
+    const cohort::InputContext& input) {
+  constexpr int64_t kGlobalBatch = 8;  // the job's, which the test submits
+  const int64_t per = input.per_replica_batch_size(kGlobalBatch);
+  std::vector<std::string> batches;
+  for (int b = 0; b < 6; ++b) {
+    std::vector<int32_t> values = {input.input_pipeline_id(),
+                                   static_cast<int32_t>(per)};
+    values.resize(static_cast<size_t>(2 + per), b);
+    batches.emplace_back(reinterpret_cast<const char*>(values.data()),
+                         values.size() * sizeof(int32_t));
+  }
+  return std::make_unique<cohort::InMemoryDataset>(
+      std::move(batches), cohort::DatasetOptions{.per_replica_batches = true});
+}
+
+// Checks that its batch is one whole per-replica batch, unsplit, and sums
+// over the replicas the examples and the pipelines that made them.
+absl::Status BatchedStep(cohort::ReplicaContext& ctx,
+                         const cohort::Batch& batch) {
+  const int64_t per = ctx.global_batch_size() / ctx.num_replicas_in_sync();
+  if (batch.size() != 1) {
+    return absl::InternalError(
+        absl::StrCat("a user-batched step got ", batch.size(), " elements"));
+  }
+  const std::span<const int32_t> values = batch.As<int32_t>(0);
+  if (values.size() != static_cast<size_t>(2 + per) || values[1] != per) {
+    return absl::InternalError(absl::StrCat("a user batch of ", values.size(),
+                                            " values; expected ", 2 + per));
+  }
+  ctx.report("examples", static_cast<double>(per), cohort::ReduceOp::kSum);
+  ctx.report("pipelines", values[0], cohort::ReduceOp::kSum);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
+COHORT_REGISTER_DATASET("batched_data", BatchedData);
+COHORT_REGISTER_STEP("batched_step", BatchedStep);
 COHORT_REGISTER_INIT("colocated_init", ColocatedInit);
 COHORT_REGISTER_STEP("control_step", ControlStep);
 COHORT_REGISTER_STEP("stop_ps_step", StopPsStep);

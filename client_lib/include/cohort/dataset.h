@@ -49,6 +49,13 @@ struct DatasetOptions {
   // Reorder elements each epoch, from the job's seed and the epoch number:
   // the same order on every run.
   bool shuffle = false;
+  // distribute_datasets_from_function with the user's own batching: each
+  // element is one replica's whole batch, already cut to
+  // InputContext::per_replica_batch_size and sharded by the function. The
+  // runtime hands each local replica one element a step, in order (a
+  // Batch of one element), and neither shards nor splits: shard_policy
+  // must be kAuto or kOff.
+  bool per_replica_batches = false;
 };
 
 // A finite, indexable data set; the runtime repeats it. Immutable once made,
