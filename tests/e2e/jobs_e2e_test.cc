@@ -54,9 +54,8 @@ class JobsE2eTest : public ::testing::Test {
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     coordinator_ = cluster->coordinator.release();
     client_ = Client::Connect(coordinator_->address())->release();
-    CommandResult made = RunCommand({Binary("cohort-example-mlp-data"),
-                                     "--out=" + SpiralsDir(), "--files=4"});
-    ASSERT_EQ(made.exit_code, 0) << made.output;
+    const absl::Status spirals = WriteSpirals(SpiralsDir());
+    ASSERT_TRUE(spirals.ok()) << spirals;
   }
   static std::string SpiralsDir() { return dir_->path() + "/spirals"; }
   // The MLP example on the spirals' 4 record files, 2 devices per agent.

@@ -34,9 +34,8 @@ class PsJobsE2eTest : public ::testing::Test {
     coordinator_ = cluster->coordinator.release();
     client_ = Client::Connect(coordinator_->address())->release();
     data_ = dir_->path() + "/spirals";
-    CommandResult made = RunCommand(
-        {Binary("cohort-example-mlp-data"), "--out=" + data_, "--files=4"});
-    ASSERT_EQ(made.exit_code, 0) << made.output;
+    const absl::Status spirals = WriteSpirals(data_);
+    ASSERT_TRUE(spirals.ok()) << spirals;
   }
   static void TearDownTestSuite() {
     delete client_;

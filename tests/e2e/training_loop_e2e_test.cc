@@ -36,9 +36,8 @@ class TrainingLoopE2eTest : public ::testing::Test {
     coordinator_ = cluster->coordinator.release();
     client_ = Client::Connect(coordinator_->address())->release();
     data_ = dir_->path() + "/spirals";
-    CommandResult made = RunCommand(
-        {Binary("cohort-example-mlp-data"), "--out=" + data_, "--files=4"});
-    ASSERT_EQ(made.exit_code, 0) << made.output;
+    const absl::Status spirals = WriteSpirals(data_);
+    ASSERT_TRUE(spirals.ok()) << spirals;
   }
   static void TearDownTestSuite() {
     delete client_;
@@ -175,13 +174,8 @@ TEST_F(TrainingLoopE2eTest, TheEvaluatorScoresEveryCheckpointBesideTraining) {
   ASSERT_EQ(ended.state(), v1::JOB_SUCCEEDED) << ended.error();
   // Training never waits for the evaluator; the final checkpoint is
   // evaluated after the job ends.
-  const v1::JobStatus status = WaitForJob(
-      *client_, *id,
-      [](const v1::JobStatus& s) {
-        return s.evaluations_size() > 0 &&
-               s.evaluations(s.evaluations_size() - 1).step() == 600;
-      },
-      absl::Seconds(60));
+  const v1::JobStatus status =
+      WaitForEvaluation(*client_, *id, 600, absl::Seconds(60));
   ASSERT_GT(status.evaluations_size(), 0);
   const v1::Evaluation& last =
       status.evaluations(status.evaluations_size() - 1);
@@ -221,13 +215,8 @@ TEST_F(TrainingLoopE2eTest, LosingTheEvaluatorFailsNothing) {
   EXPECT_EQ(ended.attempt(), 1);
   EXPECT_EQ(ended.restarts_size(), 0);
   // Restarted by the coordinator, it evaluates the final checkpoint.
-  const v1::JobStatus evaluated = WaitForJob(
-      *client_, *id,
-      [](const v1::JobStatus& s) {
-        return s.evaluations_size() > 0 &&
-               s.evaluations(s.evaluations_size() - 1).step() == 400;
-      },
-      absl::Seconds(60));
+  const v1::JobStatus evaluated =
+      WaitForEvaluation(*client_, *id, 400, absl::Seconds(60));
   EXPECT_GT(evaluated.evaluations_size(), 0);
 }
 

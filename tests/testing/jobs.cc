@@ -5,6 +5,25 @@
 
 namespace cohort::testing {
 
+absl::Status WriteSpirals(const std::string& dir) {
+  const CommandResult made = RunCommand(
+      {Binary("cohort-example-mlp-data"), "--out=" + dir, "--files=4"});
+  if (made.exit_code == 0) return absl::OkStatus();
+  return absl::InternalError(
+      absl::StrCat("cohort-example-mlp-data failed: ", made.output));
+}
+
+v1::JobStatus WaitForEvaluation(Client& client, const std::string& id,
+                                int64_t step, absl::Duration timeout) {
+  return WaitForJob(
+      client, id,
+      [step](const v1::JobStatus& s) {
+        return s.evaluations_size() > 0 &&
+               s.evaluations(s.evaluations_size() - 1).step() == step;
+      },
+      timeout);
+}
+
 std::string ExampleLibrary(const std::string& name) {
   return absl::StrCat(BinDir(), "/../lib/lib", name, ".so");
 }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "cohort/client.h"
 
@@ -26,6 +27,10 @@ JobSpec MlpJob(const std::string& data_dir, StrategyKind strategy,
 // learnt.
 JobSpec SlowLinearJob(StrategyKind strategy, int64_t steps, int step_sleep_ms);
 
+// Writes the MLP's spirals (4 record files) into `dir` with
+// cohort-example-mlp-data; its output when it fails.
+absl::Status WriteSpirals(const std::string& dir);
+
 // Polls the job until `condition` holds or `timeout` passes; its last status.
 v1::JobStatus WaitForJob(
     Client& client, const std::string& id,
@@ -34,6 +39,10 @@ v1::JobStatus WaitForJob(
 // Until it has done `step` steps (or ended); its last status.
 v1::JobStatus WaitForStep(Client& client, const std::string& id, int64_t step,
                           absl::Duration timeout);
+// Until the evaluator has reported the checkpoint at `step`; its last
+// status.
+v1::JobStatus WaitForEvaluation(Client& client, const std::string& id,
+                                int64_t step, absl::Duration timeout);
 // Until it SUCCEEDED, FAILED or was CANCELLED.
 v1::JobStatus WaitForJobEnd(Client& client, const std::string& id,
                             absl::Duration timeout);
