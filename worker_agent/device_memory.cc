@@ -162,29 +162,17 @@ DeviceBuffer::~DeviceBuffer() {
 
 absl::Status CopyToDevice(const Device& device, void* device_dst,
                           const void* host_src, size_t bytes) {
-#ifdef COHORT_HAVE_CUDA
   return Copy(device, device_dst, host_src, bytes);
-#else
-  return Copy(device, device_dst, host_src, bytes, 0);
-#endif
 }
 
 absl::Status CopyToHost(const Device& device, void* host_dst,
                         const void* device_src, size_t bytes) {
-#ifdef COHORT_HAVE_CUDA
   return Copy(device, host_dst, device_src, bytes);
-#else
-  return Copy(device, host_dst, device_src, bytes, 0);
-#endif
 }
 
 absl::Status CopyOnDevice(const Device& device, void* dst, const void* src,
                           size_t bytes) {
-#ifdef COHORT_HAVE_CUDA
   return Copy(device, dst, src, bytes);
-#else
-  return Copy(device, dst, src, bytes, 0);
-#endif
 }
 
 absl::Status Synchronize(const Device& device) {
