@@ -42,17 +42,24 @@ absl::Status LoadInto(const std::map<std::string, SavedTensor>& saved,
 
 }  // namespace
 
+absl::StatusOr<void*> ReplicaContextImpl::DeviceStage(size_t bytes) {
+  if (device_stage_.bytes() < bytes) {
+    COHORT_ASSIGN_OR_RETURN(device_stage_,
+                            DeviceBuffer::Allocate(device_, bytes));
+  }
+  return device_stage_.data();
+}
+
 absl::Status ReplicaContextImpl::BroadcastHost(void* host, size_t count,
                                                DType dtype, int root) {
   if (!device_.is_cuda()) {
     return Collective(comm_->Broadcast(host, count, dtype, root));
   }
   const size_t bytes = count * DTypeSize(dtype);
-  COHORT_ASSIGN_OR_RETURN(DeviceBuffer scratch,
-                          DeviceBuffer::Allocate(device_, bytes));
-  COHORT_RETURN_IF_ERROR(CopyToDevice(device_, scratch.data(), host, bytes));
-  COHORT_RETURN_IF_ERROR(broadcast({scratch.data(), count, dtype}, root));
-  return CopyToHost(device_, host, scratch.data(), bytes);
+  COHORT_ASSIGN_OR_RETURN(void* stage, DeviceStage(bytes));
+  COHORT_RETURN_IF_ERROR(CopyToDevice(device_, stage, host, bytes));
+  COHORT_RETURN_IF_ERROR(broadcast({stage, count, dtype}, root));
+  return CopyToHost(device_, host, stage, bytes);
 }
 
 absl::Status ReplicaContextImpl::AllReduceHost(void* host, size_t count,
@@ -62,11 +69,10 @@ absl::Status ReplicaContextImpl::AllReduceHost(void* host, size_t count,
     return Collective(comm_->AllReduce(host, count, dtype, op));
   }
   const size_t bytes = count * DTypeSize(dtype);
-  COHORT_ASSIGN_OR_RETURN(DeviceBuffer scratch,
-                          DeviceBuffer::Allocate(device_, bytes));
-  COHORT_RETURN_IF_ERROR(CopyToDevice(device_, scratch.data(), host, bytes));
-  COHORT_RETURN_IF_ERROR(all_reduce(op, Tensor{scratch.data(), count, dtype}));
-  return CopyToHost(device_, host, scratch.data(), bytes);
+  COHORT_ASSIGN_OR_RETURN(void* stage, DeviceStage(bytes));
+  COHORT_RETURN_IF_ERROR(CopyToDevice(device_, stage, host, bytes));
+  COHORT_RETURN_IF_ERROR(all_reduce(op, Tensor{stage, count, dtype}));
+  return CopyToHost(device_, host, stage, bytes);
 }
 
 absl::StatusOr<int64_t> ReplicaContextImpl::OwnLatestCheckpoint() const {

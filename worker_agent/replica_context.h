@@ -144,6 +144,10 @@ class ReplicaContextImpl final : public ReplicaContext {
   // Records the first failure of the communicator, which stays failed.
   absl::Status Collective(absl::Status status);
   absl::Status BroadcastHost(void* host, size_t count, DType dtype, int root);
+  // At least `bytes` of device memory for the host collectives below to
+  // stage through: one buffer per replica, grown as needed, so that the
+  // per-step agreement allocates nothing.
+  absl::StatusOr<void*> DeviceStage(size_t bytes);
   // Collectives on host memory, staged through the device where it is a
   // GPU.
   absl::Status AllReduceHost(void* host, size_t count, DType dtype,
@@ -181,6 +185,7 @@ class ReplicaContextImpl final : public ReplicaContext {
   std::vector<std::unique_ptr<VariableImpl>> variables_;  // creation order
   std::vector<std::unique_ptr<OptimizerImpl>> optimizers_;
   std::vector<char> staging_;  // host buffer of fused collectives
+  DeviceBuffer device_stage_;  // see DeviceStage
   std::shared_ptr<void> user_state_;
   mutable absl::Mutex metrics_mu_;
   std::map<std::string, double> metrics_ ABSL_GUARDED_BY(metrics_mu_);
