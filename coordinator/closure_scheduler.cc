@@ -12,7 +12,13 @@ constexpr absl::Duration kRatePeriod = absl::Seconds(1);
 }  // namespace
 
 ClosureScheduler::ClosureScheduler(int64_t steps, const v1::JobStatus& status)
-    : steps_(steps) {
+    : client_scheduled_(status.spec().ps().schedule_from_client()),
+      steps_(client_scheduled_ ? status.calls_scheduled() : steps) {
+  for (const v1::ScheduledCall& call : status.pending_calls()) {
+    if (call.id() >= 0 && call.id() < steps_) calls_[call.id()] = call;
+  }
+  batches_ = status.batches_scheduled();
+  scheduling_finished_ = status.scheduling_finished();
   prefix_ = std::min(status.completed_prefix(), steps);
   for (int64_t id : status.completed_beyond()) {
     if (id >= prefix_ && id < steps) completed_beyond_.insert(id);
@@ -41,6 +47,15 @@ void ClosureScheduler::Complete(const v1::ClosureResult& result) {
   }
   recent_.push_back(result);
   if (recent_.size() > kRecentResults) recent_.pop_front();
+  if (client_scheduled_) {
+    calls_.erase(id);
+    results_[id] = result;
+    if (results_.size() > kKeptResults) results_.erase(results_.begin());
+    if (!result.error().empty() && failed_++ == 0) {
+      first_failed_ = id;
+      first_error_ = result.error();
+    }
+  }
   NoteValues(result);
   if (stop_reason_.empty() && !result.stop_reason().empty()) {
     stop_reason_ = result.stop_reason();
@@ -95,6 +110,7 @@ v1::ClosureResponse ClosureScheduler::Exchange(
     if (id < 0) break;
     inflight_[id] = slot;
     response.add_closures(id);
+    if (client_scheduled_) *response.add_calls() = calls_[id];
   }
   if (done()) {
     response.set_done(true);
@@ -104,8 +120,10 @@ v1::ClosureResponse ClosureScheduler::Exchange(
   return response;
 }
 
+int ClosureScheduler::RequeueAll() { return Requeue(""); }
+
 int ClosureScheduler::Requeue(const std::string& task) {
-  const std::string prefix = absl::StrCat(task, "/");
+  const std::string prefix = task.empty() ? "" : absl::StrCat(task, "/");
   int count = 0;
   for (auto it = inflight_.begin(); it != inflight_.end();) {
     if (absl::StartsWith(it->second, prefix)) {
@@ -133,6 +151,78 @@ double ClosureScheduler::rate(absl::Time now) {
   return rate_;
 }
 
+absl::StatusOr<std::vector<int64_t>> ClosureScheduler::Schedule(
+    std::vector<v1::ScheduledCall> calls) {
+  if (!client_scheduled_) {
+    return absl::FailedPreconditionError(
+        "the job runs its own steps; only a job with "
+        "ps.schedule_from_client takes scheduled calls");
+  }
+  if (scheduling_finished_) {
+    return absl::FailedPreconditionError(
+        "the client finished scheduling this job (FinishJob)");
+  }
+  if (!stop_reason_.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the job stopped training: ", stop_reason_));
+  }
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (calls[i].fn().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("call ", i, " names no function"));
+    }
+    if (static_cast<size_t>(calls[i].args_size()) > kMaxArgs) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("call ", i, " (", calls[i].fn(), ") has ",
+                       calls[i].args_size(), " args; at most ", kMaxArgs));
+    }
+  }
+  const int64_t pending = static_cast<int64_t>(calls_.size());
+  if (pending + static_cast<int64_t>(calls.size()) > kMaxPendingCalls) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        pending, " calls are not completed yet, and the job holds at most ",
+        kMaxPendingCalls, ": retry once some complete"));
+  }
+  std::vector<int64_t> ids;
+  for (v1::ScheduledCall& call : calls) {
+    call.set_id(steps_++);
+    call.set_batch(call.takes_batch() ? batches_++ : -1);
+    ids.push_back(call.id());
+    calls_[call.id()] = std::move(call);
+  }
+  return ids;
+}
+
+absl::StatusOr<v1::CallStatus> ClosureScheduler::Call(int64_t id) const {
+  if (id < 0 || id >= steps_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("call ", id, " was never scheduled: the job has calls 0..",
+                     steps_ - 1));
+  }
+  v1::CallStatus call;
+  call.set_id(id);
+  if (auto it = results_.find(id); it != results_.end()) {
+    call.set_state(it->second.error().empty() ? v1::CallStatus::DONE
+                                              : v1::CallStatus::FAILED);
+    *call.mutable_result() = it->second;
+  } else if (id < prefix_ || completed_beyond_.count(id) > 0) {
+    call.set_state(v1::CallStatus::DONE_RESULT_DROPPED);
+  } else if (inflight_.count(id) > 0) {
+    call.set_state(v1::CallStatus::RUNNING);
+  } else {
+    call.set_state(v1::CallStatus::QUEUED);
+  }
+  return call;
+}
+
+void ClosureScheduler::FillCounts(v1::GetCallsResponse& response) const {
+  response.set_scheduled(steps_);
+  response.set_completed(completed_count_);
+  response.set_failed(failed_);
+  response.set_first_failed(first_failed_);
+  response.set_first_error(first_error_);
+}
+
 void ClosureScheduler::Fill(v1::JobStatus& status) const {
   status.set_step(completed_count_);
   if (!stop_reason_.empty()) {
@@ -149,6 +239,13 @@ void ClosureScheduler::Fill(v1::JobStatus& status) const {
   }
   for (const auto& [name, reported] : metrics_) {
     (*status.mutable_metrics())[name] = reported.value;
+  }
+  if (client_scheduled_) {
+    status.set_calls_scheduled(steps_);
+    status.set_batches_scheduled(batches_);
+    status.set_scheduling_finished(scheduling_finished_);
+    status.clear_pending_calls();
+    for (const auto& [id, call] : calls_) *status.add_pending_calls() = call;
   }
 }
 

@@ -6,6 +6,13 @@
 // lost. A closure completes at least once: one whose worker died after
 // pushing its update but before reporting runs again, as in TF.
 //
+// A schedule_from_client job has no steps of its own: its closures are the
+// calls the client schedules (ids 0, 1, ... in schedule order), each with
+// its function and arguments, and it is done once the client finished
+// scheduling and every call completed. The scheduler keeps each call's
+// result, for the client to fetch, and the calls not yet completed, which
+// Fill() saves so that a restored coordinator hands them out again.
+//
 // Pure logic; not thread-safe (the job manager's mutex guards it).
 
 #include <cstdint>
@@ -15,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cohort/v1/job.pb.h"
 
@@ -35,14 +43,41 @@ class ClosureScheduler {
                                const std::vector<v1::ClosureResult>& completed,
                                int want);
 
+  // --- schedule_from_client jobs.
+  bool client_scheduled() const { return client_scheduled_; }
+  // Queues `calls` (fn, args, takes_batch) and returns their ids.
+  // FAILED_PRECONDITION when the job takes no calls (not client-scheduled,
+  // finished scheduling, stopped training), INVALID_ARGUMENT naming a bad
+  // call, RESOURCE_EXHAUSTED when more than kMaxPendingCalls would be left
+  // not completed. All or nothing.
+  absl::StatusOr<std::vector<int64_t>> Schedule(
+      std::vector<v1::ScheduledCall> calls);
+  // No more calls: done() once the scheduled ones completed.
+  void FinishScheduling() { scheduling_finished_ = true; }
+  // Where call `id` is; INVALID_ARGUMENT for an id never scheduled.
+  absl::StatusOr<v1::CallStatus> Call(int64_t id) const;
+  // Counts and the first failure, into `response`.
+  void FillCounts(v1::GetCallsResponse& response) const;
+
+  static constexpr int64_t kMaxPendingCalls = 4096;
+  static constexpr size_t kMaxArgs = 4096;
+  static constexpr size_t kKeptResults = 100000;
+
   // Re-queues the closures in flight on every slot of `task` ("worker:1").
   // Returns how many.
   int Requeue(const std::string& task);
+  // Re-queues every closure in flight, as a new attempt starts.
+  int RequeueAll();
+  // Nothing queued or in flight.
+  bool idle() const {
+    return inflight_.empty() && requeued_.empty() && next_ >= steps_;
+  }
 
   // Every closure completed, or a step called stop_training and the
   // closures in flight then have completed.
   bool done() const {
-    return completed_count_ == steps_ ||
+    return (completed_count_ == steps_ &&
+            (!client_scheduled_ || scheduling_finished_)) ||
            (!stop_reason_.empty() && inflight_.empty());
   }
   int64_t completed() const { return completed_count_; }
@@ -61,9 +96,10 @@ class ClosureScheduler {
   void Complete(const v1::ClosureResult& result);
   void NoteValues(const v1::ClosureResult& result);
 
-  const int64_t steps_;
-  int64_t next_ = 0;              // closures never handed out start here
-  std::deque<int64_t> requeued_;  // handed out, lost, to run again
+  const bool client_scheduled_;
+  int64_t steps_;     // client-scheduled: the calls scheduled so far
+  int64_t next_ = 0;  // closures never handed out start here
+  std::deque<int64_t> requeued_;             // handed out, lost, to run again
   std::map<int64_t, std::string> inflight_;  // closure -> slot
   std::set<int64_t> completed_beyond_;       // completed ids >= prefix_
   int64_t prefix_ = 0;                       // every id below it has completed
@@ -81,6 +117,15 @@ class ClosureScheduler {
   double rate_ = 0;
   // The first stop_training's reason; no closure starts after it.
   std::string stop_reason_;
+
+  // --- schedule_from_client jobs.
+  std::map<int64_t, v1::ScheduledCall> calls_;    // scheduled, not completed
+  std::map<int64_t, v1::ClosureResult> results_;  // the newest kKeptResults
+  int64_t batches_ = 0;  // batch indices handed to calls so far
+  bool scheduling_finished_ = false;
+  int64_t failed_ = 0;
+  int64_t first_failed_ = -1;
+  std::string first_error_;
 };
 
 }  // namespace cohort::coordinator

@@ -41,7 +41,8 @@ TEST(ClosureSchedulerTest, HandsOutEveryClosureOnceAndFinishes) {
   EXPECT_EQ(status.metrics().at("loss"), 1.0);
 }
 
-TEST(ClosureSchedulerTest, StopTrainingStartsNothingNewAndEndsWhenInFlightOnesDo) {
+TEST(ClosureSchedulerTest,
+     StopTrainingStartsNothingNewAndEndsWhenInFlightOnesDo) {
   ClosureScheduler scheduler(100, v1::JobStatus());
   EXPECT_EQ(Ids(scheduler.Exchange("worker:0/0", {}, 2)),
             (std::vector<int64_t>{0, 1}));

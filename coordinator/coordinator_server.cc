@@ -109,7 +109,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   server->jobs_service_ = std::make_unique<JobsService>(
       server->jobs_.get(), server->libraries_.get(), server->auth_.get(),
       server->slow_.get(),
-      [loop = server->job_loop_.get()] { return loop->SaveNow(); });
+      [loop = server->job_loop_.get()] { return loop->SaveNow(); },
+      config.server.security);
   server->job_control_service_ = std::make_unique<JobControlService>(
       server->jobs_.get(), server->libraries_.get(), server->auth_.get(),
       server->slow_.get());

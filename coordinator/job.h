@@ -62,6 +62,9 @@ struct Job {
     int64_t seen = 0;
   };
   std::map<std::pair<int, uint64_t>, Recovery> recoveries;
+  // schedule_from_client jobs: the client's last call (or the job's
+  // submission, or this coordinator's start).
+  absl::Time client_seen = absl::InfinitePast();
 
   // Placed or running: neither queued nor ended.
   bool active() const {

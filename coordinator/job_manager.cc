@@ -70,6 +70,7 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
       !spec.checkpoint_dir().empty()
           ? spec.checkpoint_dir()
           : absl::StrCat(options_.checkpoint_root, "/", id));
+  job.client_seen = now;
   job.changed = true;
   return status.job_id();
 }
@@ -436,6 +437,7 @@ absl::Status JobManager::Restore(const std::string& text, absl::Time now) {
   for (v1::JobStatus& saved : *table.mutable_jobs()) {
     Job job;
     job.status = std::move(saved);
+    job.client_seen = now;
     int64_t id = 0;
     if (!absl::SimpleAtoi(job.status.job_id(), &id) || id <= 0) {
       return absl::DataLossError(absl::StrCat("a saved job has a bad id \"",

@@ -62,6 +62,20 @@ class JobManager {
   absl::StatusOr<v1::ClosureResponse> RunClosures(
       const v1::ClosureRequest& request, absl::Time now);
 
+  // ClusterCoordinator on a schedule_from_client ParameterServer job
+  // (job_manager_calls.cc). Each counts as the client's sign of life.
+  // Errors name the job; NOT_FOUND for an unknown one.
+  absl::StatusOr<std::vector<int64_t>> Schedule(
+      const std::string& job_id, std::vector<v1::ScheduledCall> calls,
+      absl::Time now);
+  absl::StatusOr<v1::GetCallsResponse> GetCalls(
+      const v1::GetCallsRequest& request, absl::Time now);
+  absl::Status FinishScheduling(const std::string& job_id, absl::Time now);
+  // The ps tasks' addresses, by index, for reading a ParameterServer job's
+  // variables; FAILED_PRECONDITION for a job of another strategy.
+  absl::StatusOr<std::vector<std::string>> PsAddresses(
+      const std::string& job_id, absl::Time now);
+
   // Advances the active job: placement, failure decisions, restarts, the
   // next job in the queue. Call periodically (every 100 ms or so).
   void Tick(const std::vector<AgentView>& agents, absl::Time now);
@@ -84,6 +98,10 @@ class JobManager {
  private:
   Job* Find(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Job* ActiveJob() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The client-scheduled job `job_id`, with its closure scheduler made if
+  // the job has not been placed yet; the client was seen `now`.
+  absl::StatusOr<Job*> ScheduledJob(const std::string& job_id, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Place(Job& job, const std::vector<AgentView>& agents, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CheckSync(Job& job, const std::vector<AgentView>& agents, absl::Time now)

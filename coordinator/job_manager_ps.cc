@@ -59,7 +59,13 @@ void JobManager::PlaceParameterServer(Job& job,
   job.lost.clear();
   job.failures_in_a_row.clear();
   job.ps_down_since.clear();
-  job.closures = std::make_unique<ClosureScheduler>(spec.steps(), status);
+  if (job.closures != nullptr && job.closures->client_scheduled()) {
+    // The client's calls, and the results it has yet to read, carry over
+    // to the new attempt; what ran on the old one runs again.
+    job.closures->RequeueAll();
+  } else {
+    job.closures = std::make_unique<ClosureScheduler>(spec.steps(), status);
+  }
   int64_t sequence = 0;
   (void)absl::SimpleAtoi(status.job_id(), &sequence);
   for (size_t node = 0; node < ready.size(); ++node) {

@@ -1,6 +1,8 @@
 #include "coordinator/job_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/variable_fetcher.h"
+#include "rpc/limits.h"
 #include "rpc/unary.h"
 #include "spdlog/spdlog.h"
 
@@ -8,14 +10,32 @@ namespace cohort::coordinator {
 
 using rpc::HandleUnary;
 
+namespace {
+
+constexpr absl::Duration kFetchTimeout = absl::Seconds(10);
+// Room under the message limit for the names and shapes.
+constexpr int64_t kMaxFetchBytes = rpc::kMaxMessageBytes - (1 << 20);
+
+}  // namespace
+
 JobsService::JobsService(JobManager* manager, LibraryStore* libraries,
                          const rpc::Authenticator* auth, Executor* slow,
-                         std::function<absl::Status()> persist)
+                         std::function<absl::Status()> persist,
+                         rpc::Security ps_security)
     : manager_(manager),
       libraries_(libraries),
       auth_(auth),
       slow_(slow),
-      persist_(std::move(persist)) {}
+      persist_(std::move(persist)),
+      ps_security_(std::move(ps_security)) {}
+
+absl::Status JobsService::Persist(absl::string_view what) {
+  absl::Status saved = persist_ ? persist_() : absl::OkStatus();
+  if (saved.ok()) return saved;
+  return absl::UnavailableError(
+      absl::StrCat("the job table could not be saved, so ", what,
+                   " was not accepted (", saved.message(), ")"));
+}
 
 grpc::ServerUnaryReactor* JobsService::SubmitJob(
     grpc::CallbackServerContext* context, const v1::SubmitJobRequest* request,
@@ -37,13 +57,9 @@ grpc::ServerUnaryReactor* JobsService::SubmitJob(
     absl::StatusOr<std::string> id = manager_->Submit(spec, absl::Now());
     if (!id.ok()) return id.status();
     // Acknowledged means saved: a coordinator killed now still runs it.
-    if (absl::Status saved = persist_ ? persist_() : absl::OkStatus();
-        !saved.ok()) {
+    if (absl::Status saved = Persist("the job"); !saved.ok()) {
       (void)manager_->Cancel(*id, absl::Now());
-      return absl::UnavailableError(
-          absl::StrCat("the job table could not be saved, so the job was "
-                       "not accepted (",
-                       saved.message(), ")"));
+      return saved;
     }
     spdlog::info("job {} submitted: {} {} steps, global batch {}, library {}",
                  *id, spec.step_fn(), spec.steps(), spec.global_batch_size(),
@@ -86,6 +102,76 @@ grpc::ServerUnaryReactor* JobsService::CancelJob(
     // job loop retries a failed save.
     if (persist_) (void)persist_();
     *response->mutable_job() = *std::move(status);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* JobsService::Schedule(
+    grpc::CallbackServerContext* context, const v1::ScheduleRequest* request,
+    v1::ScheduleResponse* response) {
+  // The save writes the table to disk.
+  return rpc::OffloadUnary(context, auth_, slow_, [=, this]() -> absl::Status {
+    absl::StatusOr<std::vector<int64_t>> ids = manager_->Schedule(
+        request->job_id(), {request->calls().begin(), request->calls().end()},
+        absl::Now());
+    if (!ids.ok()) return ids.status();
+    // Not saved, the calls stay queued but a restarted coordinator would
+    // not know them: the client is told, and schedules them again.
+    if (absl::Status saved = Persist("the calls"); !saved.ok()) return saved;
+    for (int64_t id : *ids) response->add_ids(id);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* JobsService::GetCalls(
+    grpc::CallbackServerContext* context, const v1::GetCallsRequest* request,
+    v1::GetCallsResponse* response) {
+  return HandleUnary(context, auth_, [&]() -> absl::Status {
+    absl::StatusOr<v1::GetCallsResponse> calls =
+        manager_->GetCalls(*request, absl::Now());
+    if (!calls.ok()) return calls.status();
+    *response = *std::move(calls);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* JobsService::FinishJob(
+    grpc::CallbackServerContext* context, const v1::FinishJobRequest* request,
+    v1::FinishJobResponse* response) {
+  return rpc::OffloadUnary(context, auth_, slow_, [=, this]() -> absl::Status {
+    absl::Status finished =
+        manager_->FinishScheduling(request->job_id(), absl::Now());
+    if (!finished.ok()) return finished;
+    return Persist("the finish");
+  });
+}
+
+grpc::ServerUnaryReactor* JobsService::FetchVariables(
+    grpc::CallbackServerContext* context,
+    const v1::FetchVariablesRequest* request,
+    v1::FetchVariablesResponse* response) {
+  // Reading the ps tasks waits on them.
+  return rpc::OffloadUnary(context, auth_, slow_, [=, this]() -> absl::Status {
+    absl::StatusOr<std::vector<std::string>> addresses =
+        manager_->PsAddresses(request->job_id(), absl::Now());
+    if (!addresses.ok()) return addresses.status();
+    absl::StatusOr<std::vector<v1::VariableValue>> values = FetchPsVariables(
+        *addresses, ps_security_, request->job_id(),
+        {request->names().begin(), request->names().end()}, kFetchTimeout);
+    if (!values.ok()) return values.status();
+    int64_t bytes = 0;
+    for (v1::VariableValue& value : *values) {
+      bytes += static_cast<int64_t>(value.value().size());
+      *response->add_variables() = std::move(value);
+    }
+    if (bytes > kMaxFetchBytes) {
+      response->Clear();
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the variables hold ", bytes,
+                       " bytes, more than one answer "
+                       "carries (",
+                       kMaxFetchBytes, "): fetch fewer of them by name"));
+    }
     return absl::OkStatus();
   });
 }

@@ -11,6 +11,7 @@
 #include "coordinator/job_manager.h"
 #include "coordinator/library_store.h"
 #include "rpc/auth.h"
+#include "rpc/security.h"
 
 namespace cohort::coordinator {
 
@@ -20,10 +21,10 @@ namespace cohort::coordinator {
 class JobsService final : public v1::Jobs::CallbackService {
  public:
   // `persist` saves the job table (JobLoop::SaveNow); null: nothing is
-  // saved.
+  // saved. `ps_security` reaches the ps tasks, for FetchVariables.
   JobsService(JobManager* manager, LibraryStore* libraries,
               const rpc::Authenticator* auth, Executor* slow,
-              std::function<absl::Status()> persist);
+              std::function<absl::Status()> persist, rpc::Security ps_security);
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const v1::SubmitJobRequest* request,
@@ -37,13 +38,31 @@ class JobsService final : public v1::Jobs::CallbackService {
   grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
                                       const v1::CancelJobRequest* request,
                                       v1::CancelJobResponse* response) override;
+  grpc::ServerUnaryReactor* Schedule(grpc::CallbackServerContext* context,
+                                     const v1::ScheduleRequest* request,
+                                     v1::ScheduleResponse* response) override;
+  grpc::ServerUnaryReactor* GetCalls(grpc::CallbackServerContext* context,
+                                     const v1::GetCallsRequest* request,
+                                     v1::GetCallsResponse* response) override;
+  grpc::ServerUnaryReactor* FinishJob(grpc::CallbackServerContext* context,
+                                      const v1::FinishJobRequest* request,
+                                      v1::FinishJobResponse* response) override;
+  grpc::ServerUnaryReactor* FetchVariables(
+      grpc::CallbackServerContext* context,
+      const v1::FetchVariablesRequest* request,
+      v1::FetchVariablesResponse* response) override;
 
  private:
+  // Saves the table, as an acknowledged call must survive a coordinator
+  // restart; UNAVAILABLE saying what was not accepted when it cannot.
+  absl::Status Persist(absl::string_view what);
+
   JobManager* const manager_;
   LibraryStore* const libraries_;
   const rpc::Authenticator* const auth_;
   Executor* const slow_;
   const std::function<absl::Status()> persist_;
+  const rpc::Security ps_security_;
 };
 
 // Same ownership as JobsService; libraries are read on `slow`.

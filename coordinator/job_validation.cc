@@ -62,9 +62,25 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   if (!IsSha256Hex(spec.library_digest())) {
     return bad("library_digest must be 64 lowercase hex digits (SHA-256)");
   }
-  if (spec.step_fn().empty()) return bad("step_fn is required");
-  if (spec.steps() <= 0)
-    return bad("steps must be positive, got ", spec.steps());
+  const bool client_scheduled = spec.ps().schedule_from_client();
+  if (client_scheduled && spec.strategy() != v1::PARAMETER_SERVER) {
+    return bad("ps.schedule_from_client is for strategy ParameterServer");
+  }
+  if (client_scheduled) {
+    if (spec.steps() != 0) {
+      return bad(
+          "steps must be 0 with ps.schedule_from_client (the client "
+          "schedules the calls), got ",
+          spec.steps());
+    }
+    if (spec.ps().client_timeout_ms() < 0) {
+      return bad("ps.client_timeout_ms must be >= 0 (0: 300 s)");
+    }
+  } else {
+    if (spec.step_fn().empty()) return bad("step_fn is required");
+    if (spec.steps() <= 0)
+      return bad("steps must be positive, got ", spec.steps());
+  }
   if (spec.global_batch_size() <= 0) {
     return bad("global_batch_size must be positive, got ",
                spec.global_batch_size());

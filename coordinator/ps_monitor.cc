@@ -11,6 +11,14 @@ constexpr absl::Duration kDefaultPsRecovery = absl::Seconds(60);
 constexpr int kMaxEvents = 50;
 constexpr int kMaxFailuresInARow = 3;
 
+constexpr absl::Duration kDefaultClientTimeout = absl::Seconds(300);
+
+absl::Duration ClientTimeout(const v1::JobSpec& spec) {
+  return spec.ps().client_timeout_ms() > 0
+             ? absl::Milliseconds(spec.ps().client_timeout_ms())
+             : kDefaultClientTimeout;
+}
+
 absl::Duration PsRecoveryTimeout(const v1::JobSpec& spec) {
   return spec.ps().ps_recovery_timeout_ms() > 0
              ? absl::Milliseconds(spec.ps().ps_recovery_timeout_ms())
@@ -92,6 +100,15 @@ PsVerdict CheckPsAttempt(Job& job, const std::vector<TaskId>& ps_tasks,
   if (job.closures->done()) {
     job.closures->Fill(job.status);
     return {.kind = PsVerdict::Kind::kSucceeded};
+  }
+  // A client program that went away would leave the job idle forever.
+  if (job.closures->client_scheduled() && job.closures->idle() &&
+      now - job.client_seen > ClientTimeout(job.status.spec())) {
+    return Failed(absl::StrCat(
+        "no call from the client for ",
+        absl::FormatDuration(ClientTimeout(job.status.spec())),
+        " and nothing left to run: the program that schedules this job's "
+        "calls went away without FinishJob (ps.client_timeout_ms)"));
   }
   // A failure the job caused ends it; a lost worker only loses closures.
   for (const auto& [task, report] : job.reports) {

@@ -235,6 +235,22 @@ grpc::ServerUnaryReactor* PsService::GetPsStatus(
   });
 }
 
+grpc::ServerUnaryReactor* PsService::ListVariables(
+    grpc::CallbackServerContext* context,
+    const v1::ListVariablesRequest* request,
+    v1::ListVariablesResponse* response) {
+  return rpc::HandleUnary(context, runtime_->auth(), [&]() -> absl::Status {
+    absl::StatusOr<std::vector<v1::PsVariableSpec>> specs =
+        store_->List(request->job_id());
+    if (!specs.ok()) return specs.status();
+    *response->mutable_shard() = ShardState();
+    for (v1::PsVariableSpec& spec : *specs) {
+      *response->add_variables() = std::move(spec);
+    }
+    return absl::OkStatus();
+  });
+}
+
 grpc::ServerUnaryReactor* PsService::CreateVariables(
     grpc::CallbackServerContext* context,
     const v1::CreateVariablesRequest* request,

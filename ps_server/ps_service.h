@@ -67,6 +67,10 @@ class PsService final : public v1::ParameterServer::CallbackService {
   grpc::ServerUnaryReactor* Snapshot(grpc::CallbackServerContext* context,
                                      const v1::SnapshotRequest* request,
                                      v1::SnapshotResponse* response) override;
+  grpc::ServerUnaryReactor* ListVariables(
+      grpc::CallbackServerContext* context,
+      const v1::ListVariablesRequest* request,
+      v1::ListVariablesResponse* response) override;
 
  private:
   const task::TaskRuntime* const runtime_;

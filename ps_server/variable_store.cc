@@ -241,6 +241,25 @@ absl::StatusOr<VariableStore::Variable*> VariableStore::Find(
   return it->second.get();
 }
 
+absl::StatusOr<std::vector<v1::PsVariableSpec>> VariableStore::List(
+    const std::string& job_id) const {
+  absl::ReaderMutexLock lock(&mu_);
+  if (job_id.empty()) {
+    return absl::InvalidArgumentError("the request names no job_id");
+  }
+  if (!job_id_.empty() && job_id != job_id_) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("ps shard ", options_.shard_id,
+                     " holds the variables of job '", job_id_,
+                     "', not of job '", job_id, "'"));
+  }
+  std::vector<v1::PsVariableSpec> specs;
+  for (const auto& [name, variable] : variables_) {
+    specs.push_back(variable->spec);
+  }
+  return specs;
+}
+
 absl::StatusOr<std::vector<v1::PullResponse>> VariableStore::Pull(
     const std::string& job_id, const std::vector<std::string>& names,
     int64_t max_chunk_bytes) const {

@@ -81,6 +81,11 @@ class VariableStore {
       const std::string& job_id, const std::vector<std::string>& names,
       int64_t max_chunk_bytes) const;
 
+  // The specs of `job_id`'s variables on the shard, by name, without
+  // initial values. PERMISSION_DENIED when another job owns the shard.
+  absl::StatusOr<std::vector<v1::PsVariableSpec>> List(
+      const std::string& job_id) const;
+
   // What a push of `name` must carry; errors as Pull's.
   absl::StatusOr<VariableLayout> Layout(const std::string& job_id,
                                         const std::string& name) const;

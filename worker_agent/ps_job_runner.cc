@@ -159,30 +159,27 @@ void PsJobRunner::RunExecutor(int slot) {
           std::max<int64_t>(10, response->retry_after_ms())));
       continue;
     }
-    for (int64_t closure : response->closures()) {
-      if (closure < 0 || closure >= a.spec().steps()) {
+    const bool scheduled = a.spec().ps().schedule_from_client();
+    if (scheduled && response->calls_size() != response->closures_size()) {
+      return Fail(absl::InternalError(absl::StrCat(
+                      "the coordinator handed out ", response->closures_size(),
+                      " closures with ", response->calls_size(), " calls")),
+                  /*permanent=*/true);
+    }
+    for (int i = 0; i < response->closures_size(); ++i) {
+      const int64_t closure = response->closures(i);
+      if (!scheduled && (closure < 0 || closure >= a.spec().steps())) {
         return Fail(
             absl::InternalError(absl::StrCat(
                 "the coordinator handed out closure ", closure,
                 ", outside the job's steps [0, ", a.spec().steps(), ")")),
             /*permanent=*/true);
       }
-      if (absl::Status s = context.BeginClosure(closure); !s.ok()) {
-        return Fail(s, !IsPeerFailure(s));
-      }
-      Batch batch;
-      if (pipeline_ != nullptr) batch = pipeline_->BatchesForStep(closure)[0];
-      if (absl::Status s = functions_.step(context, batch); !s.ok()) {
-        // The ps tasks' failures are retryable; the step's own are not.
-        const bool permanent = !IsPeerFailure(s);
-        return Fail(
-            absl::Status(s.code(), absl::StrCat("step \"", a.spec().step_fn(),
-                                                "\" failed at closure ",
-                                                closure, ": ", s.message())),
-            permanent);
-      }
-      absl::StatusOr<v1::ClosureResult> result = context.EndClosure();
-      if (!result.ok()) return Fail(result.status(), false);
+      absl::StatusOr<v1::ClosureResult> result = RunClosure(
+          context, closure, scheduled ? &response->calls(i) : nullptr);
+      // The ps tasks' failures are retryable; the step's own are not.
+      if (!result.ok())
+        return Fail(result.status(), !IsPeerFailure(result.status()));
       result->set_worker(worker);
       result->set_time_unix_ms(absl::ToUnixMillis(absl::Now()));
       absl::MutexLock lock(&mu_);
@@ -193,6 +190,54 @@ void PsJobRunner::RunExecutor(int slot) {
       completed.push_back(*std::move(result));
     }
   }
+}
+
+absl::StatusOr<v1::ClosureResult> PsJobRunner::RunClosure(
+    PsReplicaContext& context, int64_t closure, const v1::ScheduledCall* call) {
+  const v1::JobSpec& spec = options_.assignment.spec();
+  // A call's own error is its result: the job goes on, as TF's
+  // ClusterCoordinator raises it at fetch and join.
+  auto call_failed = [closure](const absl::Status& status) {
+    v1::ClosureResult failed;
+    failed.set_closure(closure);
+    failed.set_error(status.ToString());
+    return failed;
+  };
+  StepFn fn = functions_.step;
+  std::string name = spec.step_fn();
+  int64_t batch_index = closure;
+  std::vector<double> args;
+  if (call != nullptr) {
+    name = call->fn();
+    batch_index = call->takes_batch() ? call->batch() : -1;
+    args.assign(call->args().begin(), call->args().end());
+    absl::StatusOr<StepFn> found =
+        FindStepFunction(*functions_.registry, spec.library_name(), name);
+    if (!found.ok()) return call_failed(found.status());
+    fn = *found;
+    if (batch_index >= 0 && pipeline_ == nullptr) {
+      return call_failed(absl::FailedPreconditionError(
+          absl::StrCat("call ", closure, " (", name,
+                       ") takes a batch, and the job names no dataset_fn")));
+    }
+  }
+  if (absl::Status s = context.BeginClosure(closure, std::move(args));
+      !s.ok()) {
+    return s;
+  }
+  Batch batch;
+  if (pipeline_ != nullptr && batch_index >= 0) {
+    batch = pipeline_->BatchesForStep(batch_index)[0];
+  }
+  if (absl::Status s = fn(context, batch); !s.ok()) {
+    const absl::Status annotated(
+        s.code(),
+        absl::StrCat(call != nullptr ? "call \"" : "step \"", name,
+                     "\" failed at closure ", closure, ": ", s.message()));
+    if (call == nullptr || IsPeerFailure(s)) return annotated;
+    return call_failed(annotated);
+  }
+  return context.EndClosure();
 }
 
 }  // namespace cohort::agent

@@ -19,6 +19,7 @@
 #include "worker_agent/attempt_runner.h"
 #include "worker_agent/attempt_lifecycle.h"
 #include "worker_agent/input_pipeline.h"
+#include "worker_agent/ps_replica_context.h"
 #include "worker_agent/ps_variable_client.h"
 #include "worker_agent/replica_context.h"
 #include "worker_agent/step_library.h"
@@ -43,6 +44,12 @@ class PsJobRunner final : public AttemptRunner {
   // The attempt's thread; true when every executor ended without error.
   bool Run();
   void RunExecutor(int slot);
+  // Runs one closure on `context`: a step of the job, or, when `call` is
+  // set, a call the client scheduled. A step's error fails the attempt; a
+  // call's own error (not a ps task's) is returned as its result's error.
+  absl::StatusOr<v1::ClosureResult> RunClosure(PsReplicaContext& context,
+                                               int64_t closure,
+                                               const v1::ScheduledCall* call);
   // One RunClosures exchange, retried while the coordinator is away.
   absl::StatusOr<v1::ClosureResponse> Exchange(
       int slot, std::vector<v1::ClosureResult>& completed, int want);

@@ -153,8 +153,10 @@ absl::Status PsReplicaContext::DeclareVariables() {
   return server_->Create(declared);
 }
 
-absl::Status PsReplicaContext::BeginClosure(int64_t closure) {
+absl::Status PsReplicaContext::BeginClosure(int64_t closure,
+                                            std::vector<double> args) {
   step_ = closure;
+  args_ = std::move(args);
   metrics_.clear();
   stop_reason_.clear();
   std::vector<HostSlice> pull;

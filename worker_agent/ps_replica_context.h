@@ -44,6 +44,7 @@ class PsReplicaContext final : public ReplicaContext {
   const std::string& task_type() const override { return job_->task_type; }
   int task_id() const override { return job_->task_id; }
   StrategyKind strategy() const override { return job_->strategy; }
+  std::span<const double> args() const override { return args_; }
   absl::StatusOr<Variable*> create_variable(const VariableOptions& options,
                                             const void* initial) override;
   Variable* find_variable(std::string_view name) override;
@@ -79,9 +80,9 @@ class PsReplicaContext final : public ReplicaContext {
   // --- For the runner.
   // After the init function: declares the variables to the ps tasks.
   absl::Status DeclareVariables();
-  // Before a closure: its step index, and fresh values of the trained
-  // variables.
-  absl::Status BeginClosure(int64_t closure);
+  // Before a closure: its step index (or call id) and arguments, and fresh
+  // values of the trained variables.
+  absl::Status BeginClosure(int64_t closure, std::vector<double> args = {});
   // After it: pushes the ON_READ variables; returns what it reported, and
   // stop_training's reason, if it called it.
   absl::StatusOr<v1::ClosureResult> EndClosure();
@@ -96,6 +97,7 @@ class PsReplicaContext final : public ReplicaContext {
   const Device device_;
   VariableClient* const server_;
   int64_t step_ = 0;
+  std::vector<double> args_;  // of the running closure
   std::vector<std::unique_ptr<HostVariable>> variables_;  // creation order
   std::vector<std::unique_ptr<PsOptimizerImpl>> optimizers_;
   std::map<std::string, double> metrics_;  // of the running closure

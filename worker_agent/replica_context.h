@@ -79,6 +79,7 @@ class ReplicaContextImpl final : public ReplicaContext {
   const std::string& task_type() const override { return job_->task_type; }
   int task_id() const override { return job_->task_id; }
   StrategyKind strategy() const override { return job_->strategy; }
+  std::span<const double> args() const override { return {}; }
   absl::StatusOr<Variable*> create_variable(const VariableOptions& options,
                                             const void* initial) override;
   Variable* find_variable(std::string_view name) override;

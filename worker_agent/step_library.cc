@@ -64,10 +64,13 @@ absl::StatusOr<StepFunctions> FindStepFunctions(
     const std::string& init_name, const std::string& step_name,
     const std::string& dataset_name) {
   StepFunctions functions;
-  absl::StatusOr<StepFn> step =
-      Lookup(registry.steps, "step", step_name, display_name);
-  if (!step.ok()) return step.status();
-  functions.step = *step;
+  functions.registry = &registry;
+  if (!step_name.empty()) {
+    absl::StatusOr<StepFn> step =
+        Lookup(registry.steps, "step", step_name, display_name);
+    if (!step.ok()) return step.status();
+    functions.step = *step;
+  }
   if (!init_name.empty()) {
     absl::StatusOr<InitFn> init =
         Lookup(registry.inits, "init", init_name, display_name);
@@ -81,6 +84,12 @@ absl::StatusOr<StepFunctions> FindStepFunctions(
     functions.dataset = *dataset;
   }
   return functions;
+}
+
+absl::StatusOr<StepFn> FindStepFunction(const internal::Registry& registry,
+                                        const std::string& display_name,
+                                        const std::string& name) {
+  return Lookup(registry.steps, "step", name, display_name);
 }
 
 absl::StatusOr<StepFunctions> LoadStepLibrary(const std::string& path,

@@ -17,8 +17,10 @@ namespace cohort::agent {
 // function pointers never dangle. Immutable, so thread-safe.
 struct StepFunctions {
   InitFn init = nullptr;  // null when the job names none
-  StepFn step = nullptr;
+  StepFn step = nullptr;  // null when the job names none (client-scheduled)
   DatasetFn dataset = nullptr;  // null when the job names none
+  // Every function of the library, for calls scheduled by name.
+  const internal::Registry* registry = nullptr;
 };
 
 // Opens the library at `path` (named `display_name` in messages) and
@@ -29,13 +31,18 @@ struct StepFunctions {
 absl::StatusOr<const internal::Registry*> OpenStepLibrary(
     const std::string& path, const std::string& display_name);
 
-// Looks up a job's functions in `registry`; an empty init or dataset name
-// means none. FAILED_PRECONDITION naming the functions it does register for
+// Looks up a job's functions in `registry`; an empty name means none. FAILED_PRECONDITION naming the functions it does register for
 // a missing name.
 absl::StatusOr<StepFunctions> FindStepFunctions(
     const internal::Registry& registry, const std::string& display_name,
     const std::string& init_name, const std::string& step_name,
     const std::string& dataset_name);
+
+// The step function `name` in `registry`. FAILED_PRECONDITION naming the
+// step functions it does register when it has none of that name.
+absl::StatusOr<StepFn> FindStepFunction(const internal::Registry& registry,
+                                        const std::string& display_name,
+                                        const std::string& name);
 
 // OpenStepLibrary, then FindStepFunctions. FAILED_PRECONDITION, with what to do
 // about it, for a file that is not a shared library, one that is not a Cohort

@@ -27,6 +27,8 @@ int WatchCommand(const CommonOptions& options, const std::string& job_id);
 int JobsCommand(const CommonOptions& options);
 int JobCommand(const CommonOptions& options, const std::string& job_id);
 int CancelCommand(const CommonOptions& options, const std::string& job_id);
+// A ParameterServer job's variables, read from its ps tasks.
+int VariablesCommand(const CommonOptions& options, const std::string& job_id);
 
 // A client of options.coordinator; INVALID_ARGUMENT saying how to name one
 // when none was resolved.

@@ -1,5 +1,5 @@
-// `cohortctl watch`, `jobs`, `job` and `cancel`, and the live view that
-// `submit --wait` shares.
+// `cohortctl watch`, `jobs`, `job`, `cancel` and `variables`, and the live
+// view that `submit --wait` shares.
 
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -10,10 +10,15 @@
 #include <cstring>
 #include <iostream>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "client_lib/cohortctl/commands.h"
 #include "client_lib/cohortctl/job_format.h"
 #include "client_lib/cohortctl/progress.h"
+#include "nlohmann/json.hpp"
+
+ABSL_FLAG(std::vector<std::string>, names, {},
+          "variables: the variables to read, comma-separated; default all.");
 
 namespace cohort::ctl {
 namespace {
@@ -171,6 +176,39 @@ int CancelCommand(const CommonOptions& options, const std::string& job_id) {
     absl::StrAppend(&line, " (cancellation requested)");
   }
   std::cout << line << std::endl;
+  return 0;
+}
+
+int VariablesCommand(const CommonOptions& options, const std::string& job_id) {
+  Connected connected = Connect(options);
+  if (!connected.client) return connected.exit_code;
+  absl::StatusOr<std::map<std::string, HostTensor>> variables =
+      connected.client->FetchVariables(job_id, absl::GetFlag(FLAGS_names));
+  if (!variables.ok()) {
+    PrintError(variables.status());
+    return 1;
+  }
+  if (!options.json) {
+    std::cout << VariablesTable(*variables);
+    return 0;
+  }
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, tensor] : *variables) {
+    nlohmann::json values = nlohmann::json::array();
+    if (tensor.dtype == "float32") {
+      for (float v : tensor.As<float>()) values.push_back(v);
+    } else if (tensor.dtype == "float64") {
+      for (double v : tensor.As<double>()) values.push_back(v);
+    } else if (tensor.dtype == "int32") {
+      for (int32_t v : tensor.As<int32_t>()) values.push_back(v);
+    } else if (tensor.dtype == "int64") {
+      for (int64_t v : tensor.As<int64_t>()) values.push_back(v);
+    }
+    out[name] = {{"dtype", tensor.dtype},
+                 {"shape", tensor.shape},
+                 {"values", std::move(values)}};
+  }
+  std::cout << out.dump() << std::endl;
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -56,10 +57,6 @@ std::string Shorten(const std::string& text, size_t max_chars) {
   return line;
 }
 
-std::string StepOfSteps(const v1::JobStatus& job) {
-  return absl::StrCat(job.step(), "/", job.spec().steps());
-}
-
 absl::Time FromUnixMs(int64_t ms) { return absl::FromUnixMillis(ms); }
 
 std::string Timestamp(int64_t unix_ms, absl::TimeZone zone) {
@@ -72,6 +69,13 @@ void AddDetail(std::string* out, absl::string_view label,
 }
 
 }  // namespace
+
+std::string StepOfSteps(const v1::JobStatus& job) {
+  if (job.spec().ps().schedule_from_client()) {
+    return absl::StrCat(job.step(), "/", job.calls_scheduled(), " calls");
+  }
+  return absl::StrCat(job.step(), "/", job.spec().steps());
+}
 
 absl::StatusOr<StrategyKind> ParseStrategy(const std::string& name) {
   for (const auto& [spelling, kind] : kStrategies) {
@@ -232,7 +236,10 @@ std::string JobDetails(const v1::JobStatus& job, absl::Time now,
     absl::StrAppend(&library, "  sha256 ", spec.library_digest().substr(0, 12));
   }
   AddDetail(&out, "library", library);
-  std::vector<std::string> functions = {absl::StrCat("step=", spec.step_fn())};
+  std::vector<std::string> functions = {
+      spec.ps().schedule_from_client() && spec.step_fn().empty()
+          ? "step=(scheduled by the client)"
+          : absl::StrCat("step=", spec.step_fn())};
   if (!spec.init_fn().empty()) {
     functions.push_back(absl::StrCat("init=", spec.init_fn()));
   }
@@ -327,6 +334,14 @@ std::string JobDetails(const v1::JobStatus& job, absl::Time now,
       absl::StrAppend(&out, "    * not counted against max_restarts\n");
     }
   }
+  if (spec.ps().schedule_from_client()) {
+    AddDetail(&out, "calls",
+              absl::StrCat(job.calls_scheduled(), " scheduled by the client, ",
+                           job.pending_calls_size(), " not completed",
+                           job.scheduling_finished()
+                               ? "; scheduling finished"
+                               : "; the client may schedule more"));
+  }
   if (spec.strategy() == v1::PARAMETER_SERVER) {
     AddDetail(
         &out, "closures",
@@ -358,6 +373,37 @@ std::string JobDetails(const v1::JobStatus& job, absl::Time now,
   }
   if (!job.error().empty()) AddDetail(&out, "error", job.error());
   return out;
+}
+
+std::string VariablesTable(const std::map<std::string, HostTensor>& variables,
+                           int shown) {
+  std::vector<std::vector<std::string>> rows = {
+      {"NAME", "DTYPE", "SHAPE", "NORM", "VALUES"}};
+  for (const auto& [name, tensor] : variables) {
+    std::vector<double> values;
+    if (tensor.dtype == "float32") {
+      for (float v : tensor.As<float>()) values.push_back(v);
+    } else if (tensor.dtype == "float64") {
+      for (double v : tensor.As<double>()) values.push_back(v);
+    } else if (tensor.dtype == "int32") {
+      for (int32_t v : tensor.As<int32_t>()) values.push_back(v);
+    } else if (tensor.dtype == "int64") {
+      for (int64_t v : tensor.As<int64_t>()) values.push_back(v);
+    }
+    double squares = 0;
+    for (double v : values) squares += v * v;
+    std::vector<std::string> head;
+    for (size_t i = 0; i < values.size() && i < static_cast<size_t>(shown);
+         ++i) {
+      head.push_back(absl::StrFormat("%.4g", values[i]));
+    }
+    if (values.size() > static_cast<size_t>(shown)) head.push_back("...");
+    rows.push_back({name, tensor.dtype,
+                    absl::StrCat("[", absl::StrJoin(tensor.shape, ","), "]"),
+                    absl::StrFormat("%.6g", std::sqrt(squares)),
+                    absl::StrJoin(head, " ")});
+  }
+  return AlignColumns(rows);
 }
 
 absl::StatusOr<std::string> ProtoToJson(

@@ -4,6 +4,7 @@
 // `jobs` table, the `job` details and JSON. Pure functions: no I/O, and the
 // current time is a parameter.
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ std::string CommunicationNames();  // "auto, ring, nccl, hierarchical"
 // "RUNNING" for JOB_RUNNING: the enum name without its prefix.
 std::string JobStateName(v1::JobState state);
 
+// "120/600", or for a job whose client schedules its calls, "120/130 calls".
+std::string StepOfSteps(const v1::JobStatus& job);
+
 // "loss=0.0213 accuracy=0.981", sorted by name, `digits` significant digits.
 std::string FormatMetrics(const v1::JobStatus& job, int digits = 4);
 
@@ -41,6 +45,11 @@ std::string JobsTable(const std::vector<v1::JobStatus>& jobs, absl::Time now);
 // restart history and error, times in `zone`.
 std::string JobDetails(const v1::JobStatus& job, absl::Time now,
                        absl::TimeZone zone);
+
+// The `variables JOB` table: NAME, DTYPE, SHAPE, NORM (L2) and the first
+// `shown` values, one row per variable, by name.
+std::string VariablesTable(const std::map<std::string, HostTensor>& variables,
+                           int shown = 6);
 
 // The message as JSON with every field (zeros too), proto field names.
 absl::StatusOr<std::string> ProtoToJson(

@@ -47,6 +47,9 @@ constexpr char kUsage[] =
     "  jobs [--json]      every job, oldest first\n"
     "  job JOB [--json]   one job: progress, metrics, placement, restarts\n"
     "  cancel JOB         cancel a job; prints its state\n"
+    "  variables JOB [--names=A,B] [--json]\n"
+    "                     a ParameterServer job's variables, read from its\n"
+    "                     ps tasks while it runs or after it ended\n"
     "\n"
     "Exit codes: 0 success, 1 a failure (or a job that did not succeed),\n"
     "2 bad usage.\n"
@@ -63,7 +66,10 @@ constexpr char kUsage[] =
 // How many positional arguments (after the command) each command takes;
 // -1: no such command.
 int PositionalArguments(const std::string& command) {
-  if (command == "watch" || command == "job" || command == "cancel") return 1;
+  if (command == "watch" || command == "job" || command == "cancel" ||
+      command == "variables") {
+    return 1;
+  }
   if (command == "up" || command == "status" || command == "submit" ||
       command == "jobs") {
     return 0;
@@ -125,6 +131,7 @@ int Main(int argc, char** argv) {
   if (command == "watch") return WatchCommand(options, args[1]);
   if (command == "job") return JobCommand(options, args[1]);
   if (command == "cancel") return CancelCommand(options, args[1]);
+  if (command == "variables") return VariablesCommand(options, args[1]);
   std::fprintf(stderr, "cohortctl: unknown command \"%s\" (try --help)\n",
                command.c_str());
   return 2;

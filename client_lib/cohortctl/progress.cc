@@ -98,7 +98,7 @@ std::string ProgressBar(const v1::JobStatus& job, int width) {
       {absl::StrCat("[", std::string(filled, '#'),
                     std::string(kBarCells - filled, '.'), "]"),
        2},
-      {absl::StrCat(job.step(), "/", job.spec().steps()), 0},
+      {StepOfSteps(job), 0},
       {absl::StrCat(percent, "%"), 1},
   };
   if (job.steps_per_second() > 0) {
@@ -137,8 +137,8 @@ std::string ProgressBar(const v1::JobStatus& job, int width) {
 }
 
 std::string ProgressLine(const v1::JobStatus& job) {
-  std::string line = absl::StrCat("step ", job.step(), "/", job.spec().steps(),
-                                  " (", Percent(job), "%)");
+  std::string line =
+      absl::StrCat("step ", StepOfSteps(job), " (", Percent(job), "%)");
   if (job.steps_per_second() > 0) {
     absl::StrAppend(&line,
                     absl::StrFormat(" %.1f steps/s", job.steps_per_second()));
@@ -153,7 +153,7 @@ std::string SummaryLine(const v1::JobStatus& job, absl::Time now) {
   if (job.state() == v1::JOB_SUCCEEDED) {
     absl::StrAppend(&line, job.step(), " steps");
   } else {
-    absl::StrAppend(&line, job.step(), "/", job.spec().steps(), " steps");
+    absl::StrAppend(&line, StepOfSteps(job), " steps");
   }
   absl::StrAppend(&line, " in ", ShortDuration(JobDuration(job, now)));
   if (job.restarts_size() > 0) {

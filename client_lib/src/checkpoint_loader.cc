@@ -17,7 +17,7 @@ absl::StatusOr<Checkpoint> LoadLatestCheckpoint(const std::string& dir) {
   Checkpoint checkpoint;
   checkpoint.step = step;
   for (SavedTensor& saved : tensors) {
-    CheckpointTensor& tensor = checkpoint.tensors[saved.name];
+    HostTensor& tensor = checkpoint.tensors[saved.name];
     tensor.dtype = std::move(saved.dtype);
     tensor.shape = std::move(saved.shape);
     tensor.bytes = std::move(saved.bytes);

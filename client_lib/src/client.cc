@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client_lib/src/client_impl.h"
 #include "cohort/v1/coordinator.grpc.pb.h"
 #include "cohort/v1/job.grpc.pb.h"
 #include "common/digest.h"
@@ -64,10 +65,25 @@ absl::Status ValidateSpec(const JobSpec& spec) {
   if (spec.library_path.empty()) {
     return absl::InvalidArgumentError("library_path: no step library given");
   }
-  if (spec.step_fn.empty()) {
+  if (spec.ps.schedule_from_client) {
+    if (spec.strategy != StrategyKind::kParameterServer) {
+      return absl::InvalidArgumentError(
+          "ps.schedule_from_client: only for strategy ParameterServer");
+    }
+    if (spec.steps != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "steps: must be 0 with ps.schedule_from_client (the client "
+          "schedules the calls), got ",
+          spec.steps));
+    }
+    if (spec.ps.client_timeout <= absl::ZeroDuration() ||
+        spec.ps.client_timeout == absl::InfiniteDuration()) {
+      return absl::InvalidArgumentError(
+          "ps.client_timeout: must be a positive, finite duration");
+    }
+  } else if (spec.step_fn.empty()) {
     return absl::InvalidArgumentError("step_fn: no step function given");
-  }
-  if (spec.steps <= 0) {
+  } else if (spec.steps <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("steps: must be positive, got ", spec.steps));
   }
@@ -167,19 +183,6 @@ bool Changed(const v1::JobStatus& before, const v1::JobStatus& now) {
 }
 
 }  // namespace
-
-struct Client::Impl {
-  Impl(std::string address, rpc::Security security, absl::Duration timeout)
-      : connection(std::move(address), std::move(security)),
-        admin(v1::Admin::NewStub(connection.channel())),
-        jobs(v1::Jobs::NewStub(connection.channel())),
-        rpc_timeout(timeout) {}
-
-  rpc::Connection connection;
-  std::unique_ptr<v1::Admin::Stub> admin;
-  std::unique_ptr<v1::Jobs::Stub> jobs;
-  absl::Duration rpc_timeout;
-};
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     const std::string& address, const ClientOptions& options) {
@@ -289,6 +292,11 @@ absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
     ps.set_max_inflight(spec.ps.max_inflight);
     ps.set_ps_recovery_timeout_ms(
         absl::ToInt64Milliseconds(spec.ps.recovery_timeout));
+    ps.set_schedule_from_client(spec.ps.schedule_from_client);
+    if (spec.ps.schedule_from_client) {
+      ps.set_client_timeout_ms(
+          absl::ToInt64Milliseconds(spec.ps.client_timeout));
+    }
   }
 
   v1::SubmitJobResponse response;

@@ -2,7 +2,8 @@
 // forward and backward passes written out, the update left to the runtime's
 // Adam (which all-reduces the gradients), and a held-out accuracy every
 // "eval_every" steps. For the cluster's evaluator task it also has an eval
-// function and an eval dataset (the held-out set).
+// function and an eval dataset (the held-out set), and for a client that
+// schedules its own calls (ClusterCoordinator), a held-out evaluation call.
 
 #include <algorithm>
 #include <cmath>
@@ -239,6 +240,25 @@ absl::Status MlpEval(ReplicaContext& ctx, const Batch& batch) {
   return absl::OkStatus();
 }
 
+// A call scheduled from the client between training calls
+// (cohort-example-ps-schedule): the held-out accuracy of the variables as
+// this call pulled them, tagged with args[0], the training step it follows.
+absl::Status MlpHeldOut(ReplicaContext& ctx, const Batch&) {
+  ReplicaState* state = ctx.state<ReplicaState>();
+  if (state == nullptr) {
+    return absl::FailedPreconditionError(
+        "mlp_held_out: no state; submit the job with --init=mlp_init");
+  }
+  if (ctx.num_replicas_in_sync() != 1) {
+    return absl::FailedPreconditionError(
+        "mlp_held_out: a call scheduled from the client runs on one replica "
+        "(ParameterServer with ps.schedule_from_client)");
+  }
+  ctx.report("accuracy", HeldOutAccuracyShare(*state));
+  ctx.report("after_step", ctx.args().empty() ? -1 : ctx.args()[0]);
+  return absl::OkStatus();
+}
+
 // The evaluator's dataset: the whole held-out set.
 absl::StatusOr<std::unique_ptr<Dataset>> MlpEvalData(
     const InputContext& input) {
@@ -258,5 +278,6 @@ absl::StatusOr<std::unique_ptr<Dataset>> MlpEvalData(
 COHORT_REGISTER_DATASET("mlp_data", cohort::examples::OpenSpiralRecords);
 COHORT_REGISTER_DATASET("mlp_eval_data", cohort::examples::MlpEvalData);
 COHORT_REGISTER_STEP("mlp_eval", cohort::examples::MlpEval);
+COHORT_REGISTER_STEP("mlp_held_out", cohort::examples::MlpHeldOut);
 COHORT_REGISTER_INIT("mlp_init", cohort::examples::MlpInit);
 COHORT_REGISTER_STEP("mlp_step", cohort::examples::MlpStep);

@@ -81,6 +81,7 @@ class FakeReplicaContext final : public ReplicaContext {
   StrategyKind strategy() const override {
     return StrategyKind::kMultiWorkerMirrored;
   }
+  std::span<const double> args() const override { return {}; }
   absl::StatusOr<Variable*> create_variable(const VariableOptions& options,
                                             const void* initial) override;
   Variable* find_variable(std::string_view name) override;

@@ -74,6 +74,12 @@ struct ParameterServerOptions {
   // How long a ps task that went away may take to come back (restarted and
   // restored from its snapshot) before the job fails.
   absl::Duration recovery_timeout = absl::Seconds(60);
+  // TF's ClusterCoordinator: the job runs no steps of its own (steps must
+  // be 0, step_fn may be empty); a ClusterCoordinator
+  // (cohort/cluster_coordinator.h) schedules calls onto it and finishes it.
+  bool schedule_from_client = false;
+  // Such a job, idle, fails when the client has not called for this long.
+  absl::Duration client_timeout = absl::Seconds(300);
 };
 
 // Ends a synchronous job before `steps` on a metric that its step reports
@@ -90,7 +96,7 @@ struct EarlyStopping {
 };
 
 // What to run. Only library_path, step_fn, steps and global_batch_size are
-// required.
+// required (step_fn and steps: not with ps.schedule_from_client).
 struct JobSpec {
   std::string name;  // shown by `cohortctl jobs`
   StrategyKind strategy = StrategyKind::kMultiWorkerMirrored;
@@ -119,8 +125,9 @@ struct JobSpec {
   int64_t eval_steps = 0;
 };
 
-// One saved tensor of a checkpoint.
-struct CheckpointTensor {
+// A tensor in host memory: one saved in a checkpoint, or a ParameterServer
+// variable's value read from the ps tasks.
+struct HostTensor {
   std::string dtype;  // DTypeName (cohort/step.h): "float32", "int64", ...
   std::vector<int64_t> shape;
   std::string bytes;  // little-endian elements
@@ -135,7 +142,7 @@ struct CheckpointTensor {
 // step.
 struct Checkpoint {
   int64_t step = 0;
-  std::map<std::string, CheckpointTensor> tensors;
+  std::map<std::string, HostTensor> tensors;
 };
 
 // The latest complete checkpoint in `dir` (a job's checkpoint_dir);
@@ -179,6 +186,22 @@ class Client {
       const std::string& job_id,
       const std::function<bool(const v1::JobStatus&)>& on_update,
       absl::Duration interval = absl::Milliseconds(200)) const;
+
+  // --- A schedule_from_client ParameterServer job, one call each (see
+  // cohort/cluster_coordinator.h for the API over them). Errors as the
+  // coordinator gives them, annotated with the call.
+  absl::StatusOr<std::vector<int64_t>> Schedule(
+      const std::string& job_id,
+      const std::vector<v1::ScheduledCall>& calls) const;
+  absl::StatusOr<v1::GetCallsResponse> GetCalls(
+      const std::string& job_id, const std::vector<int64_t>& ids) const;
+  absl::Status FinishJob(const std::string& job_id) const;
+  // A ParameterServer job's variables (empty `names`: all), read from its
+  // ps tasks while it runs and after it ended, until a later
+  // ParameterServer job replaces them.
+  absl::StatusOr<std::map<std::string, HostTensor>> FetchVariables(
+      const std::string& job_id,
+      const std::vector<std::string>& names = {}) const;
 
  private:
   struct Impl;

@@ -41,7 +41,7 @@
 
 // The agent refuses a library built against another version of this header.
 #ifndef COHORT_STEP_API_VERSION
-#define COHORT_STEP_API_VERSION 2
+#define COHORT_STEP_API_VERSION 3
 #endif
 
 namespace cohort {
@@ -228,7 +228,9 @@ class ReplicaContext {
   virtual int num_replicas_in_sync() const = 0;
   virtual const Device& device() const = 0;
 
-  virtual int64_t step() const = 0;         // 0-based; the step being run
+  // 0-based: the step being run; for a call scheduled from the client
+  // (Client::Schedule), the call's id.
+  virtual int64_t step() const = 0;
   virtual int64_t total_steps() const = 0;  // the job's steps
   virtual int64_t global_batch_size() const = 0;
   virtual uint64_t seed() const = 0;
@@ -239,6 +241,9 @@ class ReplicaContext {
   virtual const std::string& task_type() const = 0;
   virtual int task_id() const = 0;
   virtual StrategyKind strategy() const = 0;
+  // The arguments of a call scheduled from the client (ClusterCoordinator's
+  // schedule(fn, args)); empty for a job's own steps.
+  virtual std::span<const double> args() const = 0;
 
   // --- Variables and optimizers: create them in the init function, in the
   // same order on every replica. `initial` is host memory holding count()
