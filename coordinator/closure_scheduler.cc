@@ -19,9 +19,9 @@ ClosureScheduler::ClosureScheduler(int64_t steps, const v1::JobStatus& status)
   }
   batches_ = status.batches_scheduled();
   scheduling_finished_ = status.scheduling_finished();
-  prefix_ = std::min(status.completed_prefix(), steps);
+  prefix_ = std::min(status.completed_prefix(), steps_);
   for (int64_t id : status.completed_beyond()) {
-    if (id >= prefix_ && id < steps) completed_beyond_.insert(id);
+    if (id >= prefix_ && id < steps_) completed_beyond_.insert(id);
   }
   completed_count_ = prefix_ + static_cast<int64_t>(completed_beyond_.size());
   next_ = prefix_;

@@ -137,5 +137,128 @@ TEST(ClosureSchedulerTest, ARestoredTableSkipsCompletedClosures) {
             std::vector<int64_t>{4});
 }
 
+// --- schedule_from_client jobs.
+
+v1::JobStatus ScheduledJob() {
+  v1::JobStatus status;
+  status.mutable_spec()->mutable_ps()->set_schedule_from_client(true);
+  return status;
+}
+
+v1::ScheduledCall Call(const std::string& fn, bool takes_batch = false,
+                       std::vector<double> args = {}) {
+  v1::ScheduledCall call;
+  call.set_fn(fn);
+  call.set_takes_batch(takes_batch);
+  call.mutable_args()->Add(args.begin(), args.end());
+  return call;
+}
+
+TEST(ClosureSchedulerTest, ScheduledCallsGetIdsAndOnlyBatchTakersGetBatches) {
+  ClosureScheduler scheduler(0, ScheduledJob());
+  EXPECT_FALSE(scheduler.done());  // the client may schedule more
+  absl::StatusOr<std::vector<int64_t>> ids = scheduler.Schedule(
+      {Call("train", true), Call("eval", false, {100}), Call("train", true)});
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(*ids, (std::vector<int64_t>{0, 1, 2}));
+  v1::ClosureResponse response = scheduler.Exchange("worker:0/0", {}, 1);
+  ASSERT_EQ(response.calls_size(), 1);
+  EXPECT_EQ(response.calls(0).fn(), "train");
+  EXPECT_EQ(response.calls(0).batch(), 0);
+  response = scheduler.Exchange("worker:1/0", {}, 1);
+  EXPECT_EQ(response.calls(0).fn(), "eval");
+  EXPECT_EQ(response.calls(0).batch(), -1);
+  EXPECT_EQ(response.calls(0).args(0), 100);
+  EXPECT_EQ(scheduler.Call(1)->state(), v1::CallStatus::RUNNING);
+  EXPECT_EQ(scheduler.Call(2)->state(), v1::CallStatus::QUEUED);
+  EXPECT_EQ(scheduler.Exchange("worker:0/0", {Result(0)}, 1).calls(0).batch(),
+            1);
+  EXPECT_EQ(scheduler.Call(0)->state(), v1::CallStatus::DONE);
+  EXPECT_EQ(scheduler.Call(0)->result().values().at("loss"), 1.0);
+  EXPECT_FALSE(scheduler.Call(3).ok());
+  EXPECT_FALSE(scheduler.Call(-1).ok());
+}
+
+TEST(ClosureSchedulerTest, AScheduledJobIsDoneOnceFinishedAndEveryCallRan) {
+  ClosureScheduler scheduler(0, ScheduledJob());
+  ASSERT_TRUE(scheduler.Schedule({Call("f")}).ok());
+  scheduler.Exchange("worker:0/0", {}, 1);
+  scheduler.Exchange("worker:0/0", {Result(0)}, 0);
+  EXPECT_FALSE(scheduler.done());
+  EXPECT_TRUE(scheduler.idle());
+  scheduler.FinishScheduling();
+  EXPECT_TRUE(scheduler.done());
+  absl::StatusOr<std::vector<int64_t>> late = scheduler.Schedule({Call("f")});
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ClosureSchedulerTest, AFailedCallIsDoneWithItsErrorAndTheFirstIsKept) {
+  ClosureScheduler scheduler(0, ScheduledJob());
+  ASSERT_TRUE(scheduler.Schedule({Call("f"), Call("g"), Call("h")}).ok());
+  v1::ClosureResult bad = Result(1);
+  bad.set_error("NOT_FOUND: no step function named \"g\"");
+  v1::ClosureResult worse = Result(2);
+  worse.set_error("INTERNAL: h broke");
+  scheduler.Exchange("worker:0/0", {Result(0), bad, worse}, 0);
+  EXPECT_EQ(scheduler.Call(1)->state(), v1::CallStatus::FAILED);
+  v1::GetCallsResponse counts;
+  scheduler.FillCounts(counts);
+  EXPECT_EQ(counts.scheduled(), 3);
+  EXPECT_EQ(counts.completed(), 3);
+  EXPECT_EQ(counts.failed(), 2);
+  EXPECT_EQ(counts.first_failed(), 1);
+  EXPECT_EQ(counts.first_error(), bad.error());
+}
+
+TEST(ClosureSchedulerTest, ScheduleRefusesBadCallsAndAFullQueueAsAWhole) {
+  ClosureScheduler scheduler(0, ScheduledJob());
+  EXPECT_EQ(scheduler.Schedule({Call("")}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  std::vector<double> many(ClosureScheduler::kMaxArgs + 1);
+  EXPECT_EQ(scheduler.Schedule({Call("f", false, many)}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  std::vector<v1::ScheduledCall> full(ClosureScheduler::kMaxPendingCalls,
+                                      Call("f"));
+  ASSERT_TRUE(scheduler.Schedule(full).ok());
+  EXPECT_EQ(scheduler.Schedule({Call("f")}).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // Nothing of a refused request was queued.
+  v1::GetCallsResponse counts;
+  scheduler.FillCounts(counts);
+  EXPECT_EQ(counts.scheduled(), ClosureScheduler::kMaxPendingCalls);
+
+  ClosureScheduler own_steps(5, v1::JobStatus());
+  EXPECT_EQ(own_steps.Schedule({Call("f")}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ClosureSchedulerTest, ARestoredSchedulerHandsOutTheCallsNotCompleted) {
+  ClosureScheduler scheduler(0, ScheduledJob());
+  ASSERT_TRUE(scheduler
+                  .Schedule({Call("train", true), Call("eval", false, {7}),
+                             Call("train", true)})
+                  .ok());
+  scheduler.Exchange("worker:0/0", {}, 1);           // 0 runs...
+  scheduler.Exchange("worker:0/0", {Result(0)}, 0);  // ...and completes
+  scheduler.Exchange("worker:0/0", {}, 1);  // 1 is in flight when saved
+  v1::JobStatus saved = ScheduledJob();
+  scheduler.Fill(saved);
+  EXPECT_EQ(saved.pending_calls_size(), 2);
+
+  ClosureScheduler restored(0, saved);
+  v1::ClosureResponse first = restored.Exchange("worker:1/0", {}, 1);
+  ASSERT_EQ(first.calls_size(), 1);
+  EXPECT_EQ(first.calls(0).id(), 1);
+  EXPECT_EQ(first.calls(0).args(0), 7);
+  v1::ClosureResponse second = restored.Exchange("worker:1/1", {}, 1);
+  EXPECT_EQ(second.calls(0).id(), 2);
+  EXPECT_EQ(second.calls(0).batch(), 1);
+  // Numbering goes on where it stopped.
+  EXPECT_EQ(restored.Schedule({Call("train", true)})->front(), 3);
+  EXPECT_EQ(restored.Exchange("worker:1/2", {}, 1).calls(0).batch(), 2);
+  // Completed before the restart: done, its result not held.
+  EXPECT_EQ(restored.Call(0)->state(), v1::CallStatus::DONE_RESULT_DROPPED);
+}
+
 }  // namespace
 }  // namespace cohort::coordinator

@@ -212,5 +212,135 @@ TEST_F(JobManagerPsTest, AClusterWithoutPsTasksIsRefusedAtSubmit) {
               HasSubstr("needs ps tasks"));
 }
 
+// --- Calls scheduled from the client.
+
+v1::JobSpec ScheduledJob(int64_t client_timeout_ms = 0) {
+  v1::JobSpec spec = PsJob(0);
+  spec.clear_step_fn();
+  spec.mutable_ps()->set_schedule_from_client(true);
+  spec.mutable_ps()->set_client_timeout_ms(client_timeout_ms);
+  return spec;
+}
+
+v1::ScheduledCall Call(const std::string& fn, std::vector<double> args = {}) {
+  v1::ScheduledCall call;
+  call.set_fn(fn);
+  call.mutable_args()->Add(args.begin(), args.end());
+  return call;
+}
+
+TEST_F(JobManagerPsTest, CallsScheduledBeforePlacementRunAndFinishEndsTheJob) {
+  ASSERT_TRUE(manager_.Submit(ScheduledJob(), now_).ok());
+  absl::StatusOr<std::vector<int64_t>> ids =
+      manager_.Schedule("1", {Call("train"), Call("eval", {3})}, now_);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(*ids, (std::vector<int64_t>{0, 1}));
+  manager_.Tick(Views(), now_);
+  ASSERT_EQ(Job().state(), v1::JOB_PLACING);
+
+  absl::StatusOr<v1::ClosureResponse> first =
+      manager_.RunClosures(Request("worker", 1, {}), now_);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->calls_size(), 1);
+  EXPECT_EQ(first->calls(0).fn(), "train");
+  absl::StatusOr<v1::ClosureResponse> second =
+      manager_.RunClosures(Request("chief", 1, {}), now_);
+  EXPECT_EQ(second->calls(0).args(0), 3);
+  ASSERT_TRUE(manager_.RunClosures(Request("worker", 1, {0}, 0), now_).ok());
+  ASSERT_TRUE(manager_.RunClosures(Request("chief", 1, {1}, 0), now_).ok());
+
+  v1::GetCallsRequest request;
+  request.set_job_id("1");
+  request.add_ids(1);
+  absl::StatusOr<v1::GetCallsResponse> calls = manager_.GetCalls(request, now_);
+  ASSERT_TRUE(calls.ok()) << calls.status();
+  EXPECT_EQ(calls->calls(0).state(), v1::CallStatus::DONE);
+  EXPECT_DOUBLE_EQ(calls->calls(0).result().values().at("loss"), 0.1);
+  EXPECT_EQ(calls->completed(), 2);
+
+  // Every call ran, but the client may schedule more: the job goes on.
+  manager_.Tick(Views(), now_);
+  EXPECT_EQ(Job().state(), v1::JOB_RUNNING);
+  ASSERT_TRUE(manager_.FinishScheduling("1", now_).ok());
+  manager_.Tick(Views(), now_);
+  EXPECT_EQ(Job().state(), v1::JOB_SUCCEEDED);
+  // Results stay readable after the end; new calls are refused.
+  EXPECT_EQ(manager_.GetCalls(request, now_)->calls(0).state(),
+            v1::CallStatus::DONE);
+  EXPECT_EQ(manager_.Schedule("1", {Call("train")}, now_).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(JobManagerPsTest, AnIdleScheduledJobFailsWhenItsClientWentAway) {
+  ASSERT_TRUE(manager_.Submit(ScheduledJob(2000), now_).ok());
+  manager_.Tick(Views(), now_);
+  manager_.Tick(Views(), now_ + absl::Seconds(1));
+  ASSERT_NE(Job().state(), v1::JOB_FAILED);
+  // A call from the client counts as a sign of life.
+  v1::GetCallsRequest poll;
+  poll.set_job_id("1");
+  ASSERT_TRUE(manager_.GetCalls(poll, now_ + absl::Seconds(1)).ok());
+  manager_.Tick(Views(), now_ + absl::Seconds(2.5));
+  ASSERT_NE(Job().state(), v1::JOB_FAILED);
+  manager_.Tick(Views(), now_ + absl::Seconds(3.5));
+  EXPECT_EQ(Job().state(), v1::JOB_FAILED);
+  EXPECT_THAT(Job().error(), HasSubstr("went away"));
+}
+
+TEST_F(JobManagerPsTest, ScheduleFromClientSpecsAreChecked) {
+  v1::JobSpec spec = ScheduledJob();
+  spec.set_steps(10);
+  EXPECT_THAT(manager_.Submit(spec, now_).status().message(),
+              HasSubstr("steps must be 0 with ps.schedule_from_client"));
+  spec = ScheduledJob();
+  spec.set_strategy(v1::MULTI_WORKER_MIRRORED);
+  EXPECT_THAT(manager_.Submit(spec, now_).status().message(),
+              HasSubstr("ps.schedule_from_client is for strategy"));
+  spec = ScheduledJob(-1);
+  EXPECT_THAT(manager_.Submit(spec, now_).status().message(),
+              HasSubstr("ps.client_timeout_ms"));
+  // Without the option, steps and step_fn are still required.
+  spec = ScheduledJob();
+  spec.mutable_ps()->set_schedule_from_client(false);
+  EXPECT_THAT(manager_.Submit(spec, now_).status().message(),
+              HasSubstr("step_fn is required"));
+}
+
+TEST_F(JobManagerPsTest, CallsAreRefusedWhereTheyDoNotBelong) {
+  Start();  // runs its own steps
+  EXPECT_EQ(manager_.Schedule("1", {Call("f")}, now_).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(manager_.Schedule("9", {Call("f")}, now_).status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(manager_.Submit(ScheduledJob(), now_).ok());
+  v1::GetCallsRequest request;
+  request.set_job_id("2");
+  request.add_ids(0);
+  absl::StatusOr<v1::GetCallsResponse> calls = manager_.GetCalls(request, now_);
+  EXPECT_EQ(calls.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(calls.status().message(), HasSubstr("never scheduled"));
+}
+
+TEST_F(JobManagerPsTest, ScheduledCallsSurviveACoordinatorRestart) {
+  ASSERT_TRUE(manager_.Submit(ScheduledJob(), now_).ok());
+  manager_.Tick(Views(), now_);
+  ASSERT_TRUE(manager_.Schedule("1", {Call("a"), Call("b", {2})}, now_).ok());
+  ASSERT_TRUE(manager_.RunClosures(Request("worker", 1, {}), now_).ok());
+  ASSERT_TRUE(manager_.RunClosures(Request("worker", 1, {0}, 0), now_).ok());
+  std::optional<std::string> saved =
+      manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
+  ASSERT_TRUE(saved.has_value());
+
+  JobManager restored(PsSpec(), {.placement_timeout = absl::Seconds(30)});
+  ASSERT_TRUE(restored.Restore(*saved, now_).ok());
+  restored.Tick(Views(), now_);
+  absl::StatusOr<v1::ClosureResponse> next =
+      restored.RunClosures(Request("worker", 2, {}), now_);
+  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_EQ(next->calls_size(), 1);
+  EXPECT_EQ(next->calls(0).fn(), "b");
+  EXPECT_EQ(next->calls(0).id(), 1);
+}
+
 }  // namespace
 }  // namespace cohort::coordinator

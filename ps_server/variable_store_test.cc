@@ -80,6 +80,23 @@ TEST(VariableStoreTest, CreateIsIdempotentAndKeepsValues) {
   EXPECT_THAT(info.variables(1).shape(), ElementsAre(2));
 }
 
+TEST(VariableStoreTest, ListGivesTheJobsSpecsWithoutInitialValues) {
+  VariableStore store;
+  v1::PsVariableSpec w = Spec("w", {2});
+  w.set_initial(std::string(8, '\1'));
+  ASSERT_TRUE(store.Create("job-a", 1, List({w, Spec("b", {3})})).ok());
+  absl::StatusOr<std::vector<v1::PsVariableSpec>> listed = store.List("job-a");
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].name(), "b");
+  EXPECT_EQ((*listed)[1].name(), "w");
+  EXPECT_TRUE((*listed)[1].initial().empty());
+  // Another job's variables are not listed as this one's.
+  absl::StatusOr<std::vector<v1::PsVariableSpec>> other = store.List("job-b");
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(other.status().message().find("job-a"), std::string::npos);
+}
+
 TEST(VariableStoreTest, AMismatchedRedeclarationIsRefusedByName) {
   VariableStore store;
   ASSERT_TRUE(store.Create("job", 1, List({Spec("w", {8, 16})})).ok());
