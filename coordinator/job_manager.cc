@@ -241,10 +241,13 @@ void JobManager::Place(Job& job, const std::vector<AgentView>& agents,
         absl::StrCat("job-", status.job_id(), "/attempt-", status.attempt()));
     a.set_checkpoint_dir(status.checkpoint_dir());
     a.set_job_uid(status.uid());
-    for (int d = 0; d < local; ++d) a.add_device_indices(d);
+    const int logical = placement->logical_devices;
+    a.set_logical_devices_per_replica(logical);
+    for (int d = 0; d < local * logical; ++d) a.add_device_indices(d);
     job.assignments[task] = a;
-    status.add_placement(absl::StrCat(task, " (", local,
-                                      local == 1 ? " replica)" : " replicas)"));
+    status.add_placement(absl::StrCat(
+        task, " (", local, local == 1 ? " replica" : " replicas",
+        DescribeLogicalDevices(*readiness.ready[node], local, logical), ")"));
   }
   job.changed = true;
 }

@@ -299,6 +299,10 @@ TEST_F(JobManagerPsTest, ScheduleFromClientSpecsAreChecked) {
   spec = ScheduledJob(-1);
   EXPECT_THAT(manager_.Submit(spec, now_).status().message(),
               HasSubstr("ps.client_timeout_ms"));
+  spec = PsJob();
+  spec.set_logical_devices_per_replica(2);
+  EXPECT_THAT(manager_.Submit(spec, now_).status().message(),
+              HasSubstr("a ParameterServer replica runs on one device"));
   // Without the option, steps and step_fn are still required.
   spec = ScheduledJob();
   spec.mutable_ps()->set_schedule_from_client(false);

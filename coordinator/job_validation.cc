@@ -9,6 +9,8 @@
 
 namespace cohort::coordinator {
 
+constexpr int kMaxLogicalDevices = 64;
+
 absl::Status ValidateEarlyStopping(const v1::JobSpec& spec) {
   const v1::EarlyStopping& rule = spec.early_stopping();
   if (rule.ByteSizeLong() == 0) return absl::OkStatus();
@@ -117,6 +119,21 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
     }
   }
   if (absl::Status rule = ValidateEarlyStopping(spec); !rule.ok()) return rule;
+  if (spec.logical_devices_per_replica() < 0 ||
+      spec.logical_devices_per_replica() > kMaxLogicalDevices) {
+    return bad("logical_devices_per_replica must be in [0, ",
+               kMaxLogicalDevices, "] (0: one), got ",
+               spec.logical_devices_per_replica());
+  }
+  if (spec.logical_devices_per_replica() > 1 &&
+      (spec.strategy() == v1::PARAMETER_SERVER ||
+       spec.strategy() == v1::CENTRAL_STORAGE)) {
+    return bad("logical_devices_per_replica: a ",
+               spec.strategy() == v1::PARAMETER_SERVER ? "ParameterServer"
+                                                       : "CentralStorage",
+               " replica runs on one device; logical devices are for the "
+               "mirrored strategies");
+  }
   if (spec.eval_steps() < 0) {
     return bad("eval_steps must be >= 0 (0: one pass), got ",
                spec.eval_steps());

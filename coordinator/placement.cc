@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace cohort::coordinator {
 namespace {
@@ -176,6 +177,29 @@ absl::StatusOr<SyncPlacement> PlaceSync(
   }
   absl::StatusOr<int> local = LocalReplicas(spec, agents);
   if (!local.ok()) return local.status();
+  const int logical = std::max(1, spec.logical_devices_per_replica());
+  if (logical > 1) {
+    // OneDevice's one replica takes as many devices as it has logical ones.
+    const int devices = spec.strategy() == v1::ONE_DEVICE ? logical : *local;
+    for (const AgentView* view : agents) {
+      if (view->num_devices < logical) {
+        return Unplaceable(absl::StrCat("a replica needs ", logical,
+                                        " devices (logical_devices_per_"
+                                        "replica) and ",
+                                        view->task.ToString(), " has ",
+                                        view->num_devices));
+      }
+    }
+    if (devices % logical != 0) {
+      return Unplaceable(absl::StrCat(
+          devices, " devices per agent do not divide into replicas of ",
+          logical,
+          " logical devices; set devices_per_agent to a multiple "
+          "of ",
+          logical));
+    }
+    *local = devices / logical;
+  }
   const int num_agents = static_cast<int>(agents.size());
   const int replicas = num_agents * *local;
   if (spec.global_batch_size() % replicas != 0) {
@@ -192,14 +216,40 @@ absl::StatusOr<SyncPlacement> PlaceSync(
         "job's replicas must all be on one kind (set CUDA_VISIBLE_DEVICES= "
         "on the GPU agents to run on CPUs)");
   }
-  const bool nccl = std::all_of(agents.begin(), agents.end(),
-                                [](const AgentView* v) { return v->nccl; });
+  // NCCL reduces each replica's tensors on the one device of its
+  // communicator; tensors on other logical devices go through host memory.
+  const bool nccl =
+      logical == 1 && std::all_of(agents.begin(), agents.end(),
+                                  [](const AgentView* v) { return v->nccl; });
+  if (logical > 1 && spec.communication() == v1::COMMUNICATION_NCCL) {
+    return Unplaceable(
+        "communication NCCL reduces on one device per replica, and these "
+        "replicas have several logical devices; use AUTO, HIERARCHICAL, "
+        "REDUCTION_TO_ONE_DEVICE or RING, which stage through host memory");
+  }
   absl::StatusOr<SyncPlacement> placement =
       ChooseCommunication(spec, cuda, nccl, num_agents);
   if (!placement.ok()) return placement.status();
   placement->local_replicas = *local;
+  placement->logical_devices = logical;
   placement->num_replicas = replicas;
   return placement;
+}
+
+std::string DescribeLogicalDevices(const AgentView& agent, int replicas,
+                                   int logical) {
+  if (logical <= 1) return "";
+  const char* kind = agent.cuda ? "cuda:" : "cpu:";
+  std::vector<std::string> parts;
+  for (int r = 0; r < replicas; ++r) {
+    std::vector<std::string> devices;
+    for (int d = r * logical; d < (r + 1) * logical; ++d) {
+      devices.push_back(absl::StrCat(kind, d));
+    }
+    parts.push_back(
+        absl::StrCat("replica ", r, " on ", absl::StrJoin(devices, "+")));
+  }
+  return absl::StrCat(": ", absl::StrJoin(parts, ", "));
 }
 
 absl::StatusOr<int> PlacePsExecutors(

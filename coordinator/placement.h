@@ -49,7 +49,8 @@ Readiness CheckReady(const std::vector<TaskId>& tasks,
 
 // A synchronous job's shape on its agents.
 struct SyncPlacement {
-  int local_replicas = 0;  // on each agent
+  int local_replicas = 0;   // on each agent
+  int logical_devices = 1;  // devices per replica
   int num_replicas = 0;
   v1::Communication communication = v1::COMMUNICATION_AUTO;  // never AUTO
   std::string note;  // what was chosen and why, for people
@@ -61,6 +62,11 @@ struct SyncPlacement {
 // cannot do.
 absl::StatusOr<SyncPlacement> PlaceSync(
     const v1::JobSpec& spec, const std::vector<const AgentView*>& agents);
+
+// ": replica 0 on cpu:0+cpu:1, replica 1 on cpu:2+cpu:3" for `replicas`
+// replicas of `logical` devices each on `agent`; "" when each has one.
+std::string DescribeLogicalDevices(const AgentView& agent, int replicas,
+                                   int logical);
 
 // A ParameterServer job's closure executors per worker agent (all READY).
 // FAILED_PRECONDITION when a worker has no devices.

@@ -166,5 +166,52 @@ TEST(PlacementTest, PsExecutorsFollowMaxInflightAndNeedDevices) {
                        HasSubstr("chief:0 reports no devices")));
 }
 
+TEST(PlacementTest, LogicalDevicesMakeReplicasOfSeveralDevices) {
+  const std::vector<AgentView> views = {Agent("chief", 0, 4),
+                                        Agent("worker", 0, 4)};
+  v1::JobSpec spec = Spec(v1::MULTI_WORKER_MIRRORED);
+  spec.set_logical_devices_per_replica(2);
+  absl::StatusOr<SyncPlacement> placed = PlaceSync(spec, Pointers(views));
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  EXPECT_EQ(placed->local_replicas, 2);
+  EXPECT_EQ(placed->logical_devices, 2);
+  EXPECT_EQ(placed->num_replicas, 4);
+  EXPECT_EQ(DescribeLogicalDevices(views[0], 2, 2),
+            ": replica 0 on cpu:0+cpu:1, replica 1 on cpu:2+cpu:3");
+  EXPECT_EQ(DescribeLogicalDevices(views[0], 4, 1), "");
+
+  // OneDevice's one replica takes as many devices as it has logical ones.
+  spec.set_strategy(v1::ONE_DEVICE);
+  spec.set_logical_devices_per_replica(3);
+  placed = PlaceSync(spec, Pointers({Agent("chief", 0, 4)}));
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  EXPECT_EQ(placed->local_replicas, 1);
+}
+
+TEST(PlacementTest, LogicalDevicesThatDoNotFitAreRefusedSayingWhy) {
+  const std::vector<AgentView> views = {Agent("chief", 0, 3)};
+  v1::JobSpec spec = Spec(v1::MIRRORED, 6);
+  spec.set_logical_devices_per_replica(2);
+  EXPECT_THAT(PlaceSync(spec, Pointers(views)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("3 devices per agent do not divide")));
+  spec.set_logical_devices_per_replica(4);
+  EXPECT_THAT(PlaceSync(spec, Pointers(views)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("a replica needs 4 devices")));
+  // NCCL reduces on one device per replica; AUTO stages through the host.
+  const std::vector<AgentView> gpus = {Agent("chief", 0, 2, true, true)};
+  spec.set_logical_devices_per_replica(2);
+  spec.set_global_batch_size(4);
+  spec.set_communication(v1::COMMUNICATION_NCCL);
+  EXPECT_THAT(PlaceSync(spec, Pointers(gpus)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("several logical devices")));
+  spec.set_communication(v1::COMMUNICATION_AUTO);
+  absl::StatusOr<SyncPlacement> placed = PlaceSync(spec, Pointers(gpus));
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  EXPECT_EQ(placed->communication, v1::COMMUNICATION_HIERARCHICAL);
+}
+
 }  // namespace
 }  // namespace cohort::coordinator

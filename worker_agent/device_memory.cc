@@ -185,6 +185,15 @@ absl::Status Synchronize(const Device& device) {
 #endif
 }
 
+absl::Status MakeCurrent(const Device& device) {
+  if (!device.is_cuda()) return absl::OkStatus();
+#ifdef COHORT_HAVE_CUDA
+  return CudaStatus(cudaSetDevice(device.index), "cudaSetDevice", device);
+#else
+  return NoCuda();
+#endif
+}
+
 absl::StatusOr<void*> CreateStream(int index) {
 #ifdef COHORT_HAVE_CUDA
   Device device{.kind = Device::Kind::kCuda, .index = index};

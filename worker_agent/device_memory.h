@@ -48,6 +48,10 @@ absl::Status CopyOnDevice(const Device& device, void* dst, const void* src,
 // Waits for the work queued on the device's stream (no-op on CPU).
 absl::Status Synchronize(const Device& device);
 
+// Makes `device` the calling thread's current CUDA device, so that
+// allocations and launches there land on it (no-op on CPU).
+absl::Status MakeCurrent(const Device& device);
+
 // A new stream on CUDA device `index` (Device::stream), and its release.
 absl::StatusOr<void*> CreateStream(int index);
 void DestroyStream(int index, void* stream);

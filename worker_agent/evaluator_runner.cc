@@ -134,7 +134,12 @@ absl::StatusOr<std::map<std::string, double>> EvaluatorRunner::EvaluateOnce(
   collective::LocalHub hub(1);
   collective::AlgorithmicCommunicator comm(
       hub.Connect(0), {.timeout = job_.collective_timeout});
-  ReplicaContextImpl ctx(&job_, 0, 0, device, &comm);
+  // A model split over logical devices is evaluated on this one device:
+  // each logical device is it.
+  const int logical =
+      std::max(1, options_.assignment.spec().logical_devices_per_replica());
+  ReplicaContextImpl ctx(&job_, 0, 0, device, &comm, nullptr,
+                         std::vector<Device>(logical, device));
   if (functions_.init != nullptr) {
     if (absl::Status init = functions_.init(ctx); !init.ok()) {
       return absl::Status(init.code(),

@@ -7,8 +7,8 @@
 // eval_steps batches of its eval dataset (one pass when eval_steps is 0,
 // the last batch cut short). Each metric's mean over the examples (a
 // batch's value weighs as many examples as it holds), tagged with the
-// checkpoint's step, goes into the agent's report. It is no part of the job's sync group:
-// training never waits for it, and losing it fails nothing.
+// checkpoint's step, goes into the agent's report. It is no part of the job's
+// sync group: training never waits for it, and losing it fails nothing.
 
 #include <cstdint>
 #include <memory>

@@ -52,7 +52,7 @@ class PsOptimizerImpl final : public Optimizer {
 
 PsReplicaContext::PsReplicaContext(const JobInfo* job, Device device,
                                    VariableClient* server)
-    : job_(job), device_(device), server_(server) {}
+    : job_(job), device_(device), logical_({device}), server_(server) {}
 
 PsReplicaContext::~PsReplicaContext() = default;
 
@@ -60,6 +60,12 @@ absl::StatusOr<Variable*> PsReplicaContext::create_variable(
     const VariableOptions& options, const void* initial) {
   if (absl::Status valid = CheckVariableOptions(options); !valid.ok()) {
     return valid;
+  }
+  if (absl::Status placed = logical_.Check(options.logical_device);
+      !placed.ok()) {
+    return absl::Status(placed.code(),
+                        absl::StrCat("create_variable \"", options.name,
+                                     "\": ", placed.message()));
   }
   if (absl::Status colocated = CheckColocation(
           options, find_variable(options.colocate_with) != nullptr);

@@ -17,6 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "cohort/step.h"
+#include "worker_agent/logical_devices.h"
 #include "worker_agent/replica_context.h"
 #include "worker_agent/variable_client.h"
 
@@ -36,6 +37,18 @@ class PsReplicaContext final : public ReplicaContext {
   int replica_id_in_sync_group() const override { return 0; }
   int num_replicas_in_sync() const override { return 1; }
   const Device& device() const override { return device_; }
+  // One logical device: a closure executor runs on one device.
+  int num_logical_devices() const override { return logical_.count(); }
+  absl::StatusOr<Device> logical_device(int k) const override {
+    return logical_.Get(k);
+  }
+  absl::Status run_on(
+      int k, const std::function<absl::Status(const Device&)>& fn) override {
+    return logical_.RunOn(k, fn);
+  }
+  absl::StatusOr<Tensor> allocate(int k, size_t count, DType dtype) override {
+    return logical_.Allocate(k, count, dtype);
+  }
   int64_t step() const override { return step_; }
   int64_t total_steps() const override { return job_->steps; }
   int64_t global_batch_size() const override { return job_->global_batch_size; }
@@ -95,6 +108,7 @@ class PsReplicaContext final : public ReplicaContext {
  private:
   const JobInfo* const job_;
   const Device device_;
+  LogicalDevices logical_;
   VariableClient* const server_;
   int64_t step_ = 0;
   std::vector<double> args_;  // of the running closure

@@ -15,11 +15,14 @@ namespace cohort::agent {
 ReplicaContextImpl::ReplicaContextImpl(const JobInfo* job, int replica_id,
                                        int local_index, Device device,
                                        collective::Communicator* comm,
-                                       CentralStorage* central)
+                                       CentralStorage* central,
+                                       std::vector<Device> logical_devices)
     : job_(job),
       replica_id_(replica_id),
       local_index_(local_index),
       device_(device),
+      logical_(logical_devices.empty() ? std::vector<Device>{device}
+                                       : std::move(logical_devices)),
       comm_(comm),
       central_(central),
       early_stopping_(job->early_stopping) {}
@@ -40,6 +43,12 @@ absl::StatusOr<Variable*> ReplicaContextImpl::create_variable(
           options, find_variable(options.colocate_with) != nullptr);
       !colocated.ok()) {
     return colocated;
+  }
+  if (absl::Status placed = logical_.Check(options.logical_device);
+      !placed.ok()) {
+    return absl::Status(placed.code(),
+                        absl::StrCat("create_variable \"", options.name,
+                                     "\": ", placed.message()));
   }
   if (find_variable(options.name) != nullptr) {
     return absl::AlreadyExistsError(
@@ -84,12 +93,12 @@ absl::StatusOr<std::unique_ptr<VariableImpl>> ReplicaContextImpl::NewVariable(
   // Over several GPUs the one copy sits in host memory that every GPU maps,
   // as TF's CentralStorage keeps it on the CPU; on one GPU, in its memory.
   const bool mapped = shared && device_.is_cuda() && job_->num_replicas > 1;
+  const Device& home = logical_.device(options.logical_device);
   COHORT_ASSIGN_OR_RETURN(DeviceBuffer buffer,
-                          mapped ? DeviceBuffer::AllocateShared(device_, bytes)
-                                 : DeviceBuffer::Allocate(device_, bytes));
+                          mapped ? DeviceBuffer::AllocateShared(home, bytes)
+                                 : DeviceBuffer::Allocate(home, bytes));
   if (initial != nullptr) {
-    COHORT_RETURN_IF_ERROR(
-        CopyToDevice(device_, buffer.data(), initial, bytes));
+    COHORT_RETURN_IF_ERROR(CopyToDevice(home, buffer.data(), initial, bytes));
   }
   if (shared) {
     central_->Publish({options.name, buffer.data(), bytes});
@@ -189,8 +198,12 @@ absl::Status OptimizerImpl::apply_gradients(std::span<const Tensor> gradients) {
 }
 
 absl::Status OptimizerImpl::Update(std::span<const Tensor> gradients) {
-  const Device& device = context_->device();
+  const LogicalDevices& logical = context_->logical_devices();
   for (size_t i = 0; i < gradients.size(); ++i) {
+    // Where the variable lives: the update runs there, on its stream.
+    const Device& device =
+        logical.device(variables_[i]->options().logical_device);
+    if (logical.count() > 1) COHORT_RETURN_IF_ERROR(MakeCurrent(device));
     const Tensor var = variables_[i]->tensor();
     void* slot0 = slots_[i].size() > 0 ? slots_[i][0]->tensor().data : nullptr;
     void* slot1 = slots_[i].size() > 1 ? slots_[i][1]->tensor().data : nullptr;
@@ -210,7 +223,10 @@ absl::Status OptimizerImpl::Update(std::span<const Tensor> gradients) {
     }
     if (!applied.ok()) return applied;
   }
-  return absl::OkStatus();
+  if (logical.count() == 1) return absl::OkStatus();
+  // The next step's reads, on any device, follow every device's update.
+  COHORT_RETURN_IF_ERROR(logical.SynchronizeAll());
+  return MakeCurrent(context_->device());
 }
 
 absl::Status ReplicaContextImpl::CentralBarrier() {

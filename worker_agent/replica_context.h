@@ -25,6 +25,7 @@
 #include "worker_agent/central_storage.h"
 #include "worker_agent/device_memory.h"
 #include "worker_agent/early_stopping.h"
+#include "worker_agent/logical_devices.h"
 
 namespace cohort::agent {
 
@@ -62,15 +63,29 @@ struct StepEnd {
 // which is thread-safe.
 class ReplicaContextImpl final : public ReplicaContext {
  public:
+  // `logical_devices` are the devices the replica spans, `device` first;
+  // empty: `device` alone.
   ReplicaContextImpl(const JobInfo* job, int replica_id, int local_index,
                      Device device, collective::Communicator* comm,
-                     CentralStorage* central = nullptr);
+                     CentralStorage* central = nullptr,
+                     std::vector<Device> logical_devices = {});
   ~ReplicaContextImpl() override;
 
   // --- cohort::ReplicaContext.
   int replica_id_in_sync_group() const override { return replica_id_; }
   int num_replicas_in_sync() const override { return job_->num_replicas; }
   const Device& device() const override { return device_; }
+  int num_logical_devices() const override { return logical_.count(); }
+  absl::StatusOr<Device> logical_device(int k) const override {
+    return logical_.Get(k);
+  }
+  absl::Status run_on(
+      int k, const std::function<absl::Status(const Device&)>& fn) override {
+    return logical_.RunOn(k, fn);
+  }
+  absl::StatusOr<Tensor> allocate(int k, size_t count, DType dtype) override {
+    return logical_.Allocate(k, count, dtype);
+  }
   int64_t step() const override { return step_; }
   int64_t total_steps() const override { return job_->steps; }
   int64_t global_batch_size() const override { return job_->global_batch_size; }
@@ -116,6 +131,7 @@ class ReplicaContextImpl final : public ReplicaContext {
   // job's early-stopping rule. Collective.
   absl::StatusOr<StepEnd> EndStep();
   int local_index() const { return local_index_; }
+  const LogicalDevices& logical_devices() const { return logical_; }
   // Whether ON_WRITE variables are one copy shared by the local replicas.
   bool central() const { return central_ != nullptr; }
   // Central storage: waits until every local replica has called it too.
@@ -173,6 +189,7 @@ class ReplicaContextImpl final : public ReplicaContext {
   const int local_index_;
   int restored_from_rank_ = -1;
   const Device device_;
+  LogicalDevices logical_;
   collective::Communicator* const comm_;
   CentralStorage* const central_;
   size_t shared_ = 0;  // central storage: buffers created so far

@@ -31,8 +31,8 @@ struct StepFunctions {
 absl::StatusOr<const internal::Registry*> OpenStepLibrary(
     const std::string& path, const std::string& display_name);
 
-// Looks up a job's functions in `registry`; an empty name means none. FAILED_PRECONDITION naming the functions it does register for
-// a missing name.
+// Looks up a job's functions in `registry`; an empty name means none.
+// FAILED_PRECONDITION naming the functions it does register for a missing name.
 absl::StatusOr<StepFunctions> FindStepFunctions(
     const internal::Registry& registry, const std::string& display_name,
     const std::string& init_name, const std::string& step_name,

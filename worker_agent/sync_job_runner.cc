@@ -255,18 +255,42 @@ void SyncJobRunner::RunReplica(int local) {
   const v1::AgentJobAssignment& a = options_.assignment;
   const v1::JobSpec& spec = a.spec();
   const int replica = a.first_rank() + local;
-  Device device = options_.devices[a.device_indices(local)];
-  if (device.is_cuda()) {
-    absl::StatusOr<void*> stream = CreateStream(device.index);
-    if (!stream.ok()) return Fail(stream.status(), false);
-    device.stream = *stream;
-  }
+  // The replica's logical devices, each with its own stream on CUDA; the
+  // first is the replica's device. Streams go after the context that uses
+  // them (declared first, destroyed last).
   struct StreamGuard {
-    Device device;
+    std::vector<Device> devices;
     ~StreamGuard() {
-      if (device.is_cuda()) DestroyStream(device.index, device.stream);
+      for (const Device& d : devices) {
+        if (d.is_cuda()) DestroyStream(d.index, d.stream);
+      }
     }
-  } stream_guard{device};
+  } streams;
+  const int logical = std::max(1, a.logical_devices_per_replica());
+  for (int k = 0; k < logical; ++k) {
+    const int slot = local * logical + k;
+    if (slot >= a.device_indices_size()) {
+      return Fail(absl::InternalError(absl::StrCat(
+                      "the assignment has ", a.device_indices_size(),
+                      " devices for ", a.local_replicas(), " replicas of ",
+                      logical, " logical devices")),
+                  true);
+    }
+    Device d = options_.devices[a.device_indices(slot)];
+    if (d.is_cuda()) {
+      absl::StatusOr<void*> stream = CreateStream(d.index);
+      if (!stream.ok()) return Fail(stream.status(), false);
+      d.stream = *stream;
+    }
+    streams.devices.push_back(d);
+  }
+  if (logical > 1) {
+    // Back to the replica's device, where its work is queued.
+    if (absl::Status s = MakeCurrent(streams.devices[0]); !s.ok()) {
+      return Fail(s, false);
+    }
+  }
+  const Device device = streams.devices[0];
 
   if (aborted_) return;
   absl::StatusOr<std::unique_ptr<collective::Communicator>> comm =
@@ -284,7 +308,8 @@ void SyncJobRunner::RunReplica(int local) {
     comms_.push_back(comm_owners_[local].get());
     replicas_[local] = std::make_unique<ReplicaContextImpl>(
         &job_, replica, local, device, comm_owners_[local].get(),
-        spec.strategy() == v1::CENTRAL_STORAGE ? &central_ : nullptr);
+        spec.strategy() == v1::CENTRAL_STORAGE ? &central_ : nullptr,
+        streams.devices);
   }
   if (aborted_) comm_owners_[local]->Abort(absl::AbortedError("aborted"));
   ReplicaContextImpl& ctx = *replicas_[local];

@@ -34,6 +34,7 @@ constexpr char kUsage[] =
     "         [--init=NAME] [--dataset=NAME] [--strategy=S]\n"
     "         [--communication=C] [--seed=S] [--checkpoint_every=N]\n"
     "         [--max_restarts=N] [--devices_per_agent=N]\n"
+    "         [--logical_devices_per_replica=N]\n"
     "         [--checkpoint_dir=DIR] [--config=JSON|@FILE] [--name=TEXT]\n"
     "         [--collective_timeout=60s] [--early_stop_metric=M\n"
     "         [--early_stop_target=X] [--early_stop_patience=N]\n"

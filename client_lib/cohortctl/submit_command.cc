@@ -57,6 +57,9 @@ ABSL_FLAG(int64_t, checkpoint_every, 0,
           "submit: checkpoint every N steps; 0: only at the end.");
 ABSL_FLAG(int, max_restarts, 0,
           "submit: how many times to resume after a lost worker.");
+ABSL_FLAG(int, logical_devices_per_replica, 1,
+          "submit: devices each replica spans (TPUStrategy's logical "
+          "devices); the replicas per agent are its devices divided by it.");
 ABSL_FLAG(int, devices_per_agent, 0,
           "submit: devices each agent uses; 0: all of them.");
 ABSL_FLAG(std::string, checkpoint_dir, "",
@@ -157,6 +160,8 @@ absl::StatusOr<JobSpec> SpecFromFlags() {
   spec.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   spec.max_restarts = absl::GetFlag(FLAGS_max_restarts);
   spec.devices_per_agent = absl::GetFlag(FLAGS_devices_per_agent);
+  spec.logical_devices_per_replica =
+      absl::GetFlag(FLAGS_logical_devices_per_replica);
   spec.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   const std::string partitioner = absl::GetFlag(FLAGS_ps_partitioner);
   using Partitioner = ParameterServerOptions::Partitioner;

@@ -110,6 +110,11 @@ absl::Status ValidateSpec(const JobSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat(
         "checkpoint_every: must not be negative, got ", spec.checkpoint_every));
   }
+  if (spec.logical_devices_per_replica < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("logical_devices_per_replica: must be at least 1, got ",
+                     spec.logical_devices_per_replica));
+  }
   if (spec.devices_per_agent < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("devices_per_agent: must not be negative, got ",
@@ -269,6 +274,7 @@ absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
   proto.set_max_restarts(spec.max_restarts);
   proto.set_config_json(spec.config_json.empty() ? "{}" : spec.config_json);
   proto.set_devices_per_agent(spec.devices_per_agent);
+  proto.set_logical_devices_per_replica(spec.logical_devices_per_replica);
   proto.set_checkpoint_dir(spec.checkpoint_dir);
   proto.set_collective_timeout_ms(
       absl::ToInt64Milliseconds(spec.collective_timeout));

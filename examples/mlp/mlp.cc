@@ -22,6 +22,10 @@ namespace {
 struct ReplicaState {
   MlpConfig config;
   std::array<MlpLayerShape, kMlpLayers> shape;
+  // Where each layer's variables live and its work runs: with
+  // logical_devices_per_replica > 1 the layers are split over the
+  // replica's logical devices (model parallelism); else all on device 0.
+  std::array<int, kMlpLayers> layer_device{};
   std::vector<Variable*> variables;  // kernel, bias of each layer
   Optimizer* optimizer = nullptr;
   std::vector<SpiralExample> held_out;
@@ -50,29 +54,31 @@ void Dense(const float* in, size_t in_stride, size_t rows, const float* kernel,
   }
 }
 
-// Runs the network on `rows` examples laid out as [x0, x1, label]; the
-// logits end in state.outputs.back().
-void Forward(ReplicaState& state, const float* examples, size_t rows) {
+// Runs the network on `rows` examples laid out as [x0, x1, label], each
+// layer on its logical device; the logits end in state.outputs.back().
+absl::Status Forward(ReplicaContext& ctx, ReplicaState& state,
+                     const float* examples, size_t rows) {
   const float* in = examples;
   size_t stride = 3;
   for (int k = 0; k < kMlpLayers; ++k) {
     const MlpLayerShape& layer = state.shape[k];
     state.outputs[k].resize(rows * layer.out);
-    Dense(in, stride, rows, state.variables[2 * k]->data<float>(),
-          state.variables[2 * k + 1]->data<float>(), layer, k + 1 < kMlpLayers,
-          state.outputs[k].data());
+    absl::Status ran = ctx.run_on(state.layer_device[k], [&](const Device&) {
+      Dense(in, stride, rows, state.variables[2 * k]->data<float>(),
+            state.variables[2 * k + 1]->data<float>(), layer,
+            k + 1 < kMlpLayers, state.outputs[k].data());
+      return absl::OkStatus();
+    });
+    if (!ran.ok()) return ran;
     in = state.outputs[k].data();
     stride = static_cast<size_t>(layer.out);
   }
+  return absl::OkStatus();
 }
 
-// Mean softmax cross-entropy of the batch in state.rows, and its gradients
-// with respect to every variable into state.gradients.
-double ForwardBackward(ReplicaState& state) {
-  const size_t rows = state.rows.size() / 3;
-  Forward(state, state.rows.data(), rows);
-
-  // d(loss)/d(logits) = (softmax - one_hot) / batch.
+// The mean softmax cross-entropy of `rows` logits against the labels of
+// state.rows, and its gradient with respect to the logits into state.delta.
+double LossAndDelta(ReplicaState& state, size_t rows) {
   const std::vector<float>& logits = state.outputs.back();
   state.delta.resize(rows * kMlpClasses);
   double loss = 0;
@@ -85,55 +91,88 @@ double ForwardBackward(ReplicaState& state) {
     loss += std::log(sum) - (z[label] - top);
     for (int c = 0; c < kMlpClasses; ++c) {
       const double p = std::exp(z[c] - top) / sum;
+      // d(loss)/d(logits) = (softmax - one_hot) / batch.
       state.delta[b * kMlpClasses + c] =
           static_cast<float>((p - (c == label)) / static_cast<double>(rows));
     }
   }
-
-  for (int k = kMlpLayers - 1; k >= 0; --k) {
-    const MlpLayerShape& layer = state.shape[k];
-    const float* in = k == 0 ? state.rows.data() : state.outputs[k - 1].data();
-    const size_t stride = k == 0 ? 3 : static_cast<size_t>(layer.in);
-    std::vector<float>& dkernel = state.gradients[2 * k];
-    std::vector<float>& dbias = state.gradients[2 * k + 1];
-    std::fill(dkernel.begin(), dkernel.end(), 0.0f);
-    std::fill(dbias.begin(), dbias.end(), 0.0f);
-    for (size_t b = 0; b < rows; ++b) {
-      const float* d = &state.delta[b * layer.out];
-      for (int i = 0; i < layer.in; ++i) {
-        const float x = in[b * stride + i];
-        float* g = &dkernel[static_cast<size_t>(i) * layer.out];
-        for (int j = 0; j < layer.out; ++j) g[j] += x * d[j];
-      }
-      for (int j = 0; j < layer.out; ++j) dbias[j] += d[j];
-    }
-    if (k == 0) break;
-    // Back through the kernel, then through the ReLU below it.
-    const float* kernel = state.variables[2 * k]->data<float>();
-    state.delta_below.assign(rows * layer.in, 0.0f);
-    for (size_t b = 0; b < rows; ++b) {
-      const float* d = &state.delta[b * layer.out];
-      for (int i = 0; i < layer.in; ++i) {
-        if (in[b * stride + i] <= 0) continue;
-        const float* w = kernel + static_cast<size_t>(i) * layer.out;
-        float sum = 0;
-        for (int j = 0; j < layer.out; ++j) sum += w[j] * d[j];
-        state.delta_below[b * layer.in + i] = sum;
-      }
-    }
-    std::swap(state.delta, state.delta_below);
-  }
   return loss / static_cast<double>(rows);
+}
+
+// Layer k's gradients from state.delta (its outputs' gradient), then, below
+// the first layer, the gradient of its inputs into state.delta.
+void Backward(ReplicaState& state, int k, size_t rows) {
+  const MlpLayerShape& layer = state.shape[k];
+  const float* in = k == 0 ? state.rows.data() : state.outputs[k - 1].data();
+  const size_t stride = k == 0 ? 3 : static_cast<size_t>(layer.in);
+  std::vector<float>& dkernel = state.gradients[2 * k];
+  std::vector<float>& dbias = state.gradients[2 * k + 1];
+  std::fill(dkernel.begin(), dkernel.end(), 0.0f);
+  std::fill(dbias.begin(), dbias.end(), 0.0f);
+  for (size_t b = 0; b < rows; ++b) {
+    const float* d = &state.delta[b * layer.out];
+    for (int i = 0; i < layer.in; ++i) {
+      const float x = in[b * stride + i];
+      float* g = &dkernel[static_cast<size_t>(i) * layer.out];
+      for (int j = 0; j < layer.out; ++j) g[j] += x * d[j];
+    }
+    for (int j = 0; j < layer.out; ++j) dbias[j] += d[j];
+  }
+  if (k == 0) return;
+  // Back through the kernel, then through the ReLU below it.
+  const float* kernel = state.variables[2 * k]->data<float>();
+  state.delta_below.assign(rows * layer.in, 0.0f);
+  for (size_t b = 0; b < rows; ++b) {
+    const float* d = &state.delta[b * layer.out];
+    for (int i = 0; i < layer.in; ++i) {
+      if (in[b * stride + i] <= 0) continue;
+      const float* w = kernel + static_cast<size_t>(i) * layer.out;
+      float sum = 0;
+      for (int j = 0; j < layer.out; ++j) sum += w[j] * d[j];
+      state.delta_below[b * layer.in + i] = sum;
+    }
+  }
+  std::swap(state.delta, state.delta_below);
+}
+
+// Mean softmax cross-entropy of the batch in state.rows, and its gradients
+// with respect to every variable into state.gradients; each layer's work on
+// its logical device.
+absl::StatusOr<double> ForwardBackward(ReplicaContext& ctx,
+                                       ReplicaState& state) {
+  const size_t rows = state.rows.size() / 3;
+  if (absl::Status s = Forward(ctx, state, state.rows.data(), rows); !s.ok()) {
+    return s;
+  }
+  double loss = 0;
+  absl::Status s =
+      ctx.run_on(state.layer_device[kMlpLayers - 1], [&](const Device&) {
+        loss = LossAndDelta(state, rows);
+        return absl::OkStatus();
+      });
+  for (int k = kMlpLayers - 1; s.ok() && k >= 0; --k) {
+    s = ctx.run_on(state.layer_device[k], [&](const Device&) {
+      Backward(state, k, rows);
+      return absl::OkStatus();
+    });
+  }
+  if (!s.ok()) return s;
+  return loss;
 }
 
 // This replica's share of the held-out accuracy: the examples of its shard
 // that it classifies right, over all held-out examples. Summed over the
 // replicas, it is the accuracy.
-double HeldOutAccuracyShare(ReplicaState& state) {
+absl::StatusOr<double> HeldOutAccuracyShare(ReplicaContext& ctx,
+                                            ReplicaState& state) {
   const size_t rows = state.held_out.size();
   double correct = 0;
   if (rows > 0) {
-    Forward(state, state.held_out.front().data(), rows);
+    if (absl::Status s =
+            Forward(ctx, state, state.held_out.front().data(), rows);
+        !s.ok()) {
+      return s;
+    }
     const std::vector<float>& logits = state.outputs.back();
     for (size_t b = 0; b < rows; ++b) {
       const int predicted = logits[2 * b + 1] > logits[2 * b] ? 1 : 0;
@@ -157,8 +196,11 @@ absl::Status MlpInit(ReplicaContext& ctx) {
   auto state = std::make_unique<ReplicaState>();
   state->config = *std::move(config);
   state->shape = MlpShape(state->config.hidden);
+  for (int k = 0; k < kMlpLayers; ++k) {
+    state->layer_device[k] = MlpLayerDevice(k, ctx.num_logical_devices());
+  }
   absl::StatusOr<std::vector<Variable*>> variables =
-      CreateMlpVariables(ctx, state->config.hidden);
+      CreateMlpVariables(ctx, state->config.hidden, /*split=*/true);
   if (!variables.ok()) return variables.status();
   state->variables = *std::move(variables);
   absl::StatusOr<Optimizer*> optimizer =
@@ -190,7 +232,8 @@ absl::Status MlpStep(ReplicaContext& ctx, const Batch& batch) {
       !s.ok()) {
     return s;
   }
-  double loss = ForwardBackward(*state);
+  absl::StatusOr<double> loss = ForwardBackward(ctx, *state);
+  if (!loss.ok()) return loss.status();
 
   std::vector<Tensor> gradients;
   for (std::vector<float>& g : state->gradients) {
@@ -201,11 +244,13 @@ absl::Status MlpStep(ReplicaContext& ctx, const Batch& batch) {
   }
   // Reduced over the replicas by the runtime at the end of the step, as
   // strategy.reduce(MEAN, per_replica_loss) would.
-  ctx.report("loss", loss, ReduceOp::kMean);
+  ctx.report("loss", *loss, ReduceOp::kMean);
 
   const bool last = ctx.step() == ctx.total_steps() - 1;
   if (last || (ctx.step() + 1) % state->config.eval_every == 0) {
-    ctx.report("accuracy", HeldOutAccuracyShare(*state), ReduceOp::kSum);
+    absl::StatusOr<double> share = HeldOutAccuracyShare(ctx, *state);
+    if (!share.ok()) return share.status();
+    ctx.report("accuracy", *share, ReduceOp::kSum);
   }
   return absl::OkStatus();
 }
@@ -223,7 +268,10 @@ absl::Status MlpEval(ReplicaContext& ctx, const Batch& batch) {
     return s;
   }
   const size_t rows = state->rows.size() / 3;
-  Forward(*state, state->rows.data(), rows);
+  if (absl::Status s = Forward(ctx, *state, state->rows.data(), rows);
+      !s.ok()) {
+    return s;
+  }
   const std::vector<float>& logits = state->outputs.back();
   double loss = 0, correct = 0;
   for (size_t b = 0; b < rows; ++b) {
@@ -254,7 +302,9 @@ absl::Status MlpHeldOut(ReplicaContext& ctx, const Batch&) {
         "mlp_held_out: a call scheduled from the client runs on one replica "
         "(ParameterServer with ps.schedule_from_client)");
   }
-  ctx.report("accuracy", HeldOutAccuracyShare(*state));
+  absl::StatusOr<double> accuracy = HeldOutAccuracyShare(ctx, *state);
+  if (!accuracy.ok()) return accuracy.status();
+  ctx.report("accuracy", *accuracy);
   ctx.report("after_step", ctx.args().empty() ? -1 : ctx.args()[0]);
   return absl::OkStatus();
 }

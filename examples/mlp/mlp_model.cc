@@ -13,12 +13,19 @@ std::array<MlpLayerShape, kMlpLayers> MlpShape(int hidden) {
   return {{{kMlpInputs, hidden}, {hidden, hidden}, {hidden, kMlpClasses}}};
 }
 
+int MlpLayerDevice(int layer, int num_logical_devices) {
+  return std::min(num_logical_devices - 1,
+                  layer * num_logical_devices / kMlpLayers);
+}
+
 absl::StatusOr<std::vector<Variable*>> CreateMlpVariables(ReplicaContext& ctx,
-                                                          int hidden) {
+                                                          int hidden,
+                                                          bool split) {
   std::mt19937_64 rng(ctx.seed());
   std::vector<Variable*> variables;
   int k = 0;
   for (const MlpLayerShape& layer : MlpShape(hidden)) {
+    const int device = split ? MlpLayerDevice(k, ctx.num_logical_devices()) : 0;
     const std::string prefix = "dense" + std::to_string(k++);
     // Glorot uniform, as Keras' default: limit sqrt(6 / (fan_in + fan_out)).
     const double limit = std::sqrt(6.0 / (layer.in + layer.out));
@@ -30,13 +37,15 @@ absl::StatusOr<std::vector<Variable*>> CreateMlpVariables(ReplicaContext& ctx,
     absl::StatusOr<Variable*> kernel_var =
         ctx.create_variable({.name = prefix + "/kernel",
                              .shape = {layer.in, layer.out},
-                             .dtype = DType::kFloat32},
+                             .dtype = DType::kFloat32,
+                             .logical_device = device},
                             kernel.data());
     if (!kernel_var.ok()) return kernel_var.status();
     absl::StatusOr<Variable*> bias_var =
         ctx.create_variable({.name = prefix + "/bias",
                              .shape = {layer.out},
-                             .dtype = DType::kFloat32},
+                             .dtype = DType::kFloat32,
+                             .logical_device = device},
                             nullptr);
     if (!bias_var.ok()) return bias_var.status();
     variables.push_back(*kernel_var);

@@ -31,11 +31,18 @@ struct MlpLayerShape {
 };
 std::array<MlpLayerShape, kMlpLayers> MlpShape(int hidden);
 
+// The logical device that holds layer `layer` when the model is split over
+// `num_logical_devices`: consecutive layers, as even as three go.
+int MlpLayerDevice(int layer, int num_logical_devices);
+
 // Creates "dense<k>/kernel" [in, out] (row-major) and "dense<k>/bias" [out]
 // for k = 0, 1, 2, in that order, float32 ON_WRITE: Glorot-uniform kernels
-// drawn from the job's seed, zero biases. Returns them in that order.
+// drawn from the job's seed, zero biases. With `split`, layer k's live on
+// logical device MlpLayerDevice(k, ctx.num_logical_devices()). Returns them
+// in that order.
 absl::StatusOr<std::vector<Variable*>> CreateMlpVariables(ReplicaContext& ctx,
-                                                          int hidden);
+                                                          int hidden,
+                                                          bool split = false);
 
 // This replica's share of the held-out set: examples r, r + n, r + 2n, ...
 // of config.eval_examples generated from seed + kHeldOutSeedOffset.

@@ -7,6 +7,7 @@
 // formulas. Collectives check that every replica issued the same operation.
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -71,6 +72,22 @@ class FakeReplicaContext final : public ReplicaContext {
   int replica_id_in_sync_group() const override { return rank_; }
   int num_replicas_in_sync() const override { return group_->size(); }
   const Device& device() const override { return device_; }
+  // One logical device, the host: work placed on it runs inline.
+  int num_logical_devices() const override { return 1; }
+  absl::StatusOr<Device> logical_device(int k) const override {
+    if (k != 0) return absl::OutOfRangeError("the fake has logical device 0");
+    return device_;
+  }
+  absl::Status run_on(
+      int k, const std::function<absl::Status(const Device&)>& fn) override {
+    if (k != 0) return absl::OutOfRangeError("the fake has logical device 0");
+    return fn(device_);
+  }
+  absl::StatusOr<Tensor> allocate(int k, size_t count, DType dtype) override {
+    if (k != 0) return absl::OutOfRangeError("the fake has logical device 0");
+    scratch_.emplace_back(count * DTypeSize(dtype), '\0');
+    return Tensor{scratch_.back().data(), count, dtype};
+  }
   int64_t step() const override { return step_; }
   int64_t total_steps() const override { return job_->steps; }
   int64_t global_batch_size() const override { return job_->global_batch_size; }
@@ -134,6 +151,7 @@ class FakeReplicaContext final : public ReplicaContext {
   const int rank_;
   FakeGroup* const group_;
   const Device device_;
+  std::deque<std::string> scratch_;  // allocate()'s; deque: stable
   int64_t step_ = 0;
   const std::string task_type_ = "chief";
   ReduceOp loss_reduction_ = ReduceOp::kMean;

@@ -112,6 +112,10 @@ struct JobSpec {
   int max_restarts = 0;            // after a lost worker
   std::string config_json = "{}";  // handed to the library as is
   int devices_per_agent = 0;       // 0: every device of each agent
+  // TPUStrategy's logical devices: each replica spans this many devices of
+  // its agent (ReplicaContext::logical_device, run_on); the replicas per
+  // agent are its devices divided by it. The mirrored strategies only.
+  int logical_devices_per_replica = 1;
   std::string checkpoint_dir;      // default: under the coordinator's state
   absl::Duration collective_timeout = absl::Seconds(60);
   ParameterServerOptions ps;     // kParameterServer only

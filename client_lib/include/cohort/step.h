@@ -146,6 +146,10 @@ struct VariableOptions {
   DType dtype = DType::kFloat32;
   VariableSync sync = VariableSync::kOnWrite;
   Aggregation aggregation = Aggregation::kMean;  // ON_READ only
+  // TPUStrategy's experimental_assign_to_logical_device: the logical device
+  // of the replica (0..num_logical_devices()-1) whose memory holds the
+  // variable and its optimizer slots. The optimizer updates it there.
+  int logical_device = 0;
   // tf.distribute's colocate_vars_with: the name of a variable created
   // before this one, whose ps task this one shares whole (a variable and
   // the state that goes with it). Only ParameterServer places variables
@@ -226,7 +230,28 @@ class ReplicaContext {
 
   virtual int replica_id_in_sync_group() const = 0;
   virtual int num_replicas_in_sync() const = 0;
+  // The replica's first logical device: where the step runs and where its
+  // collectives' tensors may live.
   virtual const Device& device() const = 0;
+
+  // --- Logical devices (TPUStrategy's model parallelism inside a replica):
+  // with JobSpec.logical_devices_per_replica = n, a replica spans n devices
+  // of its agent. Variables go on one with VariableOptions::logical_device,
+  // scratch tensors with allocate(), and work with run_on().
+  virtual int num_logical_devices() const = 0;
+  // Logical device k; OUT_OF_RANGE naming k and the count for a bad id, as
+  // the seed's ValueError does.
+  virtual absl::StatusOr<Device> logical_device(int k) const = 0;
+  // Runs `fn` on logical device k, and waits for it: device 0's work on
+  // the replica's thread, another's on that device's own executor thread
+  // (with it current, on CUDA, and its stream in the Device given). The
+  // replica's thread waits meanwhile, so `fn` may use this context as the
+  // step does. Returns fn's status; OUT_OF_RANGE for a bad k.
+  virtual absl::Status run_on(
+      int k, const std::function<absl::Status(const Device&)>& fn) = 0;
+  // `count` zeroed elements in logical device k's memory, owned by the
+  // replica for the rest of the job. OUT_OF_RANGE for a bad k.
+  virtual absl::StatusOr<Tensor> allocate(int k, size_t count, DType dtype) = 0;
 
   // 0-based: the step being run; for a call scheduled from the client
   // (Client::Schedule), the call's id.
