@@ -1,4 +1,5 @@
-// A small MLP classifier of two interleaved spirals, on CPU replicas: the
+// A small MLP classifier of two interleaved spirals, on CPU replicas (its
+// layers split over the replica's logical devices when it has several): the
 // forward and backward passes written out, the update left to the runtime's
 // Adam (which all-reduces the gradients), and a held-out accuracy every
 // "eval_every" steps. For the cluster's evaluator task it also has an eval

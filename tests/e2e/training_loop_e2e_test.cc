@@ -9,6 +9,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cmath>
+#include <span>
+
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
 #include "tests/testing/jobs.h"
@@ -218,6 +221,44 @@ TEST_F(TrainingLoopE2eTest, LosingTheEvaluatorFailsNothing) {
   const v1::JobStatus evaluated =
       WaitForEvaluation(*client_, *id, 400, absl::Seconds(60));
   EXPECT_GT(evaluated.evaluations_size(), 0);
+}
+
+TEST_F(TrainingLoopE2eTest,
+       AModelSplitOverLogicalDevicesLearnsAsTheUnsplitOne) {
+  // Two replicas either way (one per agent): each on one device, or each
+  // over two, with the MLP's layers split between them.
+  JobSpec whole = MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 60, "file");
+  whole.devices_per_agent = 1;
+  JobSpec split = whole;
+  split.devices_per_agent = 2;
+  split.logical_devices_per_replica = 2;
+  const v1::JobStatus a = Run(whole);
+  const v1::JobStatus b = Run(split);
+  ASSERT_EQ(a.state(), v1::JOB_SUCCEEDED) << a.error();
+  ASSERT_EQ(b.state(), v1::JOB_SUCCEEDED) << b.error();
+  EXPECT_EQ(b.num_replicas(), 2);
+  ASSERT_EQ(b.placement_size(), 2);
+  EXPECT_THAT(b.placement(0),
+              HasSubstr("chief:0 (1 replica: replica 0 on cpu:0+cpu:1)"));
+
+  absl::StatusOr<Checkpoint> unsplit = LoadLatestCheckpoint(a.checkpoint_dir());
+  absl::StatusOr<Checkpoint> model_parallel =
+      LoadLatestCheckpoint(b.checkpoint_dir());
+  ASSERT_TRUE(unsplit.ok()) << unsplit.status();
+  ASSERT_TRUE(model_parallel.ok()) << model_parallel.status();
+  ASSERT_EQ(unsplit->tensors.size(), model_parallel->tensors.size());
+  for (const auto& [name, tensor] : unsplit->tensors) {
+    ASSERT_TRUE(model_parallel->tensors.contains(name)) << name;
+    if (tensor.dtype != "float32") continue;
+    std::span<const float> x = tensor.As<float>();
+    std::span<const float> y = model_parallel->tensors.at(name).As<float>();
+    ASSERT_EQ(x.size(), y.size()) << name;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double scale = std::max(1e-6, std::abs(static_cast<double>(x[i])));
+      EXPECT_LE(std::abs(static_cast<double>(x[i]) - y[i]) / scale, 1e-6)
+          << name << "[" << i << "]";
+    }
+  }
 }
 
 }  // namespace
