@@ -194,16 +194,8 @@ int VariablesCommand(const CommonOptions& options, const std::string& job_id) {
   }
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [name, tensor] : *variables) {
-    nlohmann::json values = nlohmann::json::array();
-    if (tensor.dtype == "float32") {
-      for (float v : tensor.As<float>()) values.push_back(v);
-    } else if (tensor.dtype == "float64") {
-      for (double v : tensor.As<double>()) values.push_back(v);
-    } else if (tensor.dtype == "int32") {
-      for (int32_t v : tensor.As<int32_t>()) values.push_back(v);
-    } else if (tensor.dtype == "int64") {
-      for (int64_t v : tensor.As<int64_t>()) values.push_back(v);
-    }
+    // JSON numbers are doubles; int64 beyond 2^53 would not survive anyway.
+    nlohmann::json values = ValuesAsDoubles(tensor);
     out[name] = {{"dtype", tensor.dtype},
                  {"shape", tensor.shape},
                  {"values", std::move(values)}};

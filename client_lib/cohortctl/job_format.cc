@@ -375,21 +375,27 @@ std::string JobDetails(const v1::JobStatus& job, absl::Time now,
   return out;
 }
 
+std::vector<double> ValuesAsDoubles(const HostTensor& tensor) {
+  std::vector<double> values;
+  if (tensor.dtype == "float32") {
+    for (float v : tensor.As<float>()) values.push_back(v);
+  } else if (tensor.dtype == "float64") {
+    for (double v : tensor.As<double>()) values.push_back(v);
+  } else if (tensor.dtype == "int32") {
+    for (int32_t v : tensor.As<int32_t>()) values.push_back(v);
+  } else if (tensor.dtype == "int64") {
+    for (int64_t v : tensor.As<int64_t>())
+      values.push_back(static_cast<double>(v));
+  }
+  return values;
+}
+
 std::string VariablesTable(const std::map<std::string, HostTensor>& variables,
                            int shown) {
   std::vector<std::vector<std::string>> rows = {
       {"NAME", "DTYPE", "SHAPE", "NORM", "VALUES"}};
   for (const auto& [name, tensor] : variables) {
-    std::vector<double> values;
-    if (tensor.dtype == "float32") {
-      for (float v : tensor.As<float>()) values.push_back(v);
-    } else if (tensor.dtype == "float64") {
-      for (double v : tensor.As<double>()) values.push_back(v);
-    } else if (tensor.dtype == "int32") {
-      for (int32_t v : tensor.As<int32_t>()) values.push_back(v);
-    } else if (tensor.dtype == "int64") {
-      for (int64_t v : tensor.As<int64_t>()) values.push_back(v);
-    }
+    const std::vector<double> values = ValuesAsDoubles(tensor);
     double squares = 0;
     for (double v : values) squares += v * v;
     std::vector<std::string> head;

@@ -46,6 +46,10 @@ std::string JobsTable(const std::vector<v1::JobStatus>& jobs, absl::Time now);
 std::string JobDetails(const v1::JobStatus& job, absl::Time now,
                        absl::TimeZone zone);
 
+// A fetched variable's elements as doubles; empty for a dtype it does not
+// know.
+std::vector<double> ValuesAsDoubles(const HostTensor& tensor);
+
 // The `variables JOB` table: NAME, DTYPE, SHAPE, NORM (L2) and the first
 // `shown` values, one row per variable, by name.
 std::string VariablesTable(const std::map<std::string, HostTensor>& variables,

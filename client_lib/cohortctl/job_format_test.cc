@@ -311,5 +311,18 @@ TEST(JsonTest, EveryFieldWithProtoNames) {
   EXPECT_THAT(*json, HasSubstr("\"checkpoint_dir\": \"\""));
 }
 
+TEST(JobFormatTest, VariablesTableShowsShapeNormAndTheFirstValues) {
+  HostTensor w{.dtype = "float32", .shape = {2, 2}};
+  const float values[] = {3, 4, 0, 0};
+  w.bytes.assign(reinterpret_cast<const char*>(values), sizeof(values));
+  HostTensor step{.dtype = "int64", .shape = {}};
+  const int64_t seven = 7;
+  step.bytes.assign(reinterpret_cast<const char*>(&seven), sizeof(seven));
+  const std::string table = VariablesTable({{"w", w}, {"step", step}}, 3);
+  EXPECT_THAT(table, HasSubstr("w     float32  [2,2]  5     3 4 0 ..."));
+  EXPECT_THAT(table, HasSubstr("step  int64    []     7     7"));
+  EXPECT_TRUE(ValuesAsDoubles({.dtype = "bfloat16", .bytes = "ab"}).empty());
+}
+
 }  // namespace
 }  // namespace cohort::ctl
