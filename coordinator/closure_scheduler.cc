@@ -183,6 +183,15 @@ absl::StatusOr<std::vector<int64_t>> ClosureScheduler::Schedule(
         pending, " calls are not completed yet, and the job holds at most ",
         kMaxPendingCalls, ": retry once some complete"));
   }
+  int64_t args = 0;
+  for (const auto& [id, call] : calls_) args += call.args_size();
+  for (const v1::ScheduledCall& call : calls) args += call.args_size();
+  if (args > kMaxPendingArgs) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the calls not completed yet would hold ", args,
+        " args, and the job holds at most ", kMaxPendingArgs,
+        ": retry once some complete"));
+  }
   std::vector<int64_t> ids;
   for (v1::ScheduledCall& call : calls) {
     call.set_id(steps_++);

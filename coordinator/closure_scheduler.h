@@ -61,6 +61,9 @@ class ClosureScheduler {
 
   static constexpr int64_t kMaxPendingCalls = 4096;
   static constexpr size_t kMaxArgs = 4096;
+  // The args of the calls not yet completed, which the job's saved status
+  // carries: 8 MiB.
+  static constexpr int64_t kMaxPendingArgs = 1 << 20;
   static constexpr size_t kKeptResults = 100000;
 
   // Re-queues the closures in flight on every slot of `task` ("worker:1").

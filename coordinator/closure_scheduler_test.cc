@@ -227,6 +227,15 @@ TEST(ClosureSchedulerTest, ScheduleRefusesBadCallsAndAFullQueueAsAWhole) {
   scheduler.FillCounts(counts);
   EXPECT_EQ(counts.scheduled(), ClosureScheduler::kMaxPendingCalls);
 
+  // The args the saved status would carry are bounded too.
+  ClosureScheduler heavy(0, ScheduledJob());
+  const std::vector<double> most(ClosureScheduler::kMaxArgs);
+  const size_t fit = ClosureScheduler::kMaxPendingArgs / most.size();
+  std::vector<v1::ScheduledCall> calls(fit, Call("f", false, most));
+  ASSERT_TRUE(heavy.Schedule(calls).ok());
+  EXPECT_EQ(heavy.Schedule({Call("f", false, {1})}).status().code(),
+            absl::StatusCode::kResourceExhausted);
+
   ClosureScheduler own_steps(5, v1::JobStatus());
   EXPECT_EQ(own_steps.Schedule({Call("f")}).status().code(),
             absl::StatusCode::kFailedPrecondition);

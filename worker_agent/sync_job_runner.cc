@@ -256,8 +256,8 @@ void SyncJobRunner::RunReplica(int local) {
   const v1::JobSpec& spec = a.spec();
   const int replica = a.first_rank() + local;
   // The replica's logical devices, each with its own stream on CUDA; the
-  // first is the replica's device. Streams go after the context that uses
-  // them (declared first, destroyed last).
+  // first is the replica's device. The streams are released when this
+  // replica's thread ends, once its work is done.
   struct StreamGuard {
     std::vector<Device> devices;
     ~StreamGuard() {
