@@ -23,6 +23,15 @@ absl::Status LogicalDevices::Check(int k) const {
       "; JobSpec.logical_devices_per_replica sets how many"));
 }
 
+absl::Status LogicalDevices::CheckPlacement(
+    const VariableOptions& options) const {
+  absl::Status valid = Check(options.logical_device);
+  if (valid.ok()) return valid;
+  return absl::Status(valid.code(),
+                      absl::StrCat("create_variable \"", options.name,
+                                   "\": ", valid.message()));
+}
+
 absl::StatusOr<Device> LogicalDevices::Get(int k) const {
   if (absl::Status valid = Check(k); !valid.ok()) return valid;
   return devices_[k];

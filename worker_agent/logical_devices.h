@@ -29,6 +29,8 @@ class LogicalDevices {
   int count() const { return static_cast<int>(devices_.size()); }
   // OUT_OF_RANGE naming `k` and the count.
   absl::Status Check(int k) const;
+  // Check() for the device of a variable being created, naming it.
+  absl::Status CheckPlacement(const VariableOptions& options) const;
   // Device `k`, which Check() accepted.
   const Device& device(int k) const { return devices_[k]; }
   absl::StatusOr<Device> Get(int k) const;

@@ -61,11 +61,8 @@ absl::StatusOr<Variable*> PsReplicaContext::create_variable(
   if (absl::Status valid = CheckVariableOptions(options); !valid.ok()) {
     return valid;
   }
-  if (absl::Status placed = logical_.Check(options.logical_device);
-      !placed.ok()) {
-    return absl::Status(placed.code(),
-                        absl::StrCat("create_variable \"", options.name,
-                                     "\": ", placed.message()));
+  if (absl::Status placed = logical_.CheckPlacement(options); !placed.ok()) {
+    return placed;
   }
   if (absl::Status colocated = CheckColocation(
           options, find_variable(options.colocate_with) != nullptr);

@@ -44,11 +44,8 @@ absl::StatusOr<Variable*> ReplicaContextImpl::create_variable(
       !colocated.ok()) {
     return colocated;
   }
-  if (absl::Status placed = logical_.Check(options.logical_device);
-      !placed.ok()) {
-    return absl::Status(placed.code(),
-                        absl::StrCat("create_variable \"", options.name,
-                                     "\": ", placed.message()));
+  if (absl::Status placed = logical_.CheckPlacement(options); !placed.ok()) {
+    return placed;
   }
   if (find_variable(options.name) != nullptr) {
     return absl::AlreadyExistsError(
