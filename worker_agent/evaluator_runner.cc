@@ -59,6 +59,15 @@ bool EvaluatorRunner::Run() {
   }
   functions_ = loaded->functions;
   pipeline_ = std::move(loaded->pipeline);
+  if (loaded->stream != nullptr) {
+    lifecycle_.RecordError(
+        absl::FailedPreconditionError(absl::StrCat(
+            "evaluator: eval_dataset_fn \"", spec.eval_dataset_fn(),
+            "\" is a stream, and each evaluation is a pass over a finite, "
+            "indexable Dataset: register it with COHORT_REGISTER_DATASET")),
+        true);
+    return false;
+  }
   if (pipeline_ == nullptr) {
     lifecycle_.RecordError(
         absl::FailedPreconditionError(

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/record_dataset.h"
+#include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 
 namespace cohort::agent {
@@ -30,6 +31,39 @@ class InputContextImpl final : public InputContext {
   const InputLayout& layout_;
   const JobInfo& job_;
 };
+
+// The job's stream function's stream, cut for this agent.
+absl::Status OpenStream(LoadedJob& inputs, const InputLayout& layout,
+                        const JobInfo& job, const FunctionNames& names,
+                        const v1::AgentJobAssignment& a) {
+  InputContextImpl input(layout, job);
+  absl::StatusOr<std::unique_ptr<DataStream>> stream =
+      inputs.functions.stream(input);
+  if (!stream.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("stream function \"", names.dataset,
+                     "\" failed: ", stream.status().message()));
+  }
+  if (*stream == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "stream function \"", names.dataset, "\" returned no stream"));
+  }
+  inputs.input_options = (*stream)->options();
+  absl::StatusOr<std::unique_ptr<StreamPipeline>> pipeline =
+      StreamPipeline::Create(*std::move(stream), layout.pipeline,
+                             layout.num_pipelines, layout.local_batches,
+                             layout.global_batch_size);
+  if (!pipeline.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stream function \"", names.dataset,
+                     "\": ", pipeline.status().message()));
+  }
+  inputs.stream = *std::move(pipeline);
+  spdlog::info("job {}: input pipeline {} of {}: {}", a.job_id(),
+               layout.pipeline, layout.num_pipelines,
+               inputs.stream->description());
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -115,6 +149,10 @@ absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
                        ", and this agent has ", options.devices.size()));
     }
   }
+  if (inputs.functions.stream != nullptr) {
+    COHORT_RETURN_IF_ERROR(OpenStream(inputs, layout, job, names, a));
+    return inputs;
+  }
   if (inputs.functions.dataset == nullptr) return inputs;
   InputContextImpl input(layout, job);
   absl::StatusOr<std::unique_ptr<Dataset>> dataset =
@@ -128,6 +166,7 @@ absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
     return absl::FailedPreconditionError(absl::StrCat(
         "dataset function \"", names.dataset, "\" returned no dataset"));
   }
+  inputs.input_options = (*dataset)->options();
   absl::StatusOr<std::unique_ptr<InputPipeline>> pipeline =
       InputPipeline::Create(*std::move(dataset), layout.pipeline,
                             layout.num_pipelines, layout.local_batches,

@@ -10,6 +10,7 @@
 #include "worker_agent/input_pipeline.h"
 #include "worker_agent/replica_context.h"
 #include "worker_agent/step_library.h"
+#include "worker_agent/stream_pipeline.h"
 #include "worker_agent/sync_job_runner.h"
 
 namespace cohort::agent {
@@ -34,7 +35,11 @@ FunctionNames EvalFunctions(const v1::JobSpec& spec);
 
 struct LoadedJob {
   StepFunctions functions;
-  std::unique_ptr<InputPipeline> pipeline;  // null without a dataset_fn
+  // This agent's input when the job names a dataset function: `pipeline`
+  // for a data set's, `stream` for a stream's; both null without one.
+  std::unique_ptr<InputPipeline> pipeline;
+  std::unique_ptr<StreamPipeline> stream;
+  DatasetOptions input_options;  // the data set's or the stream's
 };
 
 // What every replica of the assignment's job knows about it. The chief's

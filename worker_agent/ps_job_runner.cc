@@ -78,6 +78,10 @@ bool PsJobRunner::Run() {
   functions_ = inputs->functions;
   pipeline_ = std::move(inputs->pipeline);
   {
+    absl::MutexLock lock(&stream_mu_);
+    stream_ = std::move(inputs->stream);
+  }
+  {
     absl::MutexLock lock(&mu_);
     servers_ = std::move(servers);
     if (stop_.HasBeenNotified()) {
@@ -203,6 +207,11 @@ absl::StatusOr<v1::ClosureResult> PsJobRunner::RunClosure(
     failed.set_error(status.ToString());
     return failed;
   };
+  bool has_stream;
+  {
+    absl::MutexLock lock(&stream_mu_);
+    has_stream = stream_ != nullptr;
+  }
   StepFn fn = functions_.step;
   std::string name = spec.step_fn();
   int64_t batch_index = closure;
@@ -215,17 +224,33 @@ absl::StatusOr<v1::ClosureResult> PsJobRunner::RunClosure(
         FindStepFunction(*functions_.registry, spec.library_name(), name);
     if (!found.ok()) return call_failed(found.status());
     fn = *found;
-    if (batch_index >= 0 && pipeline_ == nullptr) {
+    if (batch_index >= 0 && pipeline_ == nullptr && !has_stream) {
       return call_failed(absl::FailedPreconditionError(
           absl::StrCat("call ", closure, " (", name,
                        ") takes a batch, and the job names no dataset_fn")));
     }
   }
+  Batch batch;
+  if (has_stream && batch_index >= 0) {
+    absl::StatusOr<std::optional<Batch>> next = NextStreamBatch();
+    if (!next.ok()) return next.status();
+    if (!next->has_value()) {
+      // The closure that finds the stream ended trains on nothing and ends
+      // training, as TF's OutOfRangeError does.
+      v1::ClosureResult ended;
+      ended.set_closure(closure);
+      absl::MutexLock lock(&stream_mu_);
+      ended.set_stop_reason(absl::StrCat(
+          "the input stream of ", task_name_, " ended after ",
+          stream_->elements_read(), " elements"));
+      return ended;
+    }
+    batch = **std::move(next);
+  }
   if (absl::Status s = context.BeginClosure(closure, std::move(args));
       !s.ok()) {
     return s;
   }
-  Batch batch;
   if (pipeline_ != nullptr && batch_index >= 0) {
     batch = pipeline_->BatchesForStep(batch_index)[0];
   }
@@ -238,6 +263,18 @@ absl::StatusOr<v1::ClosureResult> PsJobRunner::RunClosure(
     return call_failed(annotated);
   }
   return context.EndClosure();
+}
+
+absl::StatusOr<std::optional<Batch>> PsJobRunner::NextStreamBatch() {
+  absl::MutexLock lock(&stream_mu_);
+  absl::StatusOr<std::optional<std::vector<Batch>>> next = stream_->NextStep();
+  if (!next.ok()) {
+    // The job's own input failed: permanent, named.
+    return absl::FailedPreconditionError(absl::StrCat(
+        task_name_, ": ", next.status().message()));
+  }
+  if (!next->has_value()) return std::nullopt;
+  return std::move((**next)[0]);
 }
 
 }  // namespace cohort::agent

@@ -19,6 +19,7 @@
 #include "worker_agent/attempt_lifecycle.h"
 #include "worker_agent/attempt_runner.h"
 #include "worker_agent/input_pipeline.h"
+#include "worker_agent/stream_pipeline.h"
 #include "worker_agent/ps_replica_context.h"
 #include "worker_agent/ps_variable_client.h"
 #include "worker_agent/replica_context.h"
@@ -54,12 +55,18 @@ class PsJobRunner final : public AttemptRunner {
   absl::StatusOr<v1::ClosureResponse> Exchange(
       int slot, std::vector<v1::ClosureResult>& completed, int want);
   void Fail(const absl::Status& status, bool permanent);
+  // The stream's next batch; nullopt once it has ended.
+  absl::StatusOr<std::optional<Batch>> NextStreamBatch();
 
   const RunnerOptions options_;
   const std::string task_name_;
   JobInfo job_;
   StepFunctions functions_;
   std::unique_ptr<InputPipeline> pipeline_;
+  // A stream instead: each closure takes its next batch, whichever step it
+  // is, as TF's per-worker iterators do.
+  absl::Mutex stream_mu_;
+  std::unique_ptr<StreamPipeline> stream_ ABSL_GUARDED_BY(stream_mu_);
   // One per executor, so that the ps keys each executor's ON_READ values
   // apart. Set by Run() before the executors start, under mu_ so that
   // Abort() can reach them.

@@ -78,9 +78,22 @@ absl::StatusOr<StepFunctions> FindStepFunctions(
     functions.init = *init;
   }
   if (!dataset_name.empty()) {
+    // A dataset function's name may be a data set's or a stream's.
+    if (auto it = registry.streams.find(dataset_name);
+        it != registry.streams.end()) {
+      functions.stream = it->second;
+      return functions;
+    }
     absl::StatusOr<DatasetFn> dataset =
         Lookup(registry.datasets, "dataset", dataset_name, display_name);
-    if (!dataset.ok()) return dataset.status();
+    if (!dataset.ok()) {
+      if (registry.streams.empty()) return dataset.status();
+      std::vector<std::string> streams;
+      for (const auto& [name, fn] : registry.streams) streams.push_back(name);
+      return absl::FailedPreconditionError(
+          absl::StrCat(dataset.status().message(), "; and streams: ",
+                       absl::StrJoin(streams, ", ")));
+    }
     functions.dataset = *dataset;
   }
   return functions;

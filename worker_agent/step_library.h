@@ -18,7 +18,10 @@ namespace cohort::agent {
 struct StepFunctions {
   InitFn init = nullptr;  // null when the job names none
   StepFn step = nullptr;  // null when the job names none (client-scheduled)
-  DatasetFn dataset = nullptr;  // null when the job names none
+  // The job's dataset function: a data set's or a stream's; both null when
+  // the job names none.
+  DatasetFn dataset = nullptr;
+  StreamFn stream = nullptr;
   // Every function of the library, for calls scheduled by name.
   const internal::Registry* registry = nullptr;
 };

@@ -47,6 +47,8 @@ void SyncJobRunner::Abort(const absl::Status& status) {
   }
   for (collective::Communicator* comm : comms) comm->Abort(status);
   central_.Abort(status);
+  absl::MutexLock lock(&mu_);
+  if (input_ != nullptr) input_->Abort(status);
 }
 
 void SyncJobRunner::Fail(const absl::Status& status, bool permanent) {
@@ -112,7 +114,27 @@ absl::Status SyncJobRunner::Prepare() {
                .global_batch_size = a.spec().global_batch_size()});
   if (!inputs.ok()) return inputs.status();
   functions_ = inputs->functions;
-  pipeline_ = std::move(inputs->pipeline);
+  if (inputs->pipeline == nullptr && inputs->stream == nullptr) {
+    return absl::OkStatus();
+  }
+  StepInput::Options input{
+      .end_step = job_.steps,
+      .prefetch_steps = inputs->input_options.prefetch_steps,
+      .to_device = inputs->input_options.prefetch_to_device};
+  const int logical = std::max(1, a.logical_devices_per_replica());
+  for (int local = 0; local < a.local_replicas(); ++local) {
+    input.devices.push_back(
+        options_.devices[a.device_indices(local * logical)]);
+  }
+  absl::StatusOr<std::unique_ptr<StepInput>> made = StepInput::Create(
+      std::move(inputs->pipeline), std::move(inputs->stream), input);
+  if (!made.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset function \"", a.spec().dataset_fn(),
+                     "\": ", made.status().message()));
+  }
+  absl::MutexLock lock(&mu_);
+  input_ = *std::move(made);
   return absl::OkStatus();
 }
 
@@ -138,6 +160,7 @@ bool SyncJobRunner::Run() {
     threads.emplace_back([this, local] { RunReplica(local); });
   }
   for (std::thread& thread : threads) thread.join();
+  if (input_ != nullptr) input_->Shutdown();
   {
     absl::MutexLock lock(&mu_);
     comms_.clear();
@@ -344,16 +367,52 @@ void SyncJobRunner::RunReplica(int local) {
     if (ours) resumed_from_ = options_.origin;
   }
   Progress(local, *start);
+  if (input_ != nullptr) {
+    if (absl::Status begun = input_->Begin(*start); !begun.ok()) {
+      return Fail(begun, true);
+    }
+  }
+  // The input's own failures are the job's; an abort is someone else's.
+  auto input_failure = [&](const absl::Status& status) {
+    if (aborted_) return Fail(status, false);
+    Fail(absl::Status(status.code(),
+                      absl::StrCat("input of replica ", replica, ": ",
+                                   status.message())),
+         status.code() != absl::StatusCode::kDeadlineExceeded);
+  };
   const int64_t every = spec.checkpoint_every();
   for (int64_t step = *start; step < job_.steps; ++step) {
     if (aborted_) return;
     ctx.set_step(step);
     Batch batch;
-    if (pipeline_ != nullptr) batch = pipeline_->BatchesForStep(step)[local];
+    if (input_ != nullptr) {
+      absl::StatusOr<std::optional<Batch>> taken =
+          input_->Take(local, step, device);
+      if (!taken.ok()) return input_failure(taken.status());
+      if (!taken->has_value()) {
+        // Later steps end training at the step before; only the first one
+        // can find nothing.
+        return Fail(absl::FailedPreconditionError(absl::StrCat(
+                        "the input stream of replica ", replica,
+                        " ended before step ", step, ", the attempt's first")),
+                    true);
+      }
+      batch = **std::move(taken);
+    }
     if (absl::Status status = functions_.step(ctx, batch); !status.ok()) {
       return user_failure(status,
                           absl::StrCat("step function \"", spec.step_fn(),
                                        "\" at step ", step));
+    }
+    if (input_ != nullptr && input_->can_end() && step + 1 < job_.steps) {
+      // Every replica votes at this step's end, so a stream that runs out
+      // on any agent stops them all after the same step.
+      absl::StatusOr<bool> more = input_->HasStep(step + 1);
+      if (!more.ok()) return input_failure(more.status());
+      if (!*more) {
+        ctx.stop_training(absl::StrCat("the input stream of node ", a.node(),
+                                       " ended after step ", step));
+      }
     }
     absl::StatusOr<StepEnd> end = ctx.EndStep();
     if (!end.ok()) {

@@ -27,8 +27,8 @@
 #include "rpc/security.h"
 #include "worker_agent/attempt_lifecycle.h"
 #include "worker_agent/attempt_runner.h"
-#include "worker_agent/input_pipeline.h"
 #include "worker_agent/replica_context.h"
+#include "worker_agent/step_input.h"
 #include "worker_agent/step_library.h"
 
 namespace cohort::agent {
@@ -72,7 +72,7 @@ class SyncJobRunner final : public AttemptRunner {
   const RunnerOptions options_;
   JobInfo job_;
   StepFunctions functions_;
-  std::unique_ptr<InputPipeline> pipeline_;
+  std::unique_ptr<StepInput> input_;  // null without a dataset_fn
   CentralStorage central_;  // used by CENTRAL_STORAGE jobs only
   std::unique_ptr<collective::Store> store_;
   std::unique_ptr<collective::LocalHub> hub_;  // hierarchical: this agent's

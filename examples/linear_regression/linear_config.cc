@@ -51,6 +51,12 @@ absl::StatusOr<LinearConfig> ParseLinearConfig(const std::string& text) {
   if (s.ok()) s = GetShardPolicy(config, c.shard_policy);
   if (s.ok()) s = GetOptimizer(config, c.optimizer);
   if (s.ok()) s = GetBool(config, "shuffle", c.shuffle);
+  if (s.ok()) {
+    s = GetInt<int64_t>(config, "stream_examples", 0, int64_t{1} << 40,
+                        c.stream_examples);
+  }
+  if (s.ok()) s = GetInt(config, "prefetch_steps", 0, 64, c.prefetch_steps);
+  if (s.ok()) s = GetBool(config, "prefetch_to_device", c.prefetch_to_device);
   if (!s.ok()) return s;
 
   if (auto it = config.find("true_w"); it != config.end()) {
@@ -72,24 +78,32 @@ absl::StatusOr<LinearConfig> ParseLinearConfig(const std::string& text) {
   return c;
 }
 
-std::vector<std::string> GenerateLinearData(const LinearConfig& config,
-                                            uint64_t seed) {
+LinearExamples::LinearExamples(const LinearConfig& config, uint64_t seed)
+    : config_(config),
+      rng_(seed),
+      values_(static_cast<size_t>(config.dim) + 1) {}
+
+std::string LinearExamples::Next() {
   // mt19937_64's output is fixed by the standard; the distributions of
   // <random> are not, so the mapping to [-1, 1) is written out.
-  std::mt19937_64 rng(seed);
-  const size_t width = static_cast<size_t>(config.dim) + 1;
-  std::vector<double> values(width);
+  const size_t width = values_.size();
+  double y = config_.true_b;
+  for (int i = 0; i < config_.dim; ++i) {
+    values_[i] = 2.0 * static_cast<double>(rng_() >> 11) * 0x1.0p-53 - 1.0;
+    y += config_.true_w[i] * values_[i];
+  }
+  values_[width - 1] = y;
+  return std::string(reinterpret_cast<const char*>(values_.data()),
+                     width * sizeof(double));
+}
+
+std::vector<std::string> GenerateLinearData(const LinearConfig& config,
+                                            uint64_t seed) {
+  LinearExamples examples(config, seed);
   std::vector<std::string> elements;
   elements.reserve(static_cast<size_t>(config.num_examples));
   for (int64_t n = 0; n < config.num_examples; ++n) {
-    double y = config.true_b;
-    for (int i = 0; i < config.dim; ++i) {
-      values[i] = 2.0 * static_cast<double>(rng() >> 11) * 0x1.0p-53 - 1.0;
-      y += config.true_w[i] * values[i];
-    }
-    values[width - 1] = y;
-    elements.emplace_back(reinterpret_cast<const char*>(values.data()),
-                          width * sizeof(double));
+    elements.push_back(examples.Next());
   }
   return elements;
 }

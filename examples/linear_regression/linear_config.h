@@ -5,6 +5,7 @@
 // weights can be checked against the true ones.
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -25,15 +26,34 @@ struct LinearConfig {
   // Extra time each step takes, to stand in for a heavier model (tests use
   // it to act in the middle of a job).
   int step_sleep_ms = 0;
+  // linear_stream: how many examples the stream yields; 0, endlessly.
+  int64_t stream_examples = 0;
+  // tf.distribute.InputOptions for either input.
+  int prefetch_steps = 1;
+  bool prefetch_to_device = false;
 };
 
 // INVALID_ARGUMENT naming the field for a bad value. Keys: "num_examples",
 // "dim", "true_w", "true_b", "shard_policy", "shuffle", "optimizer",
-// "learning_rate", "step_sleep_ms".
+// "learning_rate", "step_sleep_ms", "stream_examples", "prefetch_steps",
+// "prefetch_to_device".
 absl::StatusOr<LinearConfig> ParseLinearConfig(const std::string& json);
 
-// config.num_examples elements, each dim + 1 float64 values [x..., y] with
-// x uniform in [-1, 1); the same for the same seed on every machine.
+// Examples of dim + 1 float64 values [x..., y] with x uniform in [-1, 1),
+// one after another; the same sequence for the same seed on every machine.
+// Keeps a reference to `config`, which outlives it.
+class LinearExamples {
+ public:
+  LinearExamples(const LinearConfig& config, uint64_t seed);
+  std::string Next();
+
+ private:
+  const LinearConfig& config_;
+  std::mt19937_64 rng_;
+  std::vector<double> values_;
+};
+
+// The first config.num_examples of LinearExamples(config, seed).
 std::vector<std::string> GenerateLinearData(const LinearConfig& config,
                                             uint64_t seed);
 

@@ -37,13 +37,48 @@ absl::Status NeedCpu(const ReplicaContext& ctx, const char* fn) {
       "; run its agents with CUDA_VISIBLE_DEVICES= to get CPU devices");
 }
 
+DatasetOptions InputOptionsOf(const LinearConfig& config) {
+  return {.shard_policy = config.shard_policy,
+          .shuffle = config.shuffle,
+          .prefetch_steps = config.prefetch_steps,
+          .prefetch_to_device = config.prefetch_to_device};
+}
+
 absl::StatusOr<std::unique_ptr<Dataset>> LinearData(const InputContext& input) {
   absl::StatusOr<LinearConfig> config = ParseLinearConfig(input.config_json());
   if (!config.ok()) return config.status();
   return std::make_unique<InMemoryDataset>(
-      GenerateLinearData(*config, input.seed()),
-      DatasetOptions{.shard_policy = config->shard_policy,
-                     .shuffle = config->shuffle});
+      GenerateLinearData(*config, input.seed()), InputOptionsOf(*config));
+}
+
+// The same examples as linear_data, generated as they are read: endless,
+// or config.stream_examples of them.
+class LinearStream final : public DataStream {
+ public:
+  LinearStream(LinearConfig config, uint64_t seed)
+      : config_(std::move(config)), examples_(config_, seed) {}
+
+  absl::StatusOr<bool> Next(std::string* element) override {
+    if (config_.stream_examples > 0 && read_ == config_.stream_examples) {
+      return false;
+    }
+    *element = examples_.Next();
+    ++read_;
+    return true;
+  }
+  DatasetOptions options() const override { return InputOptionsOf(config_); }
+
+ private:
+  const LinearConfig config_;
+  LinearExamples examples_;
+  int64_t read_ = 0;
+};
+
+absl::StatusOr<std::unique_ptr<DataStream>> LinearStreamFn(
+    const InputContext& input) {
+  absl::StatusOr<LinearConfig> config = ParseLinearConfig(input.config_json());
+  if (!config.ok()) return config.status();
+  return std::make_unique<LinearStream>(*std::move(config), input.seed());
 }
 
 absl::Status LinearInit(ReplicaContext& ctx) {
@@ -95,6 +130,9 @@ absl::Status LinearStep(ReplicaContext& ctx, const Batch& batch) {
   // the gradients over the replicas, which equal shares make the gradient
   // of the global batch.
   double loss = 0;
+  // With prefetch_to_device the batch also sits packed in the replica's
+  // memory (host memory on a CPU device): read it there.
+  const double* packed = batch.device_as<double>();
   for (size_t n = 0; n < batch.size(); ++n) {
     if (batch.element(n).size() != (dim + 1) * sizeof(double)) {
       return absl::InvalidArgumentError(
@@ -104,7 +142,8 @@ absl::Status LinearStep(ReplicaContext& ctx, const Batch& batch) {
           " float64 values (\"dim\" + 1); is the "
           "data set linear_data with the same config?");
     }
-    const std::span<const double> e = batch.As<double>(n);
+    const double* e =
+        packed != nullptr ? packed + n * (dim + 1) : batch.As<double>(n).data();
     double error = b - e[dim];
     for (size_t i = 0; i < dim; ++i) error += w[i] * e[i];
     loss += error * error;
@@ -143,5 +182,6 @@ absl::Status LinearStep(ReplicaContext& ctx, const Batch& batch) {
 }  // namespace cohort::examples
 
 COHORT_REGISTER_DATASET("linear_data", cohort::examples::LinearData);
+COHORT_REGISTER_STREAM("linear_stream", cohort::examples::LinearStreamFn);
 COHORT_REGISTER_INIT("linear_init", cohort::examples::LinearInit);
 COHORT_REGISTER_STEP("linear_step", cohort::examples::LinearStep);

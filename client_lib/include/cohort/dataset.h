@@ -15,6 +15,10 @@
 //   COHORT_REGISTER_DATASET("my_data", MyData);   // see step.h
 //
 // Elements are byte strings; Batch::As<T> views one as an array of T.
+//
+// A data set that cannot be indexed (a generator, a queue, an endless
+// source) is a DataStream instead, registered with COHORT_REGISTER_STREAM
+// under a name that a job's dataset_fn may give as well.
 
 #include <cstddef>
 #include <cstdint>
@@ -56,6 +60,17 @@ struct DatasetOptions {
   // Batch of one element), and neither shards nor splits: shard_policy
   // must be kAuto or kOff.
   bool per_replica_batches = false;
+
+  // tf.distribute.InputOptions, which travel with the data set here.
+  // Steps whose batches the agent's input thread prepares ahead of the
+  // replicas (experimental_per_replica_buffer_size); 0 cuts each step's
+  // batches on the replicas' own threads, when they ask.
+  int prefetch_steps = 1;
+  // experimental_fetch_to_device: each replica's batch is also copied,
+  // packed, into the replica's device memory while the step before it runs
+  // (Batch::device_data). Every element must then have the same size, and
+  // prefetch_steps must be at least 1.
+  bool prefetch_to_device = false;
 };
 
 // A finite, indexable data set; the runtime repeats it. Immutable once made,
@@ -94,6 +109,43 @@ class InMemoryDataset final : public Dataset {
   const DatasetOptions options_;
 };
 
+// An infinite or streaming data set, read in order and never indexed: the
+// C++ face of a tf.data pipeline over a generator. A registered stream
+// function makes one for each input pipeline in each attempt of a job:
+//
+//   absl::StatusOr<std::unique_ptr<cohort::DataStream>> MyStream(
+//       const cohort::InputContext& input);
+//   COHORT_REGISTER_STREAM("my_stream", MyStream);   // see step.h
+//
+// The runtime shards it by DATA (pipeline p of n keeps stream elements p,
+// p + n, ...) or OFF (the function shards it itself; AUTO means DATA), and
+// cuts each step's batches from it in order. A finite stream ends training
+// after the last step that every pipeline could fill: the job ends
+// SUCCEEDED there, as a Keras fit over a dataset that runs out does. A
+// resumed job skips the elements that its restored steps consumed.
+// Used from one thread at a time.
+class DataStream {
+ public:
+  virtual ~DataStream() = default;
+
+  // The next element into `*element`; false at the end of a finite stream.
+  // An error fails the job, naming the stream.
+  virtual absl::StatusOr<bool> Next(std::string* element) = 0;
+  // Passes over `n` elements; false when the stream ends first. Reads them
+  // by default; a seekable source does better.
+  virtual absl::StatusOr<bool> Skip(int64_t n) {
+    std::string element;
+    for (int64_t i = 0; i < n; ++i) {
+      absl::StatusOr<bool> more = Next(&element);
+      if (!more.ok() || !*more) return more;
+    }
+    return true;
+  }
+  // shuffle must be false: a stream has no order to permute (shuffle it at
+  // its source), and FILE sharding needs files.
+  virtual DatasetOptions options() const = 0;
+};
+
 // What a dataset function is told about its place in the job, as
 // tf.distribute.InputContext. Provided by the runtime.
 class InputContext {
@@ -115,12 +167,17 @@ class InputContext {
       const std::vector<std::string>& files, DatasetOptions options) const = 0;
 };
 
-// One replica's share of a step's global batch. Views into the data set.
+// One replica's share of a step's global batch: views into the data set,
+// or into bytes the batch shares ownership of (a stream's elements, the
+// device copy). Valid during the step it is given to.
 class Batch {
  public:
   Batch() = default;
-  explicit Batch(std::vector<std::string_view> elements)
-      : elements_(std::move(elements)) {}
+  explicit Batch(std::vector<std::string_view> elements,
+                 std::shared_ptr<const void> owner = nullptr)
+      : elements_(std::move(elements)) {
+    if (owner != nullptr) owners_.push_back(std::move(owner));
+  }
 
   size_t size() const { return elements_.size(); }
   std::string_view element(size_t i) const { return elements_[i]; }
@@ -131,8 +188,28 @@ class Batch {
     return {reinterpret_cast<const T*>(e.data()), e.size() / sizeof(T)};
   }
 
+  // With DatasetOptions::prefetch_to_device: the batch packed in the
+  // replica's device memory, element i's bytes at device_data() +
+  // i * element_bytes(); null otherwise.
+  const void* device_data() const { return device_data_; }
+  size_t element_bytes() const { return element_bytes_; }
+  template <typename T>
+  const T* device_as() const {
+    return static_cast<const T*>(device_data_);
+  }
+  // For the runtime: attaches the device copy, which `owner` keeps alive.
+  void set_device_copy(const void* data, size_t element_bytes,
+                       std::shared_ptr<const void> owner) {
+    device_data_ = data;
+    element_bytes_ = element_bytes;
+    owners_.push_back(std::move(owner));
+  }
+
  private:
   std::vector<std::string_view> elements_;
+  const void* device_data_ = nullptr;
+  size_t element_bytes_ = 0;
+  std::vector<std::shared_ptr<const void>> owners_;
 };
 
 // Record files: a sequence of byte strings, each with its length and CRC-32,

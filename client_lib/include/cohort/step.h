@@ -11,6 +11,7 @@
 //   absl::Status Step(cohort::ReplicaContext& ctx, const cohort::Batch& b);
 //   absl::StatusOr<std::unique_ptr<cohort::Dataset>> Data(
 //       const cohort::InputContext& input);            // see dataset.h
+//   (or a DataStream function, registered with COHORT_REGISTER_STREAM)
 //
 //   COHORT_REGISTER_INIT("linear_init", Init);
 //   COHORT_REGISTER_STEP("linear_step", Step);
@@ -41,7 +42,7 @@
 
 // The agent refuses a library built against another version of this header.
 #ifndef COHORT_STEP_API_VERSION
-#define COHORT_STEP_API_VERSION 3
+#define COHORT_STEP_API_VERSION 4
 #endif
 
 namespace cohort {
@@ -356,6 +357,8 @@ using InitFn = absl::Status (*)(ReplicaContext&);
 using StepFn = absl::Status (*)(ReplicaContext&, const Batch&);
 using DatasetFn =
     absl::StatusOr<std::unique_ptr<Dataset>> (*)(const InputContext&);
+using StreamFn =
+    absl::StatusOr<std::unique_ptr<DataStream>> (*)(const InputContext&);
 
 namespace internal {
 
@@ -365,6 +368,7 @@ struct Registry {
   std::map<std::string, InitFn> inits;
   std::map<std::string, StepFn> steps;
   std::map<std::string, DatasetFn> datasets;
+  std::map<std::string, StreamFn> streams;
 };
 
 __attribute__((visibility("hidden"))) inline Registry& LibraryRegistry() {
@@ -395,6 +399,8 @@ struct Registrar {
   COHORT_INTERNAL_REGISTER(steps, StepFn, name, fn)
 #define COHORT_REGISTER_DATASET(name, fn) \
   COHORT_INTERNAL_REGISTER(datasets, DatasetFn, name, fn)
+#define COHORT_REGISTER_STREAM(name, fn) \
+  COHORT_INTERNAL_REGISTER(streams, StreamFn, name, fn)
 
 // The library's entry points, looked up by the agent with dlsym. The version
 // is a plain C call, checked before anything else is touched. Weak, so that
