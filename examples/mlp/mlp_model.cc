@@ -90,8 +90,10 @@ absl::Status PackSpiralBatch(const Batch& batch, const char* step_name,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Dataset>> OpenSpiralRecords(
-    const InputContext& input) {
+namespace {
+
+absl::StatusOr<std::unique_ptr<Dataset>> OpenSpirals(const InputContext& input,
+                                                     bool to_device) {
   absl::StatusOr<MlpConfig> config = ParseMlpConfig(input.config_json());
   if (!config.ok()) return config.status();
   if (config->data_dir.empty()) {
@@ -120,7 +122,20 @@ absl::StatusOr<std::unique_ptr<Dataset>> OpenSpiralRecords(
   }
   std::sort(files.begin(), files.end());
   return input.OpenRecordFiles(files, {.shard_policy = config->shard_policy,
-                                       .shuffle = config->shuffle});
+                                       .shuffle = config->shuffle,
+                                       .prefetch_to_device = to_device});
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Dataset>> OpenSpiralRecords(
+    const InputContext& input) {
+  return OpenSpirals(input, /*to_device=*/false);
+}
+
+absl::StatusOr<std::unique_ptr<Dataset>> OpenSpiralRecordsToDevice(
+    const InputContext& input) {
+  return OpenSpirals(input, /*to_device=*/true);
 }
 
 }  // namespace cohort::examples

@@ -58,5 +58,8 @@ absl::Status PackSpiralBatch(const Batch& batch, const char* step_name,
 // The dataset function: the train-*.rec files of config "data_dir", sorted.
 absl::StatusOr<std::unique_ptr<Dataset>> OpenSpiralRecords(
     const InputContext& input);
+// The same, with each replica's batch prefetched into its device memory.
+absl::StatusOr<std::unique_ptr<Dataset>> OpenSpiralRecordsToDevice(
+    const InputContext& input);
 
 }  // namespace cohort::examples

@@ -284,11 +284,17 @@ absl::Status MlpCudaStep(ReplicaContext& ctx, const Batch& batch) {
   const int rows = static_cast<int>(batch.size());
   MLP_CUDA_RETURN_IF_ERROR(Cuda(cudaSetDevice(s->device), "cudaSetDevice"));
   MLP_CUDA_RETURN_IF_ERROR(Reserve(*s, rows));
-  MLP_CUDA_RETURN_IF_ERROR(
-      Cuda(cudaMemcpyAsync(s->batch.get(), s->host_rows.data(),
-                           s->host_rows.size() * sizeof(float),
-                           cudaMemcpyHostToDevice, s->stream),
-           "copy the batch"));
+  // mlp_cuda_data prefetches the batch, packed as these rows, into device
+  // memory while the previous step runs; the copy here stays on the device.
+  const bool on_device = batch.device_data() != nullptr;
+  MLP_CUDA_RETURN_IF_ERROR(Cuda(
+      cudaMemcpyAsync(s->batch.get(),
+                      on_device ? batch.device_data() : s->host_rows.data(),
+                      s->host_rows.size() * sizeof(float),
+                      on_device ? cudaMemcpyDeviceToDevice
+                                : cudaMemcpyHostToDevice,
+                      s->stream),
+      "copy the batch"));
   MLP_CUDA_RETURN_IF_ERROR(ForwardBackward(*s, rows));
   MLP_CUDA_RETURN_IF_ERROR(s->optimizer->apply_gradients(s->gradient_tensors));
   absl::StatusOr<float> loss = ReduceScalar(ctx, *s, ReduceOp::kMean);
@@ -307,6 +313,7 @@ absl::Status MlpCudaStep(ReplicaContext& ctx, const Batch& batch) {
 }  // namespace
 }  // namespace cohort::examples
 
-COHORT_REGISTER_DATASET("mlp_cuda_data", cohort::examples::OpenSpiralRecords);
+COHORT_REGISTER_DATASET("mlp_cuda_data",
+                        cohort::examples::OpenSpiralRecordsToDevice);
 COHORT_REGISTER_INIT("mlp_cuda_init", cohort::examples::MlpCudaInit);
 COHORT_REGISTER_STEP("mlp_cuda_step", cohort::examples::MlpCudaStep);
