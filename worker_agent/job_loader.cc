@@ -32,37 +32,22 @@ class InputContextImpl final : public InputContext {
   const JobInfo& job_;
 };
 
-// The job's stream function's stream, cut for this agent.
-absl::Status OpenStream(LoadedJob& inputs, const InputLayout& layout,
-                        const JobInfo& job, const FunctionNames& names,
-                        const v1::AgentJobAssignment& a) {
+// Calls the job's dataset or stream function; `kind` names it in errors.
+template <typename T, typename Fn>
+absl::StatusOr<std::unique_ptr<T>> CallInputFunction(
+    Fn fn, const InputLayout& layout, const JobInfo& job,
+    const std::string& kind, const std::string& name) {
   InputContextImpl input(layout, job);
-  absl::StatusOr<std::unique_ptr<DataStream>> stream =
-      inputs.functions.stream(input);
-  if (!stream.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("stream function \"", names.dataset,
-                     "\" failed: ", stream.status().message()));
-  }
-  if (*stream == nullptr) {
+  absl::StatusOr<std::unique_ptr<T>> made = fn(input);
+  if (!made.ok()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "stream function \"", names.dataset, "\" returned no stream"));
+        kind, " function \"", name, "\" failed: ", made.status().message()));
   }
-  inputs.input_options = (*stream)->options();
-  absl::StatusOr<std::unique_ptr<StreamPipeline>> pipeline =
-      StreamPipeline::Create(*std::move(stream), layout.pipeline,
-                             layout.num_pipelines, layout.local_batches,
-                             layout.global_batch_size);
-  if (!pipeline.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("stream function \"", names.dataset,
-                     "\": ", pipeline.status().message()));
+  if (*made == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kind, " function \"", name, "\" returned no ", kind));
   }
-  inputs.stream = *std::move(pipeline);
-  spdlog::info("job {}: input pipeline {} of {}: {}", a.job_id(),
-               layout.pipeline, layout.num_pipelines,
-               inputs.stream->description());
-  return absl::OkStatus();
+  return made;
 }
 
 }  // namespace
@@ -150,32 +135,39 @@ absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
     }
   }
   if (inputs.functions.stream != nullptr) {
-    COHORT_RETURN_IF_ERROR(OpenStream(inputs, layout, job, names, a));
+    COHORT_ASSIGN_OR_RETURN(
+        std::unique_ptr<DataStream> stream,
+        CallInputFunction<DataStream>(inputs.functions.stream, layout, job,
+                                      "stream", names.dataset));
+    inputs.input_options = stream->options();
+    absl::StatusOr<std::unique_ptr<StreamPipeline>> pipeline =
+        StreamPipeline::Create(std::move(stream), layout.pipeline,
+                               layout.num_pipelines, layout.local_batches,
+                               layout.global_batch_size);
+    if (!pipeline.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("stream function \"", names.dataset,
+                       "\": ", pipeline.status().message()));
+    }
+    inputs.stream = *std::move(pipeline);
+  } else if (inputs.functions.dataset != nullptr) {
+    COHORT_ASSIGN_OR_RETURN(
+        std::unique_ptr<Dataset> dataset,
+        CallInputFunction<Dataset>(inputs.functions.dataset, layout, job,
+                                   "dataset", names.dataset));
+    inputs.input_options = dataset->options();
+    COHORT_ASSIGN_OR_RETURN(
+        inputs.pipeline,
+        InputPipeline::Create(std::move(dataset), layout.pipeline,
+                              layout.num_pipelines, layout.local_batches,
+                              layout.global_batch_size, spec.seed()));
+  } else {
     return inputs;
   }
-  if (inputs.functions.dataset == nullptr) return inputs;
-  InputContextImpl input(layout, job);
-  absl::StatusOr<std::unique_ptr<Dataset>> dataset =
-      inputs.functions.dataset(input);
-  if (!dataset.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("dataset function \"", names.dataset,
-                     "\" failed: ", dataset.status().message()));
-  }
-  if (*dataset == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "dataset function \"", names.dataset, "\" returned no dataset"));
-  }
-  inputs.input_options = (*dataset)->options();
-  absl::StatusOr<std::unique_ptr<InputPipeline>> pipeline =
-      InputPipeline::Create(*std::move(dataset), layout.pipeline,
-                            layout.num_pipelines, layout.local_batches,
-                            layout.global_batch_size, spec.seed());
-  if (!pipeline.ok()) return pipeline.status();
-  inputs.pipeline = *std::move(pipeline);
   spdlog::info("job {}: input pipeline {} of {}: {}", a.job_id(),
                layout.pipeline, layout.num_pipelines,
-               inputs.pipeline->description());
+               inputs.stream != nullptr ? inputs.stream->description()
+                                        : inputs.pipeline->description());
   return inputs;
 }
 

@@ -11,7 +11,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
-#include "common/checkpoint.h"
 #include "tests/testing/jobs.h"
 #include "tests/testing/test_cluster.h"
 #include "tests/testing/wait.h"
@@ -69,24 +68,6 @@ class InputE2eTest : public ::testing::Test {
     if (!id.ok()) return {};
     return WaitForJobEnd(*client_, *id, absl::Seconds(120));
   }
-  // w then b, from the job's last checkpoint.
-  static std::vector<double> Parameters(const v1::JobStatus& status) {
-    absl::StatusOr<Checkpoint> checkpoint =
-        LoadLatestCheckpoint(status.checkpoint_dir());
-    EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
-    std::vector<double> params;
-    if (!checkpoint.ok()) return params;
-    for (const char* name : {"w", "b"}) {
-      auto it = checkpoint->tensors.find(name);
-      if (it == checkpoint->tensors.end()) {
-        ADD_FAILURE() << "no " << name << " in the checkpoint";
-        continue;
-      }
-      for (double v : it->second.As<double>()) params.push_back(v);
-    }
-    return params;
-  }
-
   static ScratchDir* dir_;
   static CoordinatorProcess* coordinator_;
   static Client* client_;
@@ -116,10 +97,10 @@ TEST_F(InputE2eTest, StreamsAndDeviceCopiesTrainAsTheIndexedDataSetDoes) {
     EXPECT_EQ(status->step(), 16);
     EXPECT_EQ(status->stopped_at_step(), 0);
   }
-  const std::vector<double> want = Parameters(plain);
+  const std::vector<double> want = LinearParameters(plain);
   ASSERT_EQ(want.size(), 5u);
-  EXPECT_EQ(Parameters(packed), want);
-  EXPECT_EQ(Parameters(streamed), want);
+  EXPECT_EQ(LinearParameters(packed), want);
+  EXPECT_EQ(LinearParameters(streamed), want);
   // And it learnt: the loss fell from the first step's.
   EXPECT_LT(plain.metrics().at("loss"), 0.5);
 }
@@ -174,7 +155,7 @@ TEST_F(InputE2eTest, AStreamedJobResumesWhereItsCheckpointLeftTheStream) {
   EXPECT_GE(status.restarts(0).resumed_from_step(), 20);
   // Each agent's stream skipped what the restored steps had read, so the
   // resumed job saw the same batches as the unbroken one.
-  EXPECT_EQ(Parameters(status), Parameters(unbroken));
+  EXPECT_EQ(LinearParameters(status), LinearParameters(unbroken));
 }
 
 TEST_F(InputE2eTest, AParameterServerJobEndsWhenAWorkersStreamRunsOut) {

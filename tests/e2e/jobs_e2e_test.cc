@@ -89,20 +89,6 @@ class JobsE2eTest : public ::testing::Test {
     EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
     return checkpoint.ok() ? *checkpoint : Checkpoint{};
   }
-  static std::vector<double> Parameters(const v1::JobStatus& status) {
-    const Checkpoint checkpoint = Final(status);
-    std::vector<double> params;
-    for (const char* name : {"w", "b"}) {
-      auto it = checkpoint.tensors.find(name);
-      if (it == checkpoint.tensors.end()) {
-        ADD_FAILURE() << "no " << name << " in the checkpoint";
-        continue;
-      }
-      for (double v : it->second.As<double>()) params.push_back(v);
-    }
-    return params;
-  }
-
   static ScratchDir* dir_;
   static CoordinatorProcess* coordinator_;
   static Client* client_;
@@ -118,7 +104,7 @@ TEST_F(JobsE2eTest, LinearRegressionLearnsTheTrueWeights) {
   ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
   EXPECT_EQ(status.num_replicas(), 4);
   EXPECT_EQ(status.step(), 300);
-  const std::vector<double> params = Parameters(status);
+  const std::vector<double> params = LinearParameters(status);
   ASSERT_EQ(params.size(), 5u);
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(params[i], kTrueW[i], 1e-3) << i;
   EXPECT_NEAR(params[4], kTrueB, 1e-3);
@@ -146,10 +132,10 @@ TEST_F(JobsE2eTest, OneDeviceMirroredAndMultiWorkerAgreeAndRepeatBitwise) {
   EXPECT_EQ(one.num_replicas(), 1);
   EXPECT_EQ(mirrored.num_replicas(), 4);
   EXPECT_EQ(multi.num_replicas(), 4);
-  const std::vector<double> a = Parameters(one);
-  const std::vector<double> b = Parameters(mirrored);
-  const std::vector<double> c = Parameters(multi);
-  const std::vector<double> d = Parameters(again);
+  const std::vector<double> a = LinearParameters(one);
+  const std::vector<double> b = LinearParameters(mirrored);
+  const std::vector<double> c = LinearParameters(multi);
+  const std::vector<double> d = LinearParameters(again);
   ASSERT_EQ(a.size(), 5u);
   ASSERT_EQ(b.size(), 5u);
   ASSERT_EQ(c.size(), 5u);
@@ -182,7 +168,7 @@ TEST_F(JobsE2eTest, EveryCrossDeviceOpLearnsTheSameWeights) {
                   ? v1::COMMUNICATION_HIERARCHICAL
                   : v1::COMMUNICATION_REDUCTION_TO_ONE_DEVICE);
     EXPECT_THAT(status.communication_note(), HasSubstr("as requested"));
-    params.push_back(Parameters(status));
+    params.push_back(LinearParameters(status));
     ASSERT_EQ(params.back().size(), 5u);
   }
   // The sums differ in order only.
@@ -269,7 +255,7 @@ TEST_F(JobsE2eTest, KilledWorkerAgentRestartsTheJobFromItsCheckpoint) {
   ASSERT_GE(status.restarts_size(), 1);
   EXPECT_THAT(status.restarts(0).cause(), HasSubstr("worker:0 died"));
   EXPECT_GE(status.restarts(0).resumed_from_step(), 40);
-  const std::vector<double> params = Parameters(status);
+  const std::vector<double> params = LinearParameters(status);
   ASSERT_EQ(params.size(), 5u);
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(params[i], kTrueW[i], 1e-3) << i;
   EXPECT_NEAR(params[4], kTrueB, 1e-3);

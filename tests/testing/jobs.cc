@@ -1,9 +1,27 @@
 #include "tests/testing/jobs.h"
 
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "tests/testing/test_cluster.h"
 
 namespace cohort::testing {
+
+std::vector<double> LinearParameters(const v1::JobStatus& status) {
+  absl::StatusOr<Checkpoint> checkpoint =
+      LoadLatestCheckpoint(status.checkpoint_dir());
+  EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
+  std::vector<double> params;
+  if (!checkpoint.ok()) return params;
+  for (const char* name : {"w", "b"}) {
+    auto it = checkpoint->tensors.find(name);
+    if (it == checkpoint->tensors.end()) {
+      ADD_FAILURE() << "no " << name << " in the checkpoint";
+      continue;
+    }
+    for (double v : it->second.As<double>()) params.push_back(v);
+  }
+  return params;
+}
 
 absl::Status WriteSpirals(const std::string& dir) {
   const CommandResult made = RunCommand(

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -26,6 +27,10 @@ JobSpec MlpJob(const std::string& data_dir, StrategyKind strategy,
 // a fault to land in it. Its "max_weight_error" metric says how well it
 // learnt.
 JobSpec SlowLinearJob(StrategyKind strategy, int64_t steps, int step_sleep_ms);
+
+// The linear example's trained parameters, w then b, from the job's latest
+// checkpoint; a test failure (and what was found) when it lacks them.
+std::vector<double> LinearParameters(const v1::JobStatus& status);
 
 // Writes the MLP's spirals (4 record files) into `dir` with
 // cohort-example-mlp-data; its output when it fails.
