@@ -11,6 +11,7 @@ packages=(
   openssl systemd   # TLS test certificates; systemd-analyze for the units
   iproute2 iptables util-linux   # test hosts: namespaces, bridge, tc, loss
   clang-14 libfuzzer-14-dev      # the fuzz targets (tools/fuzz.sh)
+  libopenblas-dev dataset-fashion-mnist   # the Fashion-MNIST example
 )
 
 missing=()

@@ -13,6 +13,17 @@ absl::Status FieldError(const char* field, const std::string& expected,
                                     got.dump());
 }
 
+absl::Status GetString(const json& config, const char* field,
+                       const std::string& expected, std::string& out) {
+  auto it = config.find(field);
+  if (it == config.end()) return absl::OkStatus();
+  if (!it->is_string() || it->get<std::string>().empty()) {
+    return FieldError(field, expected, *it);
+  }
+  out = it->get<std::string>();
+  return absl::OkStatus();
+}
+
 absl::Status GetInt64(const json& config, const char* field, int64_t min,
                       int64_t max, int64_t& out) {
   auto it = config.find(field);

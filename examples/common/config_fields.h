@@ -32,6 +32,9 @@ absl::Status GetDouble(const nlohmann::json& config, const char* field,
                        double& out);
 absl::Status GetBool(const nlohmann::json& config, const char* field,
                      bool& out);
+// A non-empty string; `expected` says what it names ("a directory path").
+absl::Status GetString(const nlohmann::json& config, const char* field,
+                       const std::string& expected, std::string& out);
 // "shard_policy": "auto", "file", "data" or "off".
 absl::Status GetShardPolicy(const nlohmann::json& config, ShardPolicy& out);
 

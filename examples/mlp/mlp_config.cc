@@ -15,11 +15,10 @@ absl::StatusOr<MlpConfig> ParseMlpConfig(const std::string& text) {
                                       text);
   }
   MlpConfig c;
-  if (auto it = config.find("data_dir"); it != config.end()) {
-    if (!it->is_string() || it->get<std::string>().empty()) {
-      return FieldError("data_dir", "a directory path", *it);
-    }
-    c.data_dir = it->get<std::string>();
+  if (absl::Status s =
+          GetString(config, "data_dir", "a directory path", c.data_dir);
+      !s.ok()) {
+    return s;
   }
   if (absl::Status s = GetBool(config, "shuffle", c.shuffle); !s.ok()) {
     return s;

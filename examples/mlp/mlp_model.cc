@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <random>
 #include <string>
-#include <system_error>
+
+#include "examples/common/record_files.h"
 
 namespace cohort::examples {
 
@@ -96,32 +96,10 @@ absl::StatusOr<std::unique_ptr<Dataset>> OpenSpirals(const InputContext& input,
                                                      bool to_device) {
   absl::StatusOr<MlpConfig> config = ParseMlpConfig(input.config_json());
   if (!config.ok()) return config.status();
-  if (config->data_dir.empty()) {
-    return absl::InvalidArgumentError(
-        "config field \"data_dir\" is required: the directory that "
-        "cohort-example-mlp-data --out=DIR wrote");
-  }
-  std::error_code error;
-  std::vector<std::string> files;
-  for (std::filesystem::directory_iterator it(config->data_dir, error), end;
-       !error && it != end; it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    if (name.starts_with("train-") && name.ends_with(".rec")) {
-      files.push_back(it->path().string());
-    }
-  }
-  if (error) {
-    return absl::NotFoundError("config field \"data_dir\": cannot list " +
-                               config->data_dir + ": " + error.message());
-  }
-  if (files.empty()) {
-    return absl::NotFoundError(
-        "config field \"data_dir\": no train-*.rec files in " +
-        config->data_dir +
-        "; make them with cohort-example-mlp-data --out=" + config->data_dir);
-  }
-  std::sort(files.begin(), files.end());
-  return input.OpenRecordFiles(files, {.shard_policy = config->shard_policy,
+  absl::StatusOr<std::vector<std::string>> files =
+      TrainRecordFiles(config->data_dir, "cohort-example-mlp-data");
+  if (!files.ok()) return files.status();
+  return input.OpenRecordFiles(*files, {.shard_policy = config->shard_policy,
                                        .shuffle = config->shuffle,
                                        .prefetch_to_device = to_device});
 }
