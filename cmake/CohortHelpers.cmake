@@ -21,3 +21,15 @@ function(cohort_test name)
     PROPERTIES LABELS ${T_LABEL} TIMEOUT ${T_TIMEOUT} ${lock}
                ENVIRONMENT "COHORT_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
 endfunction()
+
+# cohort_vectorize(SOURCE ...)
+# Element-wise loops (optimizer updates, reductions, the examples' layers)
+# that GCC vectorizes only at -O3, whose cost model, unlike -O2's, accepts a
+# remainder loop, and whose square roots it vectorizes only without errno.
+# SIMD additions, multiplications, divisions and square roots round as the
+# scalar ones do, and no fused multiply-add is formed for the baseline
+# x86-64, so results stay bitwise the same.
+function(cohort_vectorize)
+  set_source_files_properties(${ARGN} PROPERTIES
+    COMPILE_OPTIONS "-O3;-fno-math-errno")
+endfunction()

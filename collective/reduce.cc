@@ -122,6 +122,7 @@ void Accumulate(void* dst, const absl::Cord& src, DType dtype, ReduceOp op) {
 }
 
 void DivideForMean(void* data, size_t count, DType dtype, int divisor) {
+  if (divisor == 1) return;  // x / 1 is x, in every type
   switch (dtype) {
     case DType::kFloat32:
       return DivideTyped<float>(data, count, divisor);
