@@ -9,15 +9,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "examples/fashion_mnist/fmnist_format.h"
 
 namespace cohort::examples {
-
-inline constexpr char kFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";
-inline constexpr int kImagePixels = 28 * 28;
-inline constexpr int kFashionClasses = 10;
-// A record of the converted files and the in-memory sets: the label byte,
-// then the 784 pixel bytes.
-inline constexpr size_t kExampleBytes = 1 + kImagePixels;
 
 // One split of the data set, as kExampleBytes-long examples back to back.
 struct FashionMnistSplit {

@@ -16,13 +16,14 @@ __global__ void BiasActivationKernel(float* z, const float* bias, int rows,
 }
 
 __global__ void SoftmaxCrossEntropyKernel(const float* logits,
-                                          const float* examples, int rows,
+                                          const float* labels,
+                                          int label_stride, int rows,
                                           int classes, float* loss,
                                           float* delta) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const float* z = logits + r * classes;
-  const int label = static_cast<int>(examples[3 * r + 2]);
+  const int label = static_cast<int>(labels[r * label_stride]);
   float top = z[0];
   for (int c = 1; c < classes; ++c) top = fmaxf(top, z[c]);
   float sum = 0;
@@ -49,8 +50,9 @@ __global__ void ColumnSumsKernel(const float* m, int rows, int cols,
   out[c] = sum;
 }
 
-__global__ void CorrectKernel(const float* logits, const float* examples,
-                              int rows, int classes, float* correct) {
+__global__ void CorrectKernel(const float* logits, const float* labels,
+                              int label_stride, int rows, int classes,
+                              float* correct) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const float* z = logits + r * classes;
@@ -58,7 +60,8 @@ __global__ void CorrectKernel(const float* logits, const float* examples,
   for (int c = 1; c < classes; ++c) {
     if (z[c] > z[best]) best = c;
   }
-  correct[r] = best == static_cast<int>(examples[3 * r + 2]) ? 1.0f : 0.0f;
+  correct[r] =
+      best == static_cast<int>(labels[r * label_stride]) ? 1.0f : 0.0f;
 }
 
 // One block: strided partial sums, then a tree; the same order every time.
@@ -87,12 +90,13 @@ cudaError_t BiasActivation(float* z, const float* bias, int rows, int cols,
   return cudaGetLastError();
 }
 
-cudaError_t SoftmaxCrossEntropy(const float* logits, const float* examples,
-                                int rows, int classes, float* loss,
-                                float* delta, cudaStream_t stream) {
+cudaError_t SoftmaxCrossEntropy(const float* logits, const float* labels,
+                                int label_stride, int rows, int classes,
+                                float* loss, float* delta,
+                                cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   SoftmaxCrossEntropyKernel<<<Blocks(rows), kThreads, 0, stream>>>(
-      logits, examples, rows, classes, loss, delta);
+      logits, labels, label_stride, rows, classes, loss, delta);
   return cudaGetLastError();
 }
 
@@ -110,11 +114,12 @@ cudaError_t ColumnSums(const float* m, int rows, int cols, float* out,
   return cudaGetLastError();
 }
 
-cudaError_t Correct(const float* logits, const float* examples, int rows,
-                    int classes, float* correct, cudaStream_t stream) {
+cudaError_t Correct(const float* logits, const float* labels,
+                    int label_stride, int rows, int classes, float* correct,
+                    cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  CorrectKernel<<<Blocks(rows), kThreads, 0, stream>>>(logits, examples, rows,
-                                                       classes, correct);
+  CorrectKernel<<<Blocks(rows), kThreads, 0, stream>>>(
+      logits, labels, label_stride, rows, classes, correct);
   return cudaGetLastError();
 }
 
