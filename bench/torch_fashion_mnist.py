@@ -13,6 +13,7 @@ reach --target test accuracy (evaluated every --eval_every steps, the
 evaluation time included, as Cohort's early-stopping job includes it).
 
 Run with Debian's own python3 (/usr/bin/python3), which sees python3-torch.
+With --device=cuda (one process) it times the same on the GPU.
 """
 
 import argparse
@@ -73,26 +74,27 @@ def accuracy(net, x, y):
 
 def train(rank, args, result):
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
     if args.procs > 1:
         os.environ["MASTER_ADDR"] = "127.0.0.1"
         os.environ["MASTER_PORT"] = str(args.port)
         dist.init_process_group("gloo", rank=rank, world_size=args.procs)
-    train_x, train_y = read_split(args.source, "train")
-    test_x, test_y = read_split(args.source, "t10k")
-    net = model(args.seed)
+    train_x, train_y = (t.to(device) for t in read_split(args.source, "train"))
+    test_x, test_y = (t.to(device) for t in read_split(args.source, "t10k"))
+    net = model(args.seed).to(device)
     if args.procs > 1:
         net = nn.parallel.DistributedDataParallel(net)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7)
     loss_fn = nn.CrossEntropyLoss()
     per_rank = args.batch // args.procs
     generator = torch.Generator().manual_seed(args.seed)
-    order = torch.randperm(len(train_x), generator=generator)
+    order = torch.randperm(len(train_x), generator=generator).to(device)
     at = 0
 
     def step():
         nonlocal order, at
         if at + args.batch > len(order):
-            order = torch.randperm(len(train_x), generator=generator)
+            order = torch.randperm(len(train_x), generator=generator).to(device)
             at = 0
         batch = order[at + rank * per_rank: at + (rank + 1) * per_rank]
         at += args.batch
@@ -104,6 +106,8 @@ def train(rank, args, result):
     def barrier():
         if args.procs > 1:
             dist.barrier()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
 
     # Steps/s: a warm-up, then a timed run without evaluation.
     for _ in range(20):
@@ -118,6 +122,7 @@ def train(rank, args, result):
     # Time to the target, from fresh weights, evaluating every eval_every.
     net_state = model(args.seed).state_dict()
     (net.module if args.procs > 1 else net).load_state_dict(net_state)
+    # load_state_dict copies into the parameters where they live.
     opt = torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7)
     barrier()
     start = time.perf_counter()
@@ -142,7 +147,8 @@ def train(rank, args, result):
             "steps_to_target": steps if reached is not None else None,
             "seconds_to_target": round(reached, 2) if reached else None,
             "accuracy": round(float(flag[0].item()), 4),
-            "torch": torch.__version__, "blas": blas_in_use(),
+            "device": args.device, "torch": torch.__version__,
+            "blas": blas_in_use(),
         })
     if args.procs > 1:
         dist.destroy_process_group()
@@ -168,7 +174,10 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--port", type=int, default=29533)
     parser.add_argument("--source", default=SOURCE)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
     args = parser.parse_args()
+    if args.device != "cpu" and args.procs != 1:
+        sys.exit("--device=cuda times one process")
     if args.batch % args.procs:
         sys.exit(f"--batch {args.batch} does not divide over {args.procs} processes")
     if args.procs == 1:
