@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "cohort/step.h"
-#include "examples/common/record_files.h"
 #include "examples/fashion_mnist/fmnist_config.h"
+#include "examples/fashion_mnist/fmnist_data.h"
 #include "examples/fashion_mnist/fmnist_model.h"
 #include "examples/fashion_mnist/idx_file.h"
 
@@ -55,13 +55,7 @@ absl::StatusOr<std::shared_ptr<const FashionMnistSplit>> TestSet(
 
 absl::StatusOr<std::unique_ptr<Dataset>> FashionData(
     const InputContext& input) {
-  absl::StatusOr<FashionConfig> config = ParseFashionConfig(input.config_json());
-  if (!config.ok()) return config.status();
-  absl::StatusOr<std::vector<std::string>> files =
-      TrainRecordFiles(config->data_dir, "cohort-example-fmnist-data");
-  if (!files.ok()) return files.status();
-  return input.OpenRecordFiles(*files, {.shard_policy = config->shard_policy,
-                                        .shuffle = config->shuffle});
+  return OpenFashionRecords(input, /*to_device=*/false);
 }
 
 absl::Status FashionInit(ReplicaContext& ctx) {

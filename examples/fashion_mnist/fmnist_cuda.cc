@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "cohort/step.h"
-#include "examples/common/record_files.h"
 #include "examples/fashion_mnist/fmnist_config.h"
+#include "examples/fashion_mnist/fmnist_data.h"
 #include "examples/fashion_mnist/fmnist_kernels.h"
 #include "examples/fashion_mnist/fmnist_model.h"
 #include "examples/fashion_mnist/idx_file.h"
@@ -58,8 +58,6 @@ struct ReplicaState {
   std::vector<Variable*> variables;
   Optimizer* optimizer = nullptr;
   std::unique_ptr<CudaMlp> mlp;
-  DeviceFloats gradients;  // every variable's, back to back
-  std::vector<Tensor> gradient_tensors;
   DeviceFloats scalar;
   int test_rows = 0;     // this replica's block of the test set
   int64_t test_total = 0;  // every replica's
@@ -138,15 +136,6 @@ absl::Status SetUp(ReplicaContext& ctx, ReplicaState& s) {
   if (!mlp.ok()) return mlp.status();
   s.mlp = *std::move(mlp);
 
-  size_t total = 0;
-  for (Variable* v : s.variables) total += v->count();
-  FMNIST_CUDA_RETURN_IF_ERROR(AllocateFloats(total, s.gradients));
-  size_t offset = 0;
-  for (Variable* v : s.variables) {
-    s.gradient_tensors.push_back(
-        {s.gradients.get() + offset, v->count(), DType::kFloat32});
-    offset += v->count();
-  }
   FMNIST_CUDA_RETURN_IF_ERROR(AllocateFloats(1, s.scalar));
 
   // This replica's contiguous block of the test set, on its device.
@@ -173,14 +162,7 @@ absl::Status SetUp(ReplicaContext& ctx, ReplicaState& s) {
 
 absl::StatusOr<std::unique_ptr<Dataset>> FashionCudaData(
     const InputContext& input) {
-  absl::StatusOr<FashionConfig> config = ParseFashionConfig(input.config_json());
-  if (!config.ok()) return config.status();
-  absl::StatusOr<std::vector<std::string>> files =
-      TrainRecordFiles(config->data_dir, "cohort-example-fmnist-data");
-  if (!files.ok()) return files.status();
-  return input.OpenRecordFiles(*files, {.shard_policy = config->shard_policy,
-                                        .shuffle = config->shuffle,
-                                        .prefetch_to_device = true});
+  return OpenFashionRecords(input, /*to_device=*/true);
 }
 
 absl::Status FashionCudaInit(ReplicaContext& ctx) {
@@ -238,9 +220,9 @@ absl::Status FashionCudaStep(ReplicaContext& ctx, const Batch& batch) {
            "unpack the batch"));
   FMNIST_CUDA_RETURN_IF_ERROR(s->mlp->ForwardBackward(
       s->input.get(), kImagePixels, s->labels.get(), 1, rows,
-      s->gradient_tensors, s->scalar.get()));
+      s->scalar.get()));
   FMNIST_CUDA_RETURN_IF_ERROR(
-      s->optimizer->apply_gradients(s->gradient_tensors));
+      s->optimizer->apply_gradients(s->mlp->gradients()));
   absl::StatusOr<float> loss = ReadScalar(*s);
   if (!loss.ok()) return loss.status();
   ctx.report("loss", *loss, ReduceOp::kMean);

@@ -55,6 +55,15 @@ absl::StatusOr<std::unique_ptr<CudaMlp>> CudaMlp::Create(
       CublasStatus(cublasCreate(&mlp->cublas_), "cublasCreate"));
   CUDA_MLP_RETURN_IF_ERROR(CublasStatus(
       cublasSetStream(mlp->cublas_, mlp->stream_), "cublasSetStream"));
+  size_t total = 0;
+  for (Variable* v : mlp->variables_) total += v->count();
+  CUDA_MLP_RETURN_IF_ERROR(AllocateFloats(total, mlp->gradients_));
+  size_t offset = 0;
+  for (Variable* v : mlp->variables_) {
+    mlp->gradient_tensors_.push_back(
+        {mlp->gradients_.get() + offset, v->count(), DType::kFloat32});
+    offset += v->count();
+  }
   return mlp;
 }
 
@@ -118,9 +127,7 @@ absl::Status CudaMlp::Forward(const float* input, int ld, int rows) {
 
 absl::Status CudaMlp::ForwardBackward(const float* input, int ld,
                                       const float* labels, int label_stride,
-                                      int rows,
-                                      const std::vector<Tensor>& gradients,
-                                      float* loss) {
+                                      int rows, float* loss) {
   CUDA_MLP_RETURN_IF_ERROR(Forward(input, ld, rows));
   const int classes = layers_.back().out;
   CUDA_MLP_RETURN_IF_ERROR(CudaStatus(
@@ -137,8 +144,8 @@ absl::Status CudaMlp::ForwardBackward(const float* input, int ld,
     const Layer& layer = layers_[k];
     const float* in = k == 0 ? input : outputs_[k - 1].get();
     const int in_ld = k == 0 ? ld : layer.in;
-    float* dkernel = gradients[2 * k].as<float>();
-    float* dbias = gradients[2 * k + 1].as<float>();
+    float* dkernel = gradient_tensors_[2 * k].as<float>();
+    float* dbias = gradient_tensors_[2 * k + 1].as<float>();
     // dkernel = in^T · delta; column-major: delta^T · in.
     CUDA_MLP_RETURN_IF_ERROR(CublasStatus(
         cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, layer.out, layer.in,

@@ -39,7 +39,7 @@ class CudaMlp {
   };
 
   // `variables`: kernel and bias of each of `layers`. The device is made
-  // current on the calling thread.
+  // current on the calling thread. Allocates a gradient for each variable.
   static absl::StatusOr<std::unique_ptr<CudaMlp>> Create(
       const Device& device, std::vector<Layer> layers,
       std::vector<Variable*> variables);
@@ -50,19 +50,19 @@ class CudaMlp {
   // Logits of `rows` rows of `input` (row stride `ld` floats).
   absl::Status Forward(const float* input, int ld, int rows);
   // Forward, then the gradients of the mean loss with respect to each
-  // variable into `gradients` (device tensors, one per variable), and the
-  // mean loss into `*loss` (one float of device memory). Row r's label is
+  // variable into gradients(), and the mean loss into `*loss` (one float of
+  // device memory). Row r's label is
   // labels[r * label_stride].
   absl::Status ForwardBackward(const float* input, int ld, const float* labels,
-                               int label_stride, int rows,
-                               const std::vector<Tensor>& gradients,
-                               float* loss);
+                               int label_stride, int rows, float* loss);
   // Forward, then how many rows it classifies right into `*count` (one
   // float of device memory).
   absl::Status CountCorrect(const float* input, int ld, const float* labels,
                             int label_stride, int rows, float* count);
 
   cudaStream_t stream() const { return stream_; }
+  // One device tensor per variable, for ForwardBackward and the optimizer.
+  const std::vector<Tensor>& gradients() const { return gradient_tensors_; }
 
  private:
   CudaMlp(const Device& device, std::vector<Layer> layers,
@@ -76,6 +76,8 @@ class CudaMlp {
   int capacity_ = 0;
   std::vector<DeviceFloats> outputs_;  // each layer's: ReLU, then logits
   DeviceFloats delta_, delta_below_, per_row_;
+  DeviceFloats gradients_;  // every variable's, back to back
+  std::vector<Tensor> gradient_tensors_;
 };
 
 }  // namespace cohort::examples

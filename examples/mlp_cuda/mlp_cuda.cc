@@ -44,8 +44,6 @@ struct ReplicaState {
   std::unique_ptr<CudaMlp> mlp;
   int held_out_rows = 0;
   DeviceFloats held_out;   // [held_out_rows, 3]
-  DeviceFloats gradients;  // every variable's, back to back
-  std::vector<Tensor> gradient_tensors;
   DeviceFloats scalar;  // the loss, or the count of correct predictions
   int batch_capacity = 0;
   DeviceFloats batch;  // [rows, 3]
@@ -103,15 +101,6 @@ absl::Status SetUp(ReplicaContext& ctx, ReplicaState& s) {
   if (!mlp.ok()) return mlp.status();
   s.mlp = *std::move(mlp);
 
-  size_t total = 0;
-  for (Variable* v : s.variables) total += v->count();
-  MLP_CUDA_RETURN_IF_ERROR(AllocateFloats(total, s.gradients));
-  size_t offset = 0;
-  for (Variable* v : s.variables) {
-    s.gradient_tensors.push_back(
-        {s.gradients.get() + offset, v->count(), DType::kFloat32});
-    offset += v->count();
-  }
   MLP_CUDA_RETURN_IF_ERROR(AllocateFloats(1, s.scalar));
 
   const std::vector<SpiralExample> held_out =
@@ -174,8 +163,8 @@ absl::Status MlpCudaStep(ReplicaContext& ctx, const Batch& batch) {
       "copy the batch"));
   MLP_CUDA_RETURN_IF_ERROR(s->mlp->ForwardBackward(
       s->batch.get(), kRowFloats, s->batch.get() + kLabelColumn, kRowFloats,
-      rows, s->gradient_tensors, s->scalar.get()));
-  MLP_CUDA_RETURN_IF_ERROR(s->optimizer->apply_gradients(s->gradient_tensors));
+      rows, s->scalar.get()));
+  MLP_CUDA_RETURN_IF_ERROR(s->optimizer->apply_gradients(s->mlp->gradients()));
   absl::StatusOr<float> loss = ReduceScalar(ctx, *s, ReduceOp::kMean);
   if (!loss.ok()) return loss.status();
   ctx.report("loss", *loss);
