@@ -20,6 +20,9 @@ target="${TARGET:-0.85}"
 steps="${STEPS:-1000}"
 bin=build/bin
 python=/usr/bin/python3  # Debian's own: it sees python3-torch
+# torch, and the OpenBLAS that Debian's BLAS alternative then points it at,
+# instead of the reference BLAS.
+tools/setup.sh python3-torch libopenblas0-pthread
 
 state="$(mktemp -d "${TMPDIR:-/tmp}/cohort-fmnist-bench.XXXXXX")"
 export XDG_STATE_HOME="$state"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Cohort needs to build and test, and only
 # those that are missing. Safe to run again. Uses sudo when not root.
+# With arguments, installs those packages instead (the benchmarks' extras).
 set -euo pipefail
 
 packages=(
@@ -13,6 +14,7 @@ packages=(
   clang-14 libfuzzer-14-dev      # the fuzz targets (tools/fuzz.sh)
   libopenblas-dev dataset-fashion-mnist   # the Fashion-MNIST example
 )
+if [ "$#" -gt 0 ]; then packages=("$@"); fi
 
 missing=()
 for package in "${packages[@]}"; do
