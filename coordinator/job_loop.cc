@@ -23,6 +23,7 @@ std::vector<AgentView> AgentViews(const ClusterManager& cluster,
     view.cuda = task.devices_size() > 0;
     for (const v1::Device& device : task.devices()) {
       if (device.kind() != v1::Device::CUDA) view.cuda = false;
+      view.gpu_uuids.push_back(device.uuid());
     }
     for (const std::string& feature : task.features()) {
       if (feature.rfind("nccl", 0) == 0) view.nccl = true;

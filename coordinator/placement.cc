@@ -1,6 +1,8 @@
 #include "coordinator/placement.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -12,13 +14,34 @@ absl::Status Unplaceable(absl::string_view why) {
   return absl::FailedPreconditionError(why);
 }
 
+// "chief:0 and worker:0 share GPU-...": the first GPU that two of the
+// agents' first `devices` devices are, by UUID; "" when none is shared.
+std::string SharedGpu(const std::vector<const AgentView*>& agents,
+                      int devices) {
+  std::map<std::string, const AgentView*> owner;
+  for (const AgentView* view : agents) {
+    const int n = std::min<int>(devices, view->gpu_uuids.size());
+    for (int d = 0; d < n; ++d) {
+      const std::string& uuid = view->gpu_uuids[d];
+      if (uuid.empty()) continue;
+      auto [it, fresh] = owner.emplace(uuid, view);
+      if (!fresh && it->second != view) {
+        return absl::StrCat(it->second->task.ToString(), " and ",
+                            view->task.ToString(), " share ", uuid);
+      }
+    }
+  }
+  return "";
+}
+
 // The AUTO choice, or a check of the requested one, given whether every
-// replica is on a CUDA device and every agent has NCCL. Choices other than
-// NCCL reduce in host memory; on CUDA devices each collective is staged
-// through it.
-absl::StatusOr<SyncPlacement> ChooseCommunication(const v1::JobSpec& spec,
-                                                  bool cuda, bool nccl,
-                                                  int num_agents) {
+// replica is on a CUDA device, every agent has NCCL, and which GPU two
+// agents share (NCCL takes one rank per GPU). Choices other than NCCL
+// reduce in host memory; on CUDA devices each collective is staged through
+// it.
+absl::StatusOr<SyncPlacement> ChooseCommunication(
+    const v1::JobSpec& spec, bool cuda, bool nccl, int num_agents,
+    const std::string& shared_gpu) {
   SyncPlacement out;
   out.communication = spec.communication();
   // Within every ring the size decides too: up to 32 KiB a buffer goes to
@@ -32,9 +55,16 @@ absl::StatusOr<SyncPlacement> ChooseCommunication(const v1::JobSpec& spec,
           : absl::StrCat(", then over a ring of the ", num_agents, " agents");
   switch (spec.communication()) {
     case v1::COMMUNICATION_AUTO:
-      if (cuda && nccl) {
+      if (cuda && nccl && shared_gpu.empty()) {
         out.communication = v1::COMMUNICATION_NCCL;
         out.note = "AUTO picked NCCL: every replica is on a CUDA device";
+      } else if (cuda && nccl) {
+        out.communication = v1::COMMUNICATION_HIERARCHICAL;
+        out.note = absl::StrCat(
+            "AUTO picked hierarchical copy through host memory: ", shared_gpu,
+            ", and NCCL takes one rank per GPU; replicas reduce between "
+            "threads inside each agent",
+            across, kBySize);
       } else if (cuda) {
         out.communication = v1::COMMUNICATION_HIERARCHICAL;
         out.note = absl::StrCat(
@@ -57,6 +87,13 @@ absl::StatusOr<SyncPlacement> ChooseCommunication(const v1::JobSpec& spec,
                  : "communication NCCL needs CUDA devices, and the agents "
                    "offer CPU devices; use AUTO, RING, HIERARCHICAL or "
                    "REDUCTION_TO_ONE_DEVICE");
+      }
+      if (!shared_gpu.empty()) {
+        return Unplaceable(absl::StrCat(
+            "communication NCCL: ", shared_gpu,
+            ", and NCCL takes one rank per GPU; use AUTO, HIERARCHICAL, "
+            "REDUCTION_TO_ONE_DEVICE or RING, which stage through host "
+            "memory, or give each agent its own GPU (CUDA_VISIBLE_DEVICES)"));
       }
       out.note = "NCCL, as requested";
       return out;
@@ -227,8 +264,9 @@ absl::StatusOr<SyncPlacement> PlaceSync(
         "replicas have several logical devices; use AUTO, HIERARCHICAL, "
         "REDUCTION_TO_ONE_DEVICE or RING, which stage through host memory");
   }
-  absl::StatusOr<SyncPlacement> placement =
-      ChooseCommunication(spec, cuda, nccl, num_agents);
+  absl::StatusOr<SyncPlacement> placement = ChooseCommunication(
+      spec, cuda, nccl, num_agents,
+      cuda ? SharedGpu(agents, *local * logical) : "");
   if (!placement.ok()) return placement.status();
   placement->local_replicas = *local;
   placement->logical_devices = logical;

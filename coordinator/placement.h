@@ -23,6 +23,9 @@ struct AgentView {
   int num_devices = 0;
   bool cuda = false;       // its devices are CUDA GPUs
   bool nccl = false;       // it was built with NCCL
+  // Each device's GPU UUID, in device order ("" for CPU devices): NCCL
+  // takes one rank per GPU, so agents that share one must not use it.
+  std::vector<std::string> gpu_uuids;
   std::string last_error;  // why it last died
 };
 

@@ -87,6 +87,35 @@ TEST(PlacementTest, AutoPicksHierarchicalOnCpusAndNcclOnGpus) {
   EXPECT_THAT(staged->note, HasSubstr("agents have no NCCL"));
 }
 
+TEST(PlacementTest, AgentsSharingAGpuAreKeptFromNccl) {
+  // Two agents on one host that both see its one GPU, as the default local
+  // cluster has them: NCCL takes one rank per GPU.
+  std::vector<AgentView> shared = {Agent("chief", 0, 1, true, true),
+                                   Agent("worker", 0, 1, true, true)};
+  shared[0].gpu_uuids = shared[1].gpu_uuids = {"GPU-0a1b"};
+  v1::JobSpec spec = Spec(v1::MULTI_WORKER_MIRRORED);
+  spec.set_devices_per_agent(1);
+  absl::StatusOr<SyncPlacement> placed = PlaceSync(spec, Pointers(shared));
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  EXPECT_EQ(placed->communication, v1::COMMUNICATION_HIERARCHICAL);
+  EXPECT_THAT(placed->note,
+              HasSubstr("chief:0 and worker:0 share GPU-0a1b, and NCCL takes "
+                        "one rank per GPU"));
+
+  spec.set_communication(v1::COMMUNICATION_NCCL);
+  EXPECT_THAT(PlaceSync(spec, Pointers(shared)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("communication NCCL: chief:0 and worker:0 "
+                                 "share GPU-0a1b")));
+
+  // Their own GPUs each: NCCL.
+  shared[1].gpu_uuids = {"GPU-ffff"};
+  spec.set_communication(v1::COMMUNICATION_AUTO);
+  placed = PlaceSync(spec, Pointers(shared));
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  EXPECT_EQ(placed->communication, v1::COMMUNICATION_NCCL);
+}
+
 TEST(PlacementTest, EveryIntraNodeChoiceIsValidOnCpusAndGpus) {
   for (bool cuda : {false, true}) {
     const std::vector<AgentView> agents = {Agent("chief", 0, 2, cuda, cuda),

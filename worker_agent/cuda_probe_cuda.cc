@@ -10,6 +10,17 @@
 namespace cohort::agent {
 namespace {
 
+// As nvidia-smi prints it: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
+std::string GpuUuid(const cudaUUID_t& uuid) {
+  std::string out = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    absl::StrAppend(&out, absl::Hex(static_cast<uint8_t>(uuid.bytes[i]),
+                                    absl::kZeroPad2));
+  }
+  return out;
+}
+
 CudaProbe Probe() {
   CudaProbe probe;
   int runtime = 0;
@@ -43,6 +54,7 @@ CudaProbe Probe() {
     if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), i) == cudaSuccess) {
       device.set_pci_bus_id(bus_id);
     }
+    device.set_uuid(GpuUuid(props.uuid));
     probe.devices.push_back(std::move(device));
   }
   if (probe.devices.empty()) probe.note = "no CUDA device present";
