@@ -107,14 +107,14 @@ TEST_F(TrainingLoopE2eTest, TheEarlyStoppingRuleEndsTheMlpAtItsTarget) {
       MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 3000, "file");
   spec.checkpoint_every = 100;
   spec.early_stopping = {
-      .metric = "accuracy", .maximize = true, .target = 0.95};
+      .metric = "accuracy", .maximize = true, .target = kMlpAccuracyBar};
   const v1::JobStatus status = Run(spec);
   ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
   EXPECT_GT(status.stopped_at_step(), 0);
   EXPECT_LT(status.stopped_at_step(), 3000);
   EXPECT_EQ(status.step(), status.stopped_at_step());
   EXPECT_EQ(status.checkpoint_step(), status.stopped_at_step());
-  EXPECT_GE(status.metrics().at("accuracy"), 0.95);
+  EXPECT_GE(status.metrics().at("accuracy"), kMlpAccuracyBar);
   EXPECT_THAT(status.stop_reason(), HasSubstr("early_stopping: accuracy "));
   EXPECT_THAT(status.stop_reason(),
               HasSubstr(" reached the target 0.95 at step "));
@@ -185,7 +185,7 @@ TEST_F(TrainingLoopE2eTest, TheEvaluatorScoresEveryCheckpointBesideTraining) {
   EXPECT_EQ(last.step(), 600);
   EXPECT_EQ(last.error(), "");
   // The held-out accuracy the job itself measured at its end.
-  EXPECT_GE(last.metrics().at("accuracy"), 0.95);
+  EXPECT_GE(last.metrics().at("accuracy"), kMlpAccuracyBar);
   EXPECT_NEAR(last.metrics().at("accuracy"), ended.metrics().at("accuracy"),
               1e-9);
   for (const v1::Evaluation& e : status.evaluations()) {
