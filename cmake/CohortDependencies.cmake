@@ -11,6 +11,7 @@ find_package(PkgConfig REQUIRED)
 find_package(OpenSSL REQUIRED)  # SHA-256 of step libraries
 find_package(ZLIB REQUIRED)     # CRC-32 of record files, gzipped IDX files
 pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)  # /metrics
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)  # examples' BLAS
 
 find_program(COHORT_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)

@@ -216,6 +216,7 @@ std::vector<v1::TaskStatus> ClusterManager::Snapshot(absl::Time now) const {
     status.set_hostname(record.report.hostname());
     status.set_version(record.report.version());
     *status.mutable_features() = record.report.features();
+    status.set_metrics_address(record.report.metrics_address());
     out.push_back(std::move(status));
   }
   return out;

@@ -7,7 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/host_info.h"
+#include "common/host_port.h"
 #include "common/status_macros.h"
+#include "coordinator/cluster_metrics.h"
 #include "coordinator/previous_cluster.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
@@ -174,6 +176,10 @@ std::vector<LaunchPlan> CoordinatorServer::PlanLaunches() const {
       argv.push_back(
           absl::StrCat("--state_dir=", config_.state_dir, "/ps/", task.index));
     }
+    if (!config_.metrics_listen.empty()) {
+      argv.push_back(
+          absl::StrCat("--metrics_listen=", HostPort{host_port->host, 0}.ToString()));
+    }
     argv.insert(argv.end(), security.begin(), security.end());
     plan.spawn.env["TF_CONFIG"] = TfConfigFor(spec, task);
     // Under systemd only the coordinator reports readiness; children talking
@@ -209,8 +215,12 @@ absl::Status CoordinatorServer::Start() {
     started = server_->Start();
   }
   COHORT_RETURN_IF_ERROR(started);
-  started_ = true;
   admin_service_->set_address(server_->DialAddress());
+  if (absl::Status metrics = StartMetrics(); !metrics.ok()) {
+    server_->Shutdown();
+    return metrics;
+  }
+  started_ = true;
   state_.coordinator_address = server_->address();
   spdlog::info(
       "coordinator serving on {} (incarnation {}, {} tasks, launch={})",
@@ -237,6 +247,29 @@ absl::Status CoordinatorServer::Start() {
   return absl::OkStatus();
 }
 
+absl::Status CoordinatorServer::StartMetrics() {
+  if (config_.metrics_listen.empty()) return absl::OkStatus();
+  COHORT_ASSIGN_OR_RETURN(
+      metrics_,
+      rpc::MetricsHttpServer::Start(
+          {.listen = config_.metrics_listen,
+           .token = config_.server.security.token,
+           .json_pages = {{"/sd",
+                           [this] {
+                             return ServiceDiscoveryJson(
+                                 metrics_->address(),
+                                 manager_->Snapshot(absl::Now()));
+                           }}}},
+          &MetricRegistry::Default()));
+  admin_service_->set_metrics_address(metrics_->address());
+  cluster_metrics_ =
+      ScopedCollector(&MetricRegistry::Default(), [this](MetricWriter& out) {
+        WriteClusterMetrics(manager_->Snapshot(absl::Now()), jobs_->List(),
+                            out);
+      });
+  return absl::OkStatus();
+}
+
 void CoordinatorServer::AddServices(rpc::RpcServer& server) {
   server.AddService(coordinator_service_.get());
   server.AddService(admin_service_.get());
@@ -257,6 +290,8 @@ void CoordinatorServer::PersistState() {
 void CoordinatorServer::Shutdown() {
   if (!started_) return;
   started_ = false;
+  cluster_metrics_ = ScopedCollector();
+  metrics_.reset();
   job_loop_->Shutdown();
   spdlog::info("stopping: terminating launched tasks");
   supervisor_->Shutdown();

@@ -20,7 +20,9 @@
 #include "coordinator/store_manager.h"
 #include "coordinator/store_service.h"
 #include "coordinator/supervisor.h"
+#include "common/metrics.h"
 #include "rpc/auth.h"
+#include "rpc/metrics_http.h"
 #include "rpc/server.h"
 
 namespace cohort::coordinator {
@@ -48,6 +50,9 @@ struct CoordinatorConfig {
   bool new_cluster = false;
   std::string log_level = "info";
   std::string task_log_dir;  // empty: state_dir/logs, or inherit stderr
+  // HOST:PORT of /metrics and /sd; launched tasks then serve theirs on their
+  // own host. Empty: none.
+  std::string metrics_listen;
 };
 
 // Owns everything the coordinator runs. Start() once, Shutdown() once (also
@@ -87,6 +92,9 @@ class CoordinatorServer {
   std::unique_ptr<JobControlService> job_control_service_;
   std::unique_ptr<JobLoop> job_loop_;
   std::unique_ptr<rpc::RpcServer> server_;
+  // After everything they read, so that they stop first.
+  std::unique_ptr<rpc::MetricsHttpServer> metrics_;
+  ScopedCollector cluster_metrics_;
   // Without a state dir: where libraries and checkpoints went, removed on
   // shutdown.
   std::string scratch_dir_;
@@ -96,6 +104,7 @@ class CoordinatorServer {
   std::vector<LaunchPlan> PlanLaunches() const;
   void AddServices(rpc::RpcServer& server);
   void PersistState();
+  absl::Status StartMetrics();
 };
 
 }  // namespace cohort::coordinator

@@ -55,6 +55,11 @@ void AdminService::set_address(std::string address) {
   address_ = std::move(address);
 }
 
+void AdminService::set_metrics_address(std::string address) {
+  absl::MutexLock lock(&mu_);
+  metrics_address_ = std::move(address);
+}
+
 grpc::ServerUnaryReactor* AdminService::GetClusterState(
     grpc::CallbackServerContext* context,
     const v1::GetClusterStateRequest* request, v1::ClusterState* response) {
@@ -63,6 +68,7 @@ grpc::ServerUnaryReactor* AdminService::GetClusterState(
     {
       absl::MutexLock lock(&mu_);
       response->set_coordinator_address(address_);
+      response->set_coordinator_metrics_address(metrics_address_);
     }
     response->set_version(kVersion);
     response->set_uptime_ms(absl::ToInt64Milliseconds(now - identity_.started));

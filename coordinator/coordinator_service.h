@@ -65,6 +65,7 @@ class AdminService final : public v1::Admin::CallbackService {
   // The address is known only once the server is bound, after the service
   // was registered.
   void set_address(std::string address);
+  void set_metrics_address(std::string address);
 
  private:
   ClusterManager* const manager_;
@@ -74,6 +75,7 @@ class AdminService final : public v1::Admin::CallbackService {
   const CoordinatorIdentity identity_;
   absl::Mutex mu_;
   std::string address_ ABSL_GUARDED_BY(mu_);
+  std::string metrics_address_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cohort::coordinator

@@ -69,6 +69,7 @@ absl::StatusOr<CoordinatorConfig> ConfigFromFlags() {
   config.listen_given = rpc::ListenFlagGiven();
   config.security_files = flags.security_files;
   config.log_level = flags.log_level;
+  config.metrics_listen = flags.metrics_listen;
 
   const std::string spec_file = absl::GetFlag(FLAGS_cluster_spec);
   if (!spec_file.empty()) {

@@ -9,6 +9,7 @@
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "rpc/limits.h"
+#include "rpc/rpc_metrics.h"
 #include "rpc/tuning.h"
 
 namespace cohort::rpc {
@@ -38,6 +39,7 @@ absl::Status RpcServer::Start() {
   // Without SO_REUSEPORT two daemons could silently share one port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   ApplyTransportTuning(builder);
+  builder.experimental().SetInterceptorCreators(RpcMetricsInterceptors());
   for (grpc::Service* service : services_) builder.RegisterService(service);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || bound_port == 0) {

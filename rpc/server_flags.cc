@@ -9,6 +9,9 @@ ABSL_FLAG(std::string, listen, "",
           "HOST:PORT to serve on. Port 0 binds a free port (see --port_file).");
 ABSL_FLAG(std::string, port_file, "",
           "Write the bound port here once serving (useful with port 0).");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT to serve Prometheus metrics on (GET /metrics); port 0 "
+          "picks a free one. Empty: no metrics endpoint.");
 ABSL_FLAG(std::string, log_level, "info",
           "trace, debug, info, warn, error or off.");
 
@@ -28,6 +31,15 @@ absl::StatusOr<DaemonFlags> DaemonFlagsFromFlags(
         absl::StrCat("--listen: ", listen.status().message()));
   }
   flags.server.port_file = absl::GetFlag(FLAGS_port_file);
+  flags.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (!flags.metrics_listen.empty()) {
+    absl::StatusOr<HostPort> metrics =
+        ParseHostPort(flags.metrics_listen, /*allow_port_zero=*/true);
+    if (!metrics.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--metrics_listen: ", metrics.status().message()));
+    }
+  }
   flags.security_files = SecurityFilesFromFlags();
   COHORT_ASSIGN_OR_RETURN(flags.server.security,
                           Security::Load(flags.security_files));

@@ -1,7 +1,7 @@
 #pragma once
 
-// Flags every daemon takes: --listen, --port_file, --log_level, plus the
-// security flags. Linked into the daemons only, not into cohortctl.
+// Flags every daemon takes: --listen, --port_file, --metrics_listen,
+// --log_level, plus the security flags. Linked into the daemons only, not into cohortctl.
 
 #include <string>
 
@@ -14,6 +14,7 @@ struct DaemonFlags {
   ServerOptions server;  // listen, port_file and the loaded security
   SecurityFiles security_files;
   std::string log_level;
+  std::string metrics_listen;  // empty: no metrics endpoint
 };
 
 // Reads the flags and loads the security files; errors name the flag.

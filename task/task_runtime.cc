@@ -6,15 +6,33 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/host_info.h"
+#include "common/host_port.h"
+#include "common/metrics.h"
 #include "common/logging.h"
 #include "common/signals.h"
 #include "common/systemd_notify.h"
 #include "common/version.h"
+#include "rpc/metrics_http.h"
 #include "rpc/server.h"
 #include "spdlog/spdlog.h"
+#include "task/task_metrics.h"
 #include "task/task_session.h"
 
 namespace cohort::task {
+namespace {
+
+// Where a scraper reaches `bound`: a wildcard host (0.0.0.0, ::) is
+// replaced by the host of the task's advertised gRPC address.
+std::string AdvertisedAddress(const std::string& bound,
+                              const std::string& advertised) {
+  absl::StatusOr<HostPort> b = ParseHostPort(bound, true);
+  absl::StatusOr<HostPort> a = ParseHostPort(advertised, true);
+  if (!b.ok() || !a.ok()) return bound;
+  if (b->host != "0.0.0.0" && b->host != "::") return bound;
+  return HostPort{a->host, b->port}.ToString();
+}
+
+}  // namespace
 
 TaskRuntime::TaskRuntime(std::string daemon_name, TaskConfig config)
     : daemon_name_(std::move(daemon_name)),
@@ -31,6 +49,7 @@ v1::TaskReport TaskRuntime::BaseReport() const {
   report.set_hostname(Hostname());
   report.set_version(kVersion);
   report.set_start_time_unix_ms(absl::ToUnixMillis(started_));
+  report.set_metrics_address(metrics_address_);
   return report;
 }
 
@@ -46,6 +65,25 @@ int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
                                                : config_.advertise_address;
   spdlog::info("{} serving on {}; coordinator {}", daemon_name_,
                server.address(), config_.coordinator);
+  std::unique_ptr<rpc::MetricsHttpServer> metrics;
+  ScopedCollector report_metrics;
+  if (!config_.daemon.metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<rpc::MetricsHttpServer>> started =
+        rpc::MetricsHttpServer::Start(
+            {.listen = config_.daemon.metrics_listen,
+             .token = config_.daemon.server.security.token},
+            &MetricRegistry::Default());
+    if (!started.ok()) {
+      spdlog::error("cannot serve metrics: {}", started.status().ToString());
+      return 1;
+    }
+    metrics = *std::move(started);
+    metrics_address_ = AdvertisedAddress(metrics->address(), address_);
+    report_metrics = ScopedCollector(
+        &MetricRegistry::Default(), [report](MetricWriter& out) {
+          WriteReportMetrics(report(), absl::Now(), out);
+        });
+  }
 
   TerminationWaiter waiter;
   std::atomic<bool> orphaned{false};

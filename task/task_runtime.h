@@ -71,6 +71,7 @@ class TaskRuntime {
   const absl::Time started_;
   std::atomic<bool> registered_{false};
   std::string address_;  // set once, before the session starts
+  std::string metrics_address_;  // likewise; empty: no metrics endpoint
 };
 
 }  // namespace cohort::task

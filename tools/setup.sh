@@ -13,6 +13,7 @@ packages=(
   iproute2 iptables util-linux   # test hosts: namespaces, bridge, tc, loss
   clang-14 libfuzzer-14-dev      # the fuzz targets (tools/fuzz.sh)
   libopenblas-dev dataset-fashion-mnist   # the Fashion-MNIST example
+  libcpp-httplib-dev prometheus   # /metrics, and the server that scrapes it
 )
 if [ "$#" -gt 0 ]; then packages=("$@"); fi
 

@@ -1,9 +1,12 @@
 #include "worker_agent/sync_job_runner.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "collective/algorithmic_communicator.h"
 #include "collective/grpc_store.h"
 #include "collective/hierarchical_communicator.h"
+#include "collective/metered_communicator.h"
 #include "collective/transports/grpc_transport.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
@@ -325,9 +328,13 @@ void SyncJobRunner::RunReplica(int local) {
                                           comm.status().message())),
                 !IsPeerFailure(comm.status()));
   }
+  // "COMMUNICATION_RING" -> "ring": the algorithm label of /metrics.
+  const std::string algorithm = absl::AsciiStrToLower(absl::StripPrefix(
+      v1::Communication_Name(a.communication()), "COMMUNICATION_"));
   {
     absl::MutexLock lock(&mu_);
-    comm_owners_[local] = *std::move(comm);
+    comm_owners_[local] = std::make_unique<collective::MeteredCommunicator>(
+        *std::move(comm), algorithm);
     comms_.push_back(comm_owners_[local].get());
     replicas_[local] = std::make_unique<ReplicaContextImpl>(
         &job_, replica, local, device, comm_owners_[local].get(),
