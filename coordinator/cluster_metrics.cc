@@ -33,8 +33,7 @@ void WriteClusterMetrics(const std::vector<v1::TaskStatus>& tasks,
         continue;
       }
       out.Gauge("cohort_task_state", "1 for the task's current state.",
-                {{"task", task},
-                 {"state", StateLabel(v1::TaskState_Name(s))}},
+                {{"task", task}, {"state", StateLabel(v1::TaskState_Name(s))}},
                 t.state() == s ? 1 : 0);
     }
     if (t.last_heartbeat_age_ms() >= 0) {
@@ -60,8 +59,8 @@ void WriteClusterMetrics(const std::vector<v1::TaskStatus>& tasks,
     for (const auto& [state, unused] : by_state) {
       MetricLabels with_state = labels;
       with_state.emplace_back(
-          "state", StateLabel(v1::JobState_Name(
-                       static_cast<v1::JobState>(state))));
+          "state",
+          StateLabel(v1::JobState_Name(static_cast<v1::JobState>(state))));
       out.Gauge("cohort_job_state", "1 for the job's current state.",
                 with_state, job.state() == state ? 1 : 0);
     }
@@ -81,10 +80,11 @@ void WriteClusterMetrics(const std::vector<v1::TaskStatus>& tasks,
     }
   }
   for (const auto& [state, count] : by_state) {
-    out.Gauge("cohort_jobs", "Jobs by state.",
-              {{"state", StateLabel(v1::JobState_Name(
-                             static_cast<v1::JobState>(state)))}},
-              count);
+    out.Gauge(
+        "cohort_jobs", "Jobs by state.",
+        {{"state",
+          StateLabel(v1::JobState_Name(static_cast<v1::JobState>(state)))}},
+        count);
   }
 }
 

@@ -33,15 +33,21 @@ std::string Render(const std::vector<v1::TaskStatus>& tasks,
 }
 
 TEST(ClusterMetricsTest, TasksHaveOneStateEachAHeartbeatAgeAndRestarts) {
-  const std::string text =
-      Render({Task("worker", 0, v1::DEAD, 7500, ""),
-              Task("ps", 0, v1::STARTING, -1, "")},
-             {});
-  EXPECT_THAT(text, HasSubstr("cohort_task_state{task=\"worker:0\",state=\"dead\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("cohort_task_state{task=\"worker:0\",state=\"ready\"} 0\n"));
-  EXPECT_THAT(text, HasSubstr("cohort_task_heartbeat_age_seconds{task=\"worker:0\"} 7.5\n"));
+  const std::string text = Render({Task("worker", 0, v1::DEAD, 7500, ""),
+                                   Task("ps", 0, v1::STARTING, -1, "")},
+                                  {});
+  EXPECT_THAT(
+      text,
+      HasSubstr("cohort_task_state{task=\"worker:0\",state=\"dead\"} 1\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("cohort_task_state{task=\"worker:0\",state=\"ready\"} 0\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("cohort_task_heartbeat_age_seconds{task=\"worker:0\"} 7.5\n"));
   // Never heartbeated: no age at all rather than a made-up one.
-  EXPECT_THAT(text, Not(HasSubstr("cohort_task_heartbeat_age_seconds{task=\"ps:0\"}")));
+  EXPECT_THAT(
+      text, Not(HasSubstr("cohort_task_heartbeat_age_seconds{task=\"ps:0\"}")));
   EXPECT_THAT(text, HasSubstr("cohort_task_restarts_total{task=\"ps:0\"} 2\n"));
 }
 
@@ -56,13 +62,20 @@ TEST(ClusterMetricsTest, JobsAreCountedByStateWithTheirStepRateAndMetrics) {
   const std::string text = Render({}, {job});
   EXPECT_THAT(text, HasSubstr("cohort_jobs{state=\"running\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("cohort_jobs{state=\"failed\"} 0\n"));
-  EXPECT_THAT(text, HasSubstr("cohort_job_step{job=\"job-4\",name=\"mlp\"} 120\n"));
-  EXPECT_THAT(text, HasSubstr("cohort_job_steps_per_second{job=\"job-4\",name=\"mlp\"} 41.5\n"));
-  EXPECT_THAT(text, HasSubstr("cohort_job_state{job=\"job-4\",name=\"mlp\",state=\"running\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("cohort_job_metric{job=\"job-4\",name=\"mlp\",metric=\"loss\"} 0.25\n"));
+  EXPECT_THAT(text,
+              HasSubstr("cohort_job_step{job=\"job-4\",name=\"mlp\"} 120\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "cohort_job_steps_per_second{job=\"job-4\",name=\"mlp\"} 41.5\n"));
+  EXPECT_THAT(text, HasSubstr("cohort_job_state{job=\"job-4\",name=\"mlp\","
+                              "state=\"running\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("cohort_job_metric{job=\"job-4\",name=\"mlp\","
+                              "metric=\"loss\"} 0.25\n"));
 }
 
-TEST(ClusterMetricsTest, ServiceDiscoveryListsTheCoordinatorAndTasksWithEndpoints) {
+TEST(ClusterMetricsTest,
+     ServiceDiscoveryListsTheCoordinatorAndTasksWithEndpoints) {
   const nlohmann::json groups = nlohmann::json::parse(ServiceDiscoveryJson(
       "10.0.0.1:9464", {Task("worker", 1, v1::READY, 0, "10.0.0.2:9464"),
                         Task("ps", 0, v1::READY, 0, "")}));

@@ -133,11 +133,16 @@ int Main(int argc, char** argv) {
     return 1;
   }
   NotifyReady(absl::StrCat("serving on ", (*server)->address()));
+  std::unique_ptr<SystemdWatchdog> watchdog =
+      SystemdWatchdog::Start([&server](absl::Duration timeout) {
+        return (*server)->Answers(timeout);
+      });
 
   TerminationWaiter waiter;
   const int signal = waiter.Wait();
   spdlog::info("received signal {}; shutting down", signal);
   NotifyStopping();
+  watchdog.reset();
   (*server)->Shutdown();
   return 0;
 }

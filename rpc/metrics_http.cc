@@ -57,12 +57,12 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
                          "text/plain; version=0.0.4; charset=utf-8");
   });
   for (auto& [path, page] : options.json_pages) {
-    http.Get(path, [page = std::move(page), token](
-                       const httplib::Request& request,
-                       httplib::Response& response) {
-      if (!Authorized(request, response, token)) return;
-      response.set_content(page(), "application/json");
-    });
+    http.Get(path,
+             [page = std::move(page), token](const httplib::Request& request,
+                                             httplib::Response& response) {
+               if (!Authorized(request, response, token)) return;
+               response.set_content(page(), "application/json");
+             });
   }
   int port = listen->port;
   if (port == 0) {

@@ -59,8 +59,7 @@ TEST_F(MetricsHttpTest, WithATokenEveryPageWantsIt) {
   httplib::Result wrong = Get("/metrics", {{"Authorization", "Bearer nope"}});
   ASSERT_TRUE(wrong);
   EXPECT_EQ(wrong->status, 401);
-  httplib::Result right =
-      Get("/metrics", {{"Authorization", "Bearer s3cret"}});
+  httplib::Result right = Get("/metrics", {{"Authorization", "Bearer s3cret"}});
   ASSERT_TRUE(right);
   EXPECT_EQ(right->status, 200);
 }

@@ -8,6 +8,7 @@
 #include "common/cluster_spec.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "rpc/limits.h"
 #include "rpc/rpc_metrics.h"
 #include "rpc/tuning.h"
@@ -64,6 +65,18 @@ std::string RpcServer::DialAddress() const {
   if (parsed->host == "0.0.0.0") parsed->host = "127.0.0.1";
   if (parsed->host == "::") parsed->host = "::1";
   return parsed->ToString();
+}
+
+bool RpcServer::AnswersHealthCheck(absl::Duration timeout) {
+  if (server_ == nullptr || shut_down_.load()) return false;
+  auto stub = grpc::health::v1::Health::NewStub(
+      server_->InProcessChannel(grpc::ChannelArguments()));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  grpc::health::v1::HealthCheckRequest request;
+  grpc::health::v1::HealthCheckResponse response;
+  return stub->Check(&context, request, &response).ok() &&
+         response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
 }
 
 void RpcServer::Shutdown(absl::Duration grace) {

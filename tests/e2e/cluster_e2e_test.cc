@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/fake_notify_socket.h"
 #include "tests/testing/test_cluster.h"
 
 namespace cohort::testing {
@@ -45,6 +46,44 @@ TEST(ClusterE2eTest, LaunchesEveryLocalTaskAndReportsItReady) {
   EXPECT_EQ(state->launch_mode(), "local");
   EXPECT_GT(state->uptime_ms(), 0);
   EXPECT_FALSE(state->version().empty());
+}
+
+// As systemd starts them (Type=notify, WatchdogSec=): the coordinator and an
+// agent each report READY=1 to their unit's notify socket, then keep feeding
+// the watchdog while their servers answer.
+TEST(ClusterE2eTest, UnderSystemdDaemonsReportReadyAndFeedTheWatchdog) {
+  ScratchDir dir;
+  const std::string spec = LocalSpec(/*workers=*/0, /*ps=*/0);
+  const std::string chief =
+      nlohmann::json::parse(spec)["cluster"]["chief"][0].get<std::string>();
+  // Each daemon copies NOTIFY_SOCKET and WATCHDOG_USEC from this process's
+  // environment when it is spawned.
+  FakeNotifySocket coordinator_unit(dir.path() + "/coordinator.notify");
+  ASSERT_TRUE(coordinator_unit.bound());
+  setenv("WATCHDOG_USEC", "900000", 1);
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator =
+      CoordinatorProcess::Start(
+          dir, {"--cluster_spec=" + dir.Write("cluster.json", spec),
+                "--launch=none"});
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  FakeNotifySocket agent_unit(dir.path() + "/agent.notify");
+  ASSERT_TRUE(agent_unit.bound());
+  setenv("WATCHDOG_USEC", "900000", 1);
+  absl::StatusOr<Subprocess> agent =
+      Subprocess::Spawn({.argv = {Binary("cohort-agent"), "--task=chief:0",
+                                  "--coordinator=" + (*coordinator)->address(),
+                                  "--listen=" + chief},
+                         .output_file = dir.path() + "/agent.log"});
+  unsetenv("WATCHDOG_USEC");
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  EXPECT_TRUE(coordinator_unit.Await("READY=1", absl::Seconds(30)));
+  EXPECT_TRUE(coordinator_unit.Await("WATCHDOG=1", absl::Seconds(30)));
+  EXPECT_TRUE(coordinator_unit.Await("WATCHDOG=1", absl::Seconds(30)));
+  EXPECT_TRUE(agent_unit.Await("READY=1", absl::Seconds(30)))
+      << ReadFile(dir.path() + "/agent.log").value_or("");
+  EXPECT_TRUE(agent_unit.Await("WATCHDOG=1", absl::Seconds(30)));
+  EXPECT_TRUE(agent_unit.Await("WATCHDOG=1", absl::Seconds(30)));
+  agent->Stop(absl::Seconds(10));
 }
 
 TEST(ClusterE2eTest, KilledAgentIsMarkedDeadThenRestarted) {

@@ -55,7 +55,12 @@ for src in "${units[@]}"; do
     printf '%s\n' "$line"
   done <"$src" >"$work/$name"
   if [[ $name == *@.service ]]; then
-    instance="${name%@.service}@0.service"
+    # Agent instances are tasks, ps instances indices. The task's ':' is
+    # written escaped (worker\x3a0): verify cannot load a unit file whose
+    # name holds a raw ':', and the unit must accept that form anyway.
+    index=0
+    [[ $name == cohort-agent@.service ]] && index='worker\x3a0'
+    instance="${name%@.service}@$index.service"
     ln -s "$name" "$work/$instance"
     to_verify+=("$work/$instance")
   else
