@@ -1,7 +1,9 @@
 #include "collective/metered_communicator.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/metrics.h"
+#include "common/trace.h"
 
 namespace cohort::collective {
 namespace {
@@ -9,15 +11,26 @@ namespace {
 constexpr char kDuration[] = "cohort_collective_duration_seconds";
 constexpr char kSize[] = "cohort_collective_size_bytes";
 
+// Whom a rank exchanges data with: its ring neighbours, or the whole
+// group for the algorithms that involve every rank at each stage.
+std::string Peers(const std::string& algorithm, int rank, int size) {
+  if (size <= 1) return "none";
+  if (algorithm == "ring") {
+    return absl::StrCat("ranks ", (rank + size - 1) % size, " -> ", rank,
+                        " -> ", (rank + 1) % size);
+  }
+  return absl::StrCat("all ", size, " ranks");
+}
+
 }  // namespace
 
 MeteredCommunicator::MeteredCommunicator(std::unique_ptr<Communicator> inner,
                                          std::string algorithm)
     : inner_(std::move(inner)), algorithm_(std::move(algorithm)) {
   MetricRegistry& registry = MetricRegistry::Default();
-  registry.DeclareHistogram(
-      kDuration, "Time of a collective operation on one rank.",
-      LatencyBuckets());
+  registry.DeclareHistogram(kDuration,
+                            "Time of a collective operation on one rank.",
+                            LatencyBuckets());
   registry.DeclareHistogram(
       kSize, "Bytes of a collective operation's input on one rank.",
       SizeBuckets());
@@ -26,6 +39,16 @@ MeteredCommunicator::MeteredCommunicator(std::unique_ptr<Communicator> inner,
 template <typename Op>
 absl::Status MeteredCommunicator::Timed(const char* name, size_t bytes,
                                         Op&& op) {
+  // Every rank runs the same collectives in the same order, so `seq`
+  // matches an operation across ranks (to find who waited on whom).
+  const int64_t seq = ops_++;
+  ScopedSpan span(name);
+  if (span.active()) {
+    span.Arg("bytes", absl::StrCat(bytes));
+    span.Arg("algorithm", algorithm_);
+    span.Arg("peers", Peers(algorithm_, rank(), size()));
+    span.Arg("seq", absl::StrCat(seq));
+  }
   const absl::Time start = absl::Now();
   absl::Status status = op();
   // Failed operations are not timed: their time is the deadline's, not the
@@ -46,8 +69,8 @@ absl::Status MeteredCommunicator::AllReduce(void* data, size_t count,
                [&] { return inner_->AllReduce(data, count, dtype, op); });
 }
 
-absl::Status MeteredCommunicator::Reduce(void* data, size_t count,
-                                         DType dtype, ReduceOp op, int root) {
+absl::Status MeteredCommunicator::Reduce(void* data, size_t count, DType dtype,
+                                         ReduceOp op, int root) {
   return Timed("reduce", count * DTypeSize(dtype),
                [&] { return inner_->Reduce(data, count, dtype, op, root); });
 }
@@ -60,14 +83,13 @@ absl::Status MeteredCommunicator::Broadcast(void* data, size_t count,
 
 absl::Status MeteredCommunicator::AllGather(const void* input, void* output,
                                             size_t count, DType dtype) {
-  return Timed("allgather", count * DTypeSize(dtype), [&] {
-    return inner_->AllGather(input, output, count, dtype);
-  });
+  return Timed("allgather", count * DTypeSize(dtype),
+               [&] { return inner_->AllGather(input, output, count, dtype); });
 }
 
-absl::Status MeteredCommunicator::ReduceScatter(const void* input,
-                                                void* output, size_t count,
-                                                DType dtype, ReduceOp op) {
+absl::Status MeteredCommunicator::ReduceScatter(const void* input, void* output,
+                                                size_t count, DType dtype,
+                                                ReduceOp op) {
   return Timed("reduce_scatter", count * size() * DTypeSize(dtype), [&] {
     return inner_->ReduceScatter(input, output, count, dtype, op);
   });

@@ -2,7 +2,9 @@
 
 // A Communicator that times every operation of the one it wraps, for
 // /metrics: cohort_collective_duration_seconds and
-// cohort_collective_size_bytes, histograms by op and algorithm.
+// cohort_collective_size_bytes, histograms by op and algorithm; and, on a
+// thread that traces (common/trace.h), records each as a span with its
+// bytes, algorithm, peers and sequence number.
 
 #include <memory>
 #include <string>
@@ -43,6 +45,7 @@ class MeteredCommunicator final : public Communicator {
 
   const std::unique_ptr<Communicator> inner_;
   const std::string algorithm_;
+  int64_t ops_ = 0;  // operations started, for the trace's `seq`
 };
 
 }  // namespace cohort::collective

@@ -2,7 +2,8 @@
 
 // Logging setup. Every daemon has one spdlog logger, installed as the default,
 // writing to stderr (the journal, or a per-task log file when launched by the
-// coordinator). Every line carries the daemon and the task identity:
+// coordinator), and to LogBuffer::Default(), from which Logs.ReadLog serves
+// it. Every line carries the daemon and the task identity:
 //
 //   2026-11-22T21:00:00.123 I [agent worker:0] registered with 127.0.0.1:4000
 

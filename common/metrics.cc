@@ -57,17 +57,16 @@ std::string Escape(const std::string& text, bool quote) {
 }
 
 // `{a="1",b="2"}` with `extra` (le="...") last; "" without labels.
-std::string LabelText(const MetricLabels& labels,
-                      const std::pair<std::string, std::string>* extra =
-                          nullptr) {
+std::string LabelText(
+    const MetricLabels& labels,
+    const std::pair<std::string, std::string>* extra = nullptr) {
   if (labels.empty() && extra == nullptr) return "";
   std::string out = "{";
   bool first = true;
   auto add = [&](const std::pair<std::string, std::string>& label) {
     if (!first) out += ",";
     first = false;
-    absl::StrAppend(&out, label.first, "=\"", Escape(label.second, true),
-                    "\"");
+    absl::StrAppend(&out, label.first, "=\"", Escape(label.second, true), "\"");
   };
   for (const auto& label : labels) add(label);
   if (extra != nullptr) add(*extra);
@@ -181,6 +180,12 @@ void MetricRegistry::Set(const std::string& name, const MetricLabels& labels,
   SeriesLocked(name, MetricType::kGauge, labels).value = value;
 }
 
+void MetricRegistry::Add(const std::string& name, const MetricLabels& labels,
+                         double delta) {
+  absl::MutexLock lock(&mu_);
+  SeriesLocked(name, MetricType::kGauge, labels).value += delta;
+}
+
 void MetricRegistry::Observe(const std::string& name,
                              const MetricLabels& labels, double value) {
   absl::MutexLock lock(&mu_);
@@ -216,8 +221,7 @@ std::string MetricRegistry::Render() const {
   // One sorted pass over both sources; a name is in one of them only.
   auto recorded = families_.begin();
   auto written = collected.families_.begin();
-  while (recorded != families_.end() ||
-         written != collected.families_.end()) {
+  while (recorded != families_.end() || written != collected.families_.end()) {
     const bool take_recorded =
         written == collected.families_.end() ||
         (recorded != families_.end() && recorded->first < written->first);

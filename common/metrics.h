@@ -76,6 +76,8 @@ class MetricRegistry {
   void Increment(const std::string& name, const MetricLabels& labels,
                  double delta = 1);
   void Set(const std::string& name, const MetricLabels& labels, double value);
+  // Moves a gauge up or down (things in flight).
+  void Add(const std::string& name, const MetricLabels& labels, double delta);
   void Observe(const std::string& name, const MetricLabels& labels,
                double value);
 
@@ -90,8 +92,8 @@ class MetricRegistry {
 
  private:
   struct Series {
-    double value = 0;                // counter, gauge
-    std::vector<uint64_t> buckets;   // histogram: per bound, not cumulative
+    double value = 0;               // counter, gauge
+    std::vector<uint64_t> buckets;  // histogram: per bound, not cumulative
     uint64_t count = 0;
     double sum = 0;
   };

@@ -26,6 +26,15 @@ TEST(MetricRegistryTest, CountersAndGaugesRenderWithHelpTypeAndLabels) {
                               "cohort_things_total{kind=\"a\"} 3\n"));
 }
 
+TEST(MetricRegistryTest, GaugesMoveUpAndDownByAdd) {
+  MetricRegistry registry;
+  registry.DeclareGauge("cohort_open", "Open things.");
+  registry.Add("cohort_open", {{"m", "x"}}, 1);
+  registry.Add("cohort_open", {{"m", "x"}}, 1);
+  registry.Add("cohort_open", {{"m", "x"}}, -1);
+  EXPECT_THAT(registry.Render(), HasSubstr("cohort_open{m=\"x\"} 1\n"));
+}
+
 TEST(MetricRegistryTest, HistogramBucketsAreCumulativeWithSumAndCount) {
   MetricRegistry registry;
   registry.DeclareHistogram("cohort_wait_seconds", "Waits.", {0.1, 1});
@@ -33,18 +42,20 @@ TEST(MetricRegistryTest, HistogramBucketsAreCumulativeWithSumAndCount) {
     registry.Observe("cohort_wait_seconds", {{"op", "x"}}, v);
   }
   const std::string text = registry.Render();
-  EXPECT_THAT(text, HasSubstr("cohort_wait_seconds_bucket{op=\"x\",le=\"0.1\"} 1\n"
-                              "cohort_wait_seconds_bucket{op=\"x\",le=\"1\"} 3\n"
-                              "cohort_wait_seconds_bucket{op=\"x\",le=\"+Inf\"} 4\n"
-                              "cohort_wait_seconds_sum{op=\"x\"} 6.25\n"
-                              "cohort_wait_seconds_count{op=\"x\"} 4\n"));
+  EXPECT_THAT(text,
+              HasSubstr("cohort_wait_seconds_bucket{op=\"x\",le=\"0.1\"} 1\n"
+                        "cohort_wait_seconds_bucket{op=\"x\",le=\"1\"} 3\n"
+                        "cohort_wait_seconds_bucket{op=\"x\",le=\"+Inf\"} 4\n"
+                        "cohort_wait_seconds_sum{op=\"x\"} 6.25\n"
+                        "cohort_wait_seconds_count{op=\"x\"} 4\n"));
 }
 
 TEST(MetricRegistryTest, LabelValuesAreEscaped) {
   MetricRegistry registry;
   registry.DeclareGauge("cohort_g", "G.");
   registry.Set("cohort_g", {{"name", "a\"b\\c\nd"}}, 1);
-  EXPECT_THAT(registry.Render(), HasSubstr("cohort_g{name=\"a\\\"b\\\\c\\nd\"} 1\n"));
+  EXPECT_THAT(registry.Render(),
+              HasSubstr("cohort_g{name=\"a\\\"b\\\\c\\nd\"} 1\n"));
 }
 
 TEST(MetricRegistryTest, CollectorsRunAtEachRenderUntilRemoved) {
@@ -55,8 +66,10 @@ TEST(MetricRegistryTest, CollectorsRunAtEachRenderUntilRemoved) {
       ++runs;
       w.Gauge("cohort_runs", "Runs.", {{"task", "worker:0"}}, runs);
     });
-    EXPECT_THAT(registry.Render(), HasSubstr("cohort_runs{task=\"worker:0\"} 1\n"));
-    EXPECT_THAT(registry.Render(), HasSubstr("cohort_runs{task=\"worker:0\"} 2\n"));
+    EXPECT_THAT(registry.Render(),
+                HasSubstr("cohort_runs{task=\"worker:0\"} 1\n"));
+    EXPECT_THAT(registry.Render(),
+                HasSubstr("cohort_runs{task=\"worker:0\"} 2\n"));
   }
   EXPECT_THAT(registry.Render(), Not(HasSubstr("cohort_runs")));
   EXPECT_EQ(runs, 2);

@@ -82,15 +82,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   server->ps_reader_ = std::make_unique<PsStatusReader>(config.server.security,
                                                         absl::Seconds(1));
   server->store_manager_ = std::make_unique<StoreManager>();
+  server->pump_ = std::make_unique<rpc::StreamPump>(absl::Milliseconds(100));
   server->store_service_ = std::make_unique<StoreService>(
       server->store_manager_.get(), server->auth_.get());
-  server->admin_service_ = std::make_unique<AdminService>(
-      server->manager_.get(), server->auth_.get(), server->ps_reader_.get(),
-      server->store_manager_.get(),
-      CoordinatorIdentity{
-          .launch_mode = config.launch == LaunchMode::kLocal ? "local" : "none",
-          .incarnation = server->state_.incarnation,
-          .started = now});
   // Without a state dir, libraries and checkpoints go to a scratch dir of
   // this process.
   const std::string data_dir =
@@ -106,13 +100,24 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
       server->manager_.get(), server->jobs_.get(), server->store_manager_.get(),
       config.state_dir.empty() ? "" : config.state_dir + "/jobs.json");
   COHORT_RETURN_IF_ERROR(server->job_loop_->Restore());
+  server->admin_service_ = std::make_unique<AdminService>(
+      server->manager_.get(), server->auth_.get(), server->ps_reader_.get(),
+      server->store_manager_.get(),
+      CoordinatorIdentity{
+          .launch_mode = config.launch == LaunchMode::kLocal ? "local" : "none",
+          .incarnation = server->state_.incarnation,
+          .started = now},
+      LogAccess{.own_log = &LogBuffer::Default(),
+                .jobs = server->jobs_.get(),
+                .pump = server->pump_.get(),
+                .security = config.server.security});
   // Two threads: one large upload does not hold up an agent's fetch.
   server->slow_ = std::make_unique<Executor>(2, "coord-slow");
   server->jobs_service_ = std::make_unique<JobsService>(
       server->jobs_.get(), server->libraries_.get(), server->auth_.get(),
       server->slow_.get(),
       [loop = server->job_loop_.get()] { return loop->SaveNow(); },
-      config.server.security);
+      config.server.security, server->pump_.get());
   server->job_control_service_ = std::make_unique<JobControlService>(
       server->jobs_.get(), server->libraries_.get(), server->auth_.get(),
       server->slow_.get());
@@ -177,14 +182,15 @@ std::vector<LaunchPlan> CoordinatorServer::PlanLaunches() const {
           absl::StrCat("--state_dir=", config_.state_dir, "/ps/", task.index));
     }
     if (!config_.metrics_listen.empty()) {
-      argv.push_back(
-          absl::StrCat("--metrics_listen=", HostPort{host_port->host, 0}.ToString()));
+      argv.push_back(absl::StrCat("--metrics_listen=",
+                                  HostPort{host_port->host, 0}.ToString()));
     }
     argv.insert(argv.end(), security.begin(), security.end());
     plan.spawn.env["TF_CONFIG"] = TfConfigFor(spec, task);
-    // Under systemd only the coordinator reports readiness; children talking
-    // to its notify socket would only earn warnings.
-    plan.spawn.unset_env.push_back("NOTIFY_SOCKET");
+    // Under systemd only the coordinator reports readiness and feeds the
+    // watchdog (it supervises its children itself); children talking to
+    // its notify socket would only earn warnings.
+    plan.spawn.unset_env = {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"};
     // The coordinator stops its children itself, in order; a terminal's ^C
     // must not reach them first.
     plan.spawn.new_process_group = true;
@@ -299,6 +305,7 @@ void CoordinatorServer::Shutdown() {
   // Parked store waits end first, so that the server's shutdown need not
   // cancel them.
   store_manager_->Shutdown();
+  pump_->Shutdown();
   server_->Shutdown(absl::Milliseconds(500));
   slow_->Shutdown();
   if (!scratch_dir_.empty()) {

@@ -69,6 +69,10 @@ class CoordinatorServer {
   void Shutdown();
 
   std::string address() const { return server_->DialAddress(); }
+  // Whether its gRPC server answers within `timeout` (the systemd watchdog).
+  bool Answers(absl::Duration timeout) {
+    return server_->AnswersHealthCheck(timeout);
+  }
   ClusterManager& manager() { return *manager_; }
 
  private:
@@ -80,6 +84,9 @@ class CoordinatorServer {
   std::unique_ptr<rpc::Authenticator> auth_;
   std::unique_ptr<CoordinatorService> coordinator_service_;
   std::unique_ptr<PsStatusReader> ps_reader_;
+  // Drives the streaming calls (WatchJob, StreamLogs); declared before the
+  // services, so destroyed after them and after the server.
+  std::unique_ptr<rpc::StreamPump> pump_;
   // Slow work of the handlers (library uploads and fetches). Declared
   // before the services, so destroyed after them.
   std::unique_ptr<Executor> slow_;

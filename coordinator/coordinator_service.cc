@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include "common/version.h"
+#include "coordinator/log_relay.h"
+#include "rpc/status_conversion.h"
 #include "rpc/unary.h"
 #include "spdlog/spdlog.h"
 
@@ -43,12 +45,13 @@ grpc::ServerUnaryReactor* CoordinatorService::Deregister(
 AdminService::AdminService(ClusterManager* manager,
                            const rpc::Authenticator* auth,
                            PsStatusReader* ps_reader, const StoreManager* store,
-                           CoordinatorIdentity identity)
+                           CoordinatorIdentity identity, LogAccess logs)
     : manager_(manager),
       auth_(auth),
       ps_reader_(ps_reader),
       store_(store),
-      identity_(std::move(identity)) {}
+      identity_(std::move(identity)),
+      logs_(std::move(logs)) {}
 
 void AdminService::set_address(std::string address) {
   absl::MutexLock lock(&mu_);
@@ -102,6 +105,27 @@ grpc::ServerUnaryReactor* AdminService::GetClusterState(
           finish(absl::OkStatus());
         });
   });
+}
+
+grpc::ServerWriteReactor<v1::LogChunk>* AdminService::StreamLogs(
+    grpc::CallbackServerContext* context,
+    const v1::StreamLogsRequest* request) {
+  if (absl::Status status = auth_->Check(*context); !status.ok()) {
+    return new rpc::RefusedWriter<v1::LogChunk>(rpc::ToGrpcStatus(status));
+  }
+  if (logs_.pump == nullptr) {
+    return new rpc::RefusedWriter<v1::LogChunk>(grpc::Status(
+        grpc::StatusCode::UNIMPLEMENTED, "this server relays no logs"));
+  }
+  absl::StatusOr<LogRelayPlan> plan = PlanLogRelay(
+      *request, *manager_, *logs_.jobs, logs_.own_log, logs_.security);
+  if (!plan.ok()) {
+    return new rpc::RefusedWriter<v1::LogChunk>(
+        rpc::ToGrpcStatus(plan.status()));
+  }
+  auto* relay = new LogRelay(logs_.pump, *std::move(plan));
+  relay->Begin();
+  return relay;
 }
 
 }  // namespace cohort::coordinator

@@ -9,10 +9,14 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cohort/v1/coordinator.grpc.pb.h"
+#include "common/log_buffer.h"
 #include "coordinator/cluster_manager.h"
+#include "coordinator/job_manager.h"
 #include "coordinator/ps_status_reader.h"
 #include "coordinator/store_manager.h"
 #include "rpc/auth.h"
+#include "rpc/security.h"
+#include "rpc/stream_pump.h"
 
 namespace cohort::coordinator {
 
@@ -45,6 +49,16 @@ struct CoordinatorIdentity {
   absl::Time started;
 };
 
+// What StreamLogs reads: the coordinator's own log, and the tasks' through
+// `security`; jobs name their tasks. Not owned. Without a pump (an admin
+// service alone, in tests), StreamLogs is UNIMPLEMENTED.
+struct LogAccess {
+  const LogBuffer* own_log = nullptr;
+  const JobManager* jobs = nullptr;
+  rpc::StreamPump* pump = nullptr;
+  rpc::Security security;
+};
+
 // `manager`, `auth` and `ps_reader` are not owned. GetClusterState reads
 // each READY ps task's shard live through `ps_reader`, so that a status
 // taken right after a job shows what the shards hold now; a ps that does
@@ -55,12 +69,15 @@ class AdminService final : public v1::Admin::CallbackService {
   // `store` may be null (no store keys shown).
   AdminService(ClusterManager* manager, const rpc::Authenticator* auth,
                PsStatusReader* ps_reader, const StoreManager* store,
-               CoordinatorIdentity identity);
+               CoordinatorIdentity identity, LogAccess logs = {});
 
   grpc::ServerUnaryReactor* GetClusterState(
       grpc::CallbackServerContext* context,
       const v1::GetClusterStateRequest* request,
       v1::ClusterState* response) override;
+  grpc::ServerWriteReactor<v1::LogChunk>* StreamLogs(
+      grpc::CallbackServerContext* context,
+      const v1::StreamLogsRequest* request) override;
 
   // The address is known only once the server is bound, after the service
   // was registered.
@@ -73,6 +90,7 @@ class AdminService final : public v1::Admin::CallbackService {
   PsStatusReader* const ps_reader_;
   const StoreManager* const store_;
   const CoordinatorIdentity identity_;
+  const LogAccess logs_;
   absl::Mutex mu_;
   std::string address_ ABSL_GUARDED_BY(mu_);
   std::string metrics_address_ ABSL_GUARDED_BY(mu_);

@@ -45,6 +45,8 @@ class JobManager {
  public:
   JobManager(ClusterSpec spec, JobManagerOptions options);
 
+  const ClusterSpec& spec() const { return spec_; }
+
   // INVALID_ARGUMENT naming the field for a malformed spec. The library
   // must already be stored under spec.library_digest.
   absl::StatusOr<std::string> Submit(const v1::JobSpec& spec, absl::Time now);

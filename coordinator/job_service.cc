@@ -1,6 +1,9 @@
 #include "coordinator/job_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/job_tasks.h"
+#include "coordinator/job_watch.h"
+#include "coordinator/trace_collector.h"
 #include "coordinator/variable_fetcher.h"
 #include "rpc/limits.h"
 #include "rpc/unary.h"
@@ -21,13 +24,14 @@ constexpr int64_t kMaxFetchBytes = rpc::kMaxMessageBytes - (1 << 20);
 JobsService::JobsService(JobManager* manager, LibraryStore* libraries,
                          const rpc::Authenticator* auth, Executor* slow,
                          std::function<absl::Status()> persist,
-                         rpc::Security ps_security)
+                         rpc::Security ps_security, rpc::StreamPump* pump)
     : manager_(manager),
       libraries_(libraries),
       auth_(auth),
       slow_(slow),
       persist_(std::move(persist)),
-      ps_security_(std::move(ps_security)) {}
+      ps_security_(std::move(ps_security)),
+      pump_(pump) {}
 
 absl::Status JobsService::Persist(absl::string_view what) {
   absl::Status saved = persist_ ? persist_() : absl::OkStatus();
@@ -78,6 +82,16 @@ grpc::ServerUnaryReactor* JobsService::GetJob(
     *response = *std::move(status);
     return absl::OkStatus();
   });
+}
+
+grpc::ServerWriteReactor<v1::JobStatus>* JobsService::WatchJob(
+    grpc::CallbackServerContext* context, const v1::GetJobRequest* request) {
+  if (absl::Status status = auth_->Check(*context); !status.ok()) {
+    return new rpc::RefusedWriter<v1::JobStatus>(rpc::ToGrpcStatus(status));
+  }
+  auto* watch = new JobWatch(pump_, manager_, request->job_id());
+  watch->Begin();
+  return watch;
 }
 
 grpc::ServerUnaryReactor* JobsService::ListJobs(
@@ -143,6 +157,26 @@ grpc::ServerUnaryReactor* JobsService::FinishJob(
         manager_->FinishScheduling(request->job_id(), absl::Now());
     if (!finished.ok()) return finished;
     return Persist("the finish");
+  });
+}
+
+grpc::ServerUnaryReactor* JobsService::GetTrace(
+    grpc::CallbackServerContext* context, const v1::GetTraceRequest* request,
+    v1::TraceData* response) {
+  // Asking the agents waits on them.
+  return rpc::OffloadUnary(context, auth_, slow_, [=, this]() -> absl::Status {
+    absl::StatusOr<v1::JobStatus> job = manager_->Get(request->job_id());
+    if (!job.ok()) return job.status();
+    std::vector<std::pair<std::string, std::string>> agents;
+    for (const TaskId& task :
+         JobTasks(*job, manager_->spec(), /*with_ps=*/false)) {
+      agents.emplace_back(task.ToString(), *manager_->spec().address(task));
+    }
+    absl::StatusOr<v1::TraceData> trace =
+        CollectTrace(agents, ps_security_, request->job_id(), kFetchTimeout);
+    if (!trace.ok()) return trace.status();
+    *response = *std::move(trace);
+    return absl::OkStatus();
   });
 }
 

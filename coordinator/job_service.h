@@ -12,19 +12,22 @@
 #include "coordinator/library_store.h"
 #include "rpc/auth.h"
 #include "rpc/security.h"
+#include "rpc/stream_pump.h"
 
 namespace cohort::coordinator {
 
-// `manager`, `libraries`, `auth` and `slow` are not owned and must outlive
+// `manager`, `libraries`, `auth`, `slow` and `pump` are not owned and must outlive
 // the service. Library uploads are hashed and written on `slow`, never on a
 // gRPC thread. Thread-safe.
 class JobsService final : public v1::Jobs::CallbackService {
  public:
   // `persist` saves the job table (JobLoop::SaveNow); null: nothing is
-  // saved. `ps_security` reaches the ps tasks, for FetchVariables.
+  // saved. `ps_security` reaches the ps tasks, for FetchVariables, and the
+  // agents, for GetTrace.
   JobsService(JobManager* manager, LibraryStore* libraries,
               const rpc::Authenticator* auth, Executor* slow,
-              std::function<absl::Status()> persist, rpc::Security ps_security);
+              std::function<absl::Status()> persist, rpc::Security ps_security,
+              rpc::StreamPump* pump);
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const v1::SubmitJobRequest* request,
@@ -32,6 +35,9 @@ class JobsService final : public v1::Jobs::CallbackService {
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
                                    const v1::GetJobRequest* request,
                                    v1::JobStatus* response) override;
+  grpc::ServerWriteReactor<v1::JobStatus>* WatchJob(
+      grpc::CallbackServerContext* context,
+      const v1::GetJobRequest* request) override;
   grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
                                      const v1::ListJobsRequest* request,
                                      v1::ListJobsResponse* response) override;
@@ -47,6 +53,9 @@ class JobsService final : public v1::Jobs::CallbackService {
   grpc::ServerUnaryReactor* FinishJob(grpc::CallbackServerContext* context,
                                       const v1::FinishJobRequest* request,
                                       v1::FinishJobResponse* response) override;
+  grpc::ServerUnaryReactor* GetTrace(grpc::CallbackServerContext* context,
+                                     const v1::GetTraceRequest* request,
+                                     v1::TraceData* response) override;
   grpc::ServerUnaryReactor* FetchVariables(
       grpc::CallbackServerContext* context,
       const v1::FetchVariablesRequest* request,
@@ -63,6 +72,7 @@ class JobsService final : public v1::Jobs::CallbackService {
   Executor* const slow_;
   const std::function<absl::Status()> persist_;
   const rpc::Security ps_security_;
+  rpc::StreamPump* const pump_;
 };
 
 // Same ownership as JobsService; libraries are read on `slow`.

@@ -119,6 +119,9 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
     }
   }
   if (absl::Status rule = ValidateEarlyStopping(spec); !rule.ok()) return rule;
+  if (spec.trace_steps() < 0) {
+    return bad("trace_steps must not be negative, got ", spec.trace_steps());
+  }
   if (spec.logical_devices_per_replica() < 0 ||
       spec.logical_devices_per_replica() > kMaxLogicalDevices) {
     return bad("logical_devices_per_replica must be in [0, ",

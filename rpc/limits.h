@@ -1,5 +1,7 @@
 #pragma once
 
+#include "absl/time/time.h"
+
 namespace cohort::rpc {
 
 // Largest single gRPC message any Cohort endpoint accepts or sends. Control
@@ -9,5 +11,10 @@ inline constexpr int kMaxMessageBytes = 256 * 1024 * 1024;
 
 // Default deadline of a control-plane RPC.
 inline constexpr int kDefaultRpcTimeoutMs = 5000;
+
+// A server stream that has nothing new (WatchJob, a followed log) still
+// sends at least this often, so that its reader can tell a quiet stream from
+// a server that went away.
+inline constexpr absl::Duration kStreamKeepalive = absl::Seconds(2);
 
 }  // namespace cohort::rpc

@@ -10,6 +10,7 @@ namespace cohort::rpc {
 namespace {
 
 constexpr char kDuration[] = "cohort_rpc_server_duration_seconds";
+constexpr char kInFlight[] = "cohort_rpc_server_in_flight";
 
 using grpc::experimental::InterceptionHookPoints;
 
@@ -17,10 +18,17 @@ using grpc::experimental::InterceptionHookPoints;
 class DurationInterceptor final : public grpc::experimental::Interceptor {
  public:
   explicit DurationInterceptor(const char* method)
-      : method_(method == nullptr ? "unknown" : method),
-        start_(absl::Now()) {}
+      : method_(method == nullptr ? "unknown" : method), start_(absl::Now()) {
+    MetricRegistry::Default().Add(kInFlight, {{"method", method_}}, 1);
+  }
+  // gRPC destroys the interceptor when the call is over, streams included:
+  // a stream whose reader left stops counting only when it really ended.
+  ~DurationInterceptor() override {
+    MetricRegistry::Default().Add(kInFlight, {{"method", method_}}, -1);
+  }
 
-  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(
             InterceptionHookPoints::PRE_SEND_STATUS)) {
       const absl::StatusCode code =
@@ -49,11 +57,15 @@ class DurationInterceptorFactory final
 
 }  // namespace
 
-std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+std::vector<
+    std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
 RpcMetricsInterceptors() {
   MetricRegistry::Default().DeclareHistogram(
-      kDuration, "Time from an RPC's arrival to its status, by method and code.",
+      kDuration,
+      "Time from an RPC's arrival to its status, by method and code.",
       LatencyBuckets());
+  MetricRegistry::Default().DeclareGauge(
+      kInFlight, "RPCs (streams included) that arrived and are not over.");
   std::vector<
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       factories;

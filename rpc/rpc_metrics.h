@@ -3,7 +3,8 @@
 // Server-side RPC latency for /metrics: a gRPC interceptor that observes
 // every call's handling time into cohort_rpc_server_duration_seconds, by
 // method ("/cohort.v1.Admin/GetClusterState") and status code ("OK").
-// Streams count from their start to their status.
+// Streams count from their start to their status. cohort_rpc_server_in_flight
+// counts, by method, the calls that arrived and are not over.
 
 #include <grpcpp/support/server_interceptor.h>
 
@@ -14,7 +15,8 @@ namespace cohort::rpc {
 
 // What ServerBuilder::experimental().SetInterceptorCreators takes. Records
 // into MetricRegistry::Default().
-std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+std::vector<
+    std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
 RpcMetricsInterceptors();
 
 }  // namespace cohort::rpc

@@ -7,11 +7,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/host_info.h"
 #include "common/host_port.h"
-#include "common/metrics.h"
 #include "common/logging.h"
+#include "common/metrics.h"
 #include "common/signals.h"
 #include "common/systemd_notify.h"
 #include "common/version.h"
+#include "rpc/log_service.h"
 #include "rpc/metrics_http.h"
 #include "rpc/server.h"
 #include "spdlog/spdlog.h"
@@ -55,8 +56,12 @@ v1::TaskReport TaskRuntime::BaseReport() const {
 
 int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
                      std::function<v1::TaskReport()> report) {
+  // Every task serves its own log, which the coordinator relays.
+  rpc::StreamPump log_pump(absl::Milliseconds(100));
+  rpc::LogService log_service(&LogBuffer::Default(), &auth_, &log_pump);
   rpc::RpcServer server(config_.daemon.server);
   for (grpc::Service* service : services) server.AddService(service);
+  server.AddService(&log_service);
   if (absl::Status started = server.Start(); !started.ok()) {
     spdlog::error("cannot serve: {}", started.ToString());
     return 1;
@@ -65,6 +70,10 @@ int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
                                                : config_.advertise_address;
   spdlog::info("{} serving on {}; coordinator {}", daemon_name_,
                server.address(), config_.coordinator);
+  std::unique_ptr<SystemdWatchdog> watchdog =
+      SystemdWatchdog::Start([&server](absl::Duration timeout) {
+        return server.AnswersHealthCheck(timeout);
+      });
   std::unique_ptr<rpc::MetricsHttpServer> metrics;
   ScopedCollector report_metrics;
   if (!config_.daemon.metrics_listen.empty()) {
@@ -119,8 +128,10 @@ int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
     spdlog::error("stopping: {}", waiter.stop_reason());
     exit_code = orphaned ? 1 : 2;
   }
+  watchdog.reset();
   session.Shutdown(signal != 0 ? absl::StrCat("signal ", signal)
                                : waiter.stop_reason());
+  log_pump.Shutdown();
   server.Shutdown(absl::Milliseconds(500));
   return exit_code;
 }

@@ -14,7 +14,11 @@ packages=(
   clang-14 libfuzzer-14-dev      # the fuzz targets (tools/fuzz.sh)
   libopenblas-dev dataset-fashion-mnist   # the Fashion-MNIST example
   libcpp-httplib-dev prometheus   # /metrics, and the server that scrapes it
+  nodejs python3-yaml   # the Kubernetes manifests' schema and TF_CONFIG tests
 )
+# Debian's nodejs comes without npm; other builds of it (NodeSource) bring
+# their own, which Debian's npm would conflict with.
+if [ "$#" -eq 0 ] && ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 if [ "$#" -gt 0 ]; then packages=("$@"); fi
 
 missing=()

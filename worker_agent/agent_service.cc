@@ -1,7 +1,9 @@
 #include "worker_agent/agent_service.h"
 
+#include "absl/time/clock.h"
 #include "rpc/unary.h"
 #include "worker_agent/device_discovery.h"
+#include "worker_agent/trace_store.h"
 
 namespace cohort::agent {
 
@@ -24,6 +26,22 @@ grpc::ServerUnaryReactor* AgentService::GetAgentStatus(
   return rpc::HandleUnary(context, runtime_->auth(), [&] {
     *response->mutable_report() = Report();
     response->set_registered(runtime_->registered());
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* AgentService::GetTrace(
+    grpc::CallbackServerContext* context, const v1::GetTraceRequest* request,
+    v1::TraceData* response) {
+  return rpc::HandleUnary(context, runtime_->auth(), [&]() -> absl::Status {
+    if (request->clock_only()) {
+      response->set_agent_now_unix_ns(absl::GetCurrentTimeNanos());
+      return absl::OkStatus();
+    }
+    absl::StatusOr<v1::TraceData> trace = TraceStore::Default().Get(
+        request->job_id(), runtime_->config().task.ToString());
+    if (!trace.ok()) return trace.status();
+    *response = *std::move(trace);
     return absl::OkStatus();
   });
 }

@@ -22,6 +22,10 @@ class AgentService final : public v1::Agent::CallbackService {
       grpc::CallbackServerContext* context,
       const v1::GetAgentStatusRequest* request,
       v1::AgentStatus* response) override;
+  // Spans of a traced job recorded here (TraceStore::Default()).
+  grpc::ServerUnaryReactor* GetTrace(grpc::CallbackServerContext* context,
+                                     const v1::GetTraceRequest* request,
+                                     v1::TraceData* response) override;
 
  private:
   const task::TaskRuntime* const runtime_;

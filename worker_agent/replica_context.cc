@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/names.h"
 #include "common/status_macros.h"
+#include "common/trace.h"
 #include "optimizer/optimizer_kernels.h"
 #include "spdlog/spdlog.h"
 #include "worker_agent/replica_variables.h"
@@ -195,6 +196,7 @@ absl::Status OptimizerImpl::apply_gradients(std::span<const Tensor> gradients) {
 }
 
 absl::Status OptimizerImpl::Update(std::span<const Tensor> gradients) {
+  ScopedSpan span("optimizer");
   const LogicalDevices& logical = context_->logical_devices();
   for (size_t i = 0; i < gradients.size(); ++i) {
     // Where the variable lives: the update runs there, on its stream.

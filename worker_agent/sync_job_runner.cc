@@ -1,5 +1,7 @@
 #include "worker_agent/sync_job_runner.h"
 
+#include <optional>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -9,9 +11,11 @@
 #include "collective/metered_communicator.h"
 #include "collective/transports/grpc_transport.h"
 #include "common/status_macros.h"
+#include "common/trace.h"
 #include "spdlog/spdlog.h"
 #include "worker_agent/job_loader.h"
 #include "worker_agent/staged_communicator.h"
+#include "worker_agent/trace_store.h"
 #ifdef COHORT_HAVE_NCCL
 #include "collective/nccl/nccl_communicator.h"
 #endif
@@ -388,11 +392,25 @@ void SyncJobRunner::RunReplica(int local) {
          status.code() != absl::StatusCode::kDeadlineExceeded);
   };
   const int64_t every = spec.checkpoint_every();
+  // Tracing: this thread records the attempt's first trace_steps steps.
+  std::shared_ptr<TraceRecorder> recorder;
+  if (spec.trace_steps() > 0) {
+    recorder = TraceStore::Default().NewRecorder(
+        a.job_id(), a.attempt(), replica, TraceCapacity(spec.trace_steps()));
+  }
+  std::optional<TraceRecorder::Scope> tracing;
+  if (recorder != nullptr) tracing.emplace(recorder.get());
   for (int64_t step = *start; step < job_.steps; ++step) {
     if (aborted_) return;
+    if (tracing.has_value() && step - *start >= spec.trace_steps()) {
+      tracing.reset();
+    }
+    ScopedSpan step_span("step");
+    step_span.Arg("step", absl::StrCat(step));
     ctx.set_step(step);
     Batch batch;
     if (input_ != nullptr) {
+      ScopedSpan input_span("input");
       absl::StatusOr<std::optional<Batch>> taken =
           input_->Take(local, step, device);
       if (!taken.ok()) return input_failure(taken.status());
@@ -406,10 +424,13 @@ void SyncJobRunner::RunReplica(int local) {
       }
       batch = **std::move(taken);
     }
-    if (absl::Status status = functions_.step(ctx, batch); !status.ok()) {
-      return user_failure(status,
-                          absl::StrCat("step function \"", spec.step_fn(),
-                                       "\" at step ", step));
+    {
+      ScopedSpan compute_span("compute");
+      if (absl::Status status = functions_.step(ctx, batch); !status.ok()) {
+        return user_failure(status,
+                            absl::StrCat("step function \"", spec.step_fn(),
+                                         "\" at step ", step));
+      }
     }
     if (input_ != nullptr && input_->can_end() && step + 1 < job_.steps) {
       // Every replica votes at this step's end, so a stream that runs out
@@ -421,13 +442,17 @@ void SyncJobRunner::RunReplica(int local) {
                                        " ended after step ", step));
       }
     }
-    absl::StatusOr<StepEnd> end = ctx.EndStep();
+    absl::StatusOr<StepEnd> end = [&] {
+      ScopedSpan end_span("end_step");
+      return ctx.EndStep();
+    }();
     if (!end.ok()) {
       return user_failure(end.status(), absl::StrCat("the end of step ", step));
     }
     const int64_t done = step + 1;
     if (end->stop) Stopped(done, *end);
     if (end->stop || done == job_.steps || (every > 0 && done % every == 0)) {
+      ScopedSpan checkpoint_span("checkpoint");
       if (absl::Status saved = ctx.SaveCheckpoint(done); !saved.ok()) {
         return Fail(
             absl::Status(saved.code(), absl::StrCat("checkpoint at step ", done,

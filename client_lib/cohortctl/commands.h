@@ -29,6 +29,10 @@ int JobCommand(const CommonOptions& options, const std::string& job_id);
 int CancelCommand(const CommonOptions& options, const std::string& job_id);
 // A ParameterServer job's variables, read from its ps tasks.
 int VariablesCommand(const CommonOptions& options, const std::string& job_id);
+// Log lines of a task, the coordinator or a job (logs_command.cc).
+int LogsCommand(const CommonOptions& options, const std::string& target);
+// A traced job's timeline as a Chrome trace file (trace_command.cc).
+int TraceCommand(const CommonOptions& options, const std::string& job_id);
 
 // A client of options.coordinator; INVALID_ARGUMENT saying how to name one
 // when none was resolved.

@@ -39,7 +39,7 @@ constexpr char kUsage[] =
     "         [--collective_timeout=60s] [--early_stop_metric=M\n"
     "         [--early_stop_target=X] [--early_stop_patience=N]\n"
     "         [--early_stop_min_delta=D] [--early_stop_maximize]]\n"
-    "         [--eval=FN --eval_dataset=FN [--eval_steps=N]]\n"
+    "         [--eval=FN --eval_dataset=FN [--eval_steps=N]] [--trace=N]\n"
     "         [--wait] [--json]\n"
     "                     upload a step library and run it; prints the job\n"
     "                     id, or with --wait shows it live until it ends\n"
@@ -51,6 +51,16 @@ constexpr char kUsage[] =
     "  variables JOB [--names=A,B] [--json]\n"
     "                     a ParameterServer job's variables, read from its\n"
     "                     ps tasks while it runs or after it ended\n"
+    "  trace JOB [--out=FILE]\n"
+    "                     a job submitted with --trace=N as a Chrome trace\n"
+    "                     (Perfetto, chrome://tracing): a track per replica\n"
+    "                     with input, compute, collectives, optimizer,\n"
+    "                     checkpoints and waits on stragglers\n"
+    "  logs TARGET [--follow] [--tail=N] [--json]\n"
+    "                     log lines of a task (worker:0, ps:1), of the\n"
+    "                     coordinator, or of a job (its tasks' lines while\n"
+    "                     it ran), read through the coordinator from any\n"
+    "                     host; --follow keeps printing new ones\n"
     "\n"
     "Exit codes: 0 success, 1 a failure (or a job that did not succeed),\n"
     "2 bad usage.\n"
@@ -61,6 +71,7 @@ constexpr char kUsage[] =
     "  cohortctl submit --library=./libmnist_steps.so --step=train_step \\\n"
     "      --init=init --dataset=mnist --steps=1000 --global_batch=64 --wait\n"
     "  cohortctl jobs\n"
+    "  cohortctl logs job-1 --follow\n"
     "  cohortctl --coordinator=10.0.0.1:7070 --auth_token_file=token status "
     "--json";
 
@@ -68,7 +79,7 @@ constexpr char kUsage[] =
 // -1: no such command.
 int PositionalArguments(const std::string& command) {
   if (command == "watch" || command == "job" || command == "cancel" ||
-      command == "variables") {
+      command == "variables" || command == "logs" || command == "trace") {
     return 1;
   }
   if (command == "up" || command == "status" || command == "submit" ||
@@ -121,8 +132,10 @@ int Main(int argc, char** argv) {
     return 2;
   }
   if (args.size() < wanted + 1) {
-    std::fprintf(stderr, "cohortctl %s: expected a JOB id (try --help)\n",
-                 command.c_str());
+    std::fprintf(stderr, "cohortctl %s: expected %s (try --help)\n",
+                 command.c_str(),
+                 command == "logs" ? "a task, a job id or coordinator"
+                                   : "a JOB id");
     return 2;
   }
   if (command == "status") return StatusCommand(options);
@@ -133,6 +146,8 @@ int Main(int argc, char** argv) {
   if (command == "job") return JobCommand(options, args[1]);
   if (command == "cancel") return CancelCommand(options, args[1]);
   if (command == "variables") return VariablesCommand(options, args[1]);
+  if (command == "logs") return LogsCommand(options, args[1]);
+  if (command == "trace") return TraceCommand(options, args[1]);
   std::fprintf(stderr, "cohortctl: unknown command \"%s\" (try --help)\n",
                command.c_str());
   return 2;

@@ -60,6 +60,9 @@ ABSL_FLAG(int, max_restarts, 0,
 ABSL_FLAG(int, logical_devices_per_replica, 1,
           "submit: devices each replica spans (TPUStrategy's logical "
           "devices); the replicas per agent are its devices divided by it.");
+ABSL_FLAG(int64_t, trace, 0,
+          "submit: record a timeline of each replica's first N steps, for "
+          "`cohortctl trace JOB`; 0: off.");
 ABSL_FLAG(int, devices_per_agent, 0,
           "submit: devices each agent uses; 0: all of them.");
 ABSL_FLAG(std::string, checkpoint_dir, "",
@@ -162,6 +165,7 @@ absl::StatusOr<JobSpec> SpecFromFlags() {
   spec.devices_per_agent = absl::GetFlag(FLAGS_devices_per_agent);
   spec.logical_devices_per_replica =
       absl::GetFlag(FLAGS_logical_devices_per_replica);
+  spec.trace_steps = absl::GetFlag(FLAGS_trace);
   spec.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   const std::string partitioner = absl::GetFlag(FLAGS_ps_partitioner);
   using Partitioner = ParameterServerOptions::Partitioner;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client_lib/src/client_impl.h"
+#include "client_lib/src/stream_reader.h"
 #include "cohort/v1/coordinator.grpc.pb.h"
 #include "cohort/v1/job.grpc.pb.h"
 #include "common/digest.h"
@@ -110,6 +111,10 @@ absl::Status ValidateSpec(const JobSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat(
         "checkpoint_every: must not be negative, got ", spec.checkpoint_every));
   }
+  if (spec.trace_steps < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trace_steps: must not be negative, got ", spec.trace_steps));
+  }
   if (spec.logical_devices_per_replica < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("logical_devices_per_replica: must be at least 1, got ",
@@ -168,23 +173,6 @@ absl::StatusOr<std::string> ReadLibrary(const std::string& path) {
         " a submission can carry"));
   }
   return bytes;
-}
-
-bool SameMetrics(const v1::JobStatus& a, const v1::JobStatus& b) {
-  if (a.metrics_size() != b.metrics_size()) return false;
-  for (const auto& [name, value] : a.metrics()) {
-    auto it = b.metrics().find(name);
-    if (it == b.metrics().end() || it->second != value) return false;
-  }
-  return true;
-}
-
-// What a watcher would want to hear about; steps/s alone moves every poll.
-bool Changed(const v1::JobStatus& before, const v1::JobStatus& now) {
-  return before.state() != now.state() || before.step() != now.step() ||
-         before.attempt() != now.attempt() ||
-         before.restarts_size() != now.restarts_size() ||
-         before.error() != now.error() || !SameMetrics(before, now);
 }
 
 }  // namespace
@@ -275,6 +263,7 @@ absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
   proto.set_config_json(spec.config_json.empty() ? "{}" : spec.config_json);
   proto.set_devices_per_agent(spec.devices_per_agent);
   proto.set_logical_devices_per_replica(spec.logical_devices_per_replica);
+  proto.set_trace_steps(spec.trace_steps);
   proto.set_checkpoint_dir(spec.checkpoint_dir);
   proto.set_collective_timeout_ms(
       absl::ToInt64Milliseconds(spec.collective_timeout));
@@ -353,38 +342,122 @@ absl::StatusOr<v1::JobStatus> Client::CancelJob(
   return response.job();
 }
 
+namespace {
+
+// How long a stream may stay silent before its reader gives up on it: the
+// caller's RPC timeout, but never less than a few of the server's
+// keepalives.
+absl::Duration SilenceLimit(absl::Duration rpc_timeout) {
+  return std::max(rpc_timeout, 3 * rpc::kStreamKeepalive);
+}
+
+bool Retryable(absl::StatusCode code) {
+  return code == absl::StatusCode::kUnavailable ||
+         code == absl::StatusCode::kDeadlineExceeded;
+}
+
+}  // namespace
+
 absl::StatusOr<v1::JobStatus> Client::WatchJob(
     const std::string& job_id,
-    const std::function<bool(const v1::JobStatus&)>& on_update,
-    absl::Duration interval) const {
+    const std::function<bool(const v1::JobStatus&)>& on_update) const {
+  const absl::Duration silence_limit = SilenceLimit(impl_->rpc_timeout);
+  v1::GetJobRequest request;
+  request.set_job_id(job_id);
   std::optional<v1::JobStatus> last;
-  absl::Time last_success = absl::Now();
-  while (true) {
-    const absl::Time poll_start = absl::Now();
-    absl::StatusOr<v1::JobStatus> job = GetJob(job_id);
-    if (job.ok()) {
-      last_success = absl::Now();
-      const bool changed = !last.has_value() || Changed(*last, *job);
-      last = *std::move(job);
-      if (changed && !on_update(*last)) return *last;
-      if (IsTerminal(last->state())) return *last;
-    } else {
-      // A coordinator restarting or a network blip: keep polling for a while.
-      // A call that ran into its deadline counts as silence too.
-      const absl::StatusCode code = job.status().code();
-      if (code != absl::StatusCode::kUnavailable &&
-          code != absl::StatusCode::kDeadlineExceeded) {
-        return job.status();
-      }
-      const absl::Duration silent = absl::Now() - last_success;
-      if (silent >= impl_->rpc_timeout) {
-        return absl::UnavailableError(absl::StrCat(
-            "watching job ", job_id, ": no answer from the coordinator for ",
-            absl::FormatDuration(absl::Trunc(silent, absl::Milliseconds(100))),
-            "; last error: ", job.status().message()));
+  absl::Time last_heard = absl::Now();
+  // Each turn opens the stream once: a coordinator restarting or a network
+  // blip breaks it, and the watch goes on over a new one.
+  for (int attempt = 0;; ++attempt) {
+    StreamReader<v1::JobStatus> reader(
+        impl_->connection.NewContext(absl::InfiniteDuration()));
+    reader.Start([&](grpc::ClientContext* context, auto* reactor) {
+      impl_->jobs->async()->WatchJob(context, &request, reactor);
+    });
+    absl::Status broken;
+    while (broken.ok()) {
+      v1::JobStatus status;
+      switch (reader.Next(last_heard + silence_limit, &status)) {
+        case StreamRead::kMessage: {
+          last_heard = absl::Now();
+          const bool changed =
+              !last.has_value() || JobStatusChanged(*last, status);
+          last = std::move(status);
+          if (changed && !on_update(*last)) return *last;
+          if (IsTerminal(last->state())) return *last;
+          break;
+        }
+        case StreamRead::kEnded:
+          broken = impl_->connection.Annotate("Jobs.WatchJob", reader.status());
+          if (broken.ok()) {
+            broken = absl::UnavailableError("the stream ended early");
+          }
+          if (!Retryable(broken.code())) return broken;
+          break;
+        case StreamRead::kTimedOut:
+          broken = absl::UnavailableError("no status came");
+          break;
       }
     }
-    absl::SleepFor(poll_start + interval - absl::Now());
+    const absl::Duration silent = absl::Now() - last_heard;
+    if (silent >= silence_limit) {
+      return absl::UnavailableError(absl::StrCat(
+          "watching job ", job_id, ": no answer from the coordinator for ",
+          absl::FormatDuration(absl::Trunc(silent, absl::Milliseconds(100))),
+          " (", attempt + 1, " streams); last error: ", broken.message()));
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+}
+
+absl::StatusOr<v1::TraceData> Client::GetTrace(
+    const std::string& job_id) const {
+  if (job_id.empty()) return absl::InvalidArgumentError("no job id given");
+  v1::GetTraceRequest request;
+  request.set_job_id(job_id);
+  v1::TraceData response;
+  // The coordinator asks each agent in turn.
+  auto context = impl_->connection.NewContext(4 * impl_->rpc_timeout);
+  const grpc::Status status =
+      impl_->jobs->GetTrace(context.get(), request, &response);
+  COHORT_RETURN_IF_ERROR(impl_->connection.Annotate("Jobs.GetTrace", status));
+  return response;
+}
+
+absl::Status Client::StreamLogs(
+    const std::string& target, const LogOptions& options,
+    const std::function<bool(const v1::LogChunk&)>& on_chunk) const {
+  if (target.empty()) {
+    return absl::InvalidArgumentError(
+        "no log target given (a task such as worker:0, a job id, or "
+        "coordinator)");
+  }
+  v1::StreamLogsRequest request;
+  request.set_target(target);
+  request.set_tail_lines(options.tail_lines);
+  request.set_follow(options.follow);
+  // Without follow the whole backlog is one short call; with it, the
+  // coordinator's keepalives show that it is still there.
+  const absl::Duration silence_limit = SilenceLimit(impl_->rpc_timeout);
+  StreamReader<v1::LogChunk> reader(
+      impl_->connection.NewContext(absl::InfiniteDuration()));
+  reader.Start([&](grpc::ClientContext* context, auto* reactor) {
+    impl_->admin->async()->StreamLogs(context, &request, reactor);
+  });
+  while (true) {
+    v1::LogChunk chunk;
+    switch (reader.Next(absl::Now() + silence_limit, &chunk)) {
+      case StreamRead::kMessage:
+        if (!on_chunk(chunk)) return absl::OkStatus();
+        break;
+      case StreamRead::kEnded:
+        return impl_->connection.Annotate("Admin.StreamLogs", reader.status());
+      case StreamRead::kTimedOut:
+        return absl::UnavailableError(absl::StrCat(
+            "logs of ", target, ": the coordinator at ",
+            impl_->connection.address(), " sent nothing for ",
+            absl::FormatDuration(silence_limit)));
+    }
   }
 }
 

@@ -15,6 +15,7 @@
 #include "common/file_util.h"
 #include "common/host_info.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/http_get.h"
 #include "tests/testing/jobs.h"
 #include "tests/testing/test_cluster.h"
 
@@ -22,22 +23,6 @@ namespace cohort::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-// GET http://address/path: the body, or "" with a test failure.
-std::string HttpGet(const std::string& address, const std::string& path,
-                    int* status = nullptr) {
-  httplib::Client client("http://" + address);
-  client.set_connection_timeout(5);
-  client.set_read_timeout(10);
-  httplib::Result result = client.Get(path.c_str());
-  if (!result) {
-    ADD_FAILURE() << "GET http://" << address << path << ": "
-                  << httplib::to_string(result.error());
-    return "";
-  }
-  if (status != nullptr) *status = result->status;
-  return result->body;
-}
 
 // The value of a Prometheus instant query whose result is one sample;
 // nullopt when it has none (yet).
@@ -62,7 +47,8 @@ std::optional<double> QueryOne(const std::string& prometheus,
 }
 
 std::string FindPrometheus() {
-  for (const char* path : {"/usr/bin/prometheus", "/usr/local/bin/prometheus"}) {
+  for (const char* path :
+       {"/usr/bin/prometheus", "/usr/local/bin/prometheus"}) {
     if (std::filesystem::exists(path)) return path;
   }
   return "";
@@ -72,9 +58,9 @@ class MetricsE2eTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new ScratchDir();
-    absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(
-        *dir_, /*workers=*/1, /*ps=*/1,
-        {"--cpu_devices=2", "--metrics_listen=127.0.0.1:0"});
+    absl::StatusOr<ReadyCluster> cluster =
+        StartReadyCluster(*dir_, /*workers=*/1, /*ps=*/1,
+                          {"--cpu_devices=2", "--metrics_listen=127.0.0.1:0"});
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     coordinator_ = cluster->coordinator.release();
     state_ = new v1::ClusterState(cluster->state);
@@ -128,8 +114,8 @@ TEST_F(MetricsE2eTest, EveryDaemonServesMetricsAndTheCoordinatorListsThem) {
       EXPECT_THAT(text, HasSubstr("# TYPE cohort_ps_updates_total counter\n"));
     }
   }
-  EXPECT_EQ(tasks, (std::set<std::string>{"coordinator", "chief:0",
-                                          "worker:0", "ps:0"}));
+  EXPECT_EQ(tasks, (std::set<std::string>{"coordinator", "chief:0", "worker:0",
+                                          "ps:0"}));
   for (const v1::TaskStatus& task : state_->tasks()) {
     EXPECT_FALSE(task.metrics_address().empty()) << task.ShortDebugString();
   }
@@ -149,18 +135,18 @@ TEST_F(MetricsE2eTest, PrometheusScrapesAJobAsItTrains) {
   const absl::StatusOr<int> port = PickUnusedPort("127.0.0.1");
   ASSERT_TRUE(port.ok()) << port.status();
   const std::string web = absl::StrCat("127.0.0.1:", *port);
-  const std::string config = dir_->Write(
-      "prometheus.yml",
-      absl::StrCat("global:\n"
-                   "  scrape_interval: 1s\n"
-                   "  scrape_timeout: 1s\n"
-                   "scrape_configs:\n"
-                   "  - job_name: cohort\n"
-                   "    honor_labels: true\n"
-                   "    http_sd_configs:\n"
-                   "      - url: http://",
-                   state_->coordinator_metrics_address(), "/sd\n",
-                   "        refresh_interval: 1s\n"));
+  const std::string config =
+      dir_->Write("prometheus.yml",
+                  absl::StrCat("global:\n"
+                               "  scrape_interval: 1s\n"
+                               "  scrape_timeout: 1s\n"
+                               "scrape_configs:\n"
+                               "  - job_name: cohort\n"
+                               "    honor_labels: true\n"
+                               "    http_sd_configs:\n"
+                               "      - url: http://",
+                               state_->coordinator_metrics_address(), "/sd\n",
+                               "        refresh_interval: 1s\n"));
   absl::StatusOr<Subprocess> server = Subprocess::Spawn(
       {.argv = {prometheus, "--config.file=" + config,
                 "--storage.tsdb.path=" + dir_->path() + "/tsdb",
@@ -192,10 +178,10 @@ TEST_F(MetricsE2eTest, PrometheusScrapesAJobAsItTrains) {
         return *later > *first;
       },
       absl::Seconds(90), absl::Milliseconds(250));
-  EXPECT_TRUE(rose) << "cohort_job_step: first " << first.value_or(-1)
-                    << ", later " << later.value_or(-1) << "\n"
-                    << ReadFile(dir_->path() + "/prometheus.log")
-                           .value_or("(no log)");
+  EXPECT_TRUE(rose)
+      << "cohort_job_step: first " << first.value_or(-1) << ", later "
+      << later.value_or(-1) << "\n"
+      << ReadFile(dir_->path() + "/prometheus.log").value_or("(no log)");
   std::printf("cohort_job_step rose from %.0f to %.0f\n", first.value_or(-1),
               later.value_or(-1));
 

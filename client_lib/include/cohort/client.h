@@ -32,6 +32,8 @@
 #include "cohort/strategy.h"
 #include "cohort/v1/coordinator.pb.h"
 #include "cohort/v1/job.pb.h"
+#include "cohort/v1/logs.pb.h"
+#include "cohort/v1/trace.pb.h"
 
 namespace cohort {
 
@@ -116,6 +118,9 @@ struct JobSpec {
   // its agent (ReplicaContext::logical_device, run_on); the replicas per
   // agent are its devices divided by it. The mirrored strategies only.
   int logical_devices_per_replica = 1;
+  // Timeline tracing (GetTrace, cohortctl trace): each replica records its
+  // first trace_steps steps of every attempt. 0: off.
+  int64_t trace_steps = 0;
   std::string checkpoint_dir;      // default: under the coordinator's state
   absl::Duration collective_timeout = absl::Seconds(60);
   ParameterServerOptions ps;     // kParameterServer only
@@ -184,12 +189,33 @@ class Client {
   // Calls `on_update` with the job's status each time its state, step,
   // metrics or restarts change, until the job ends (its final status is
   // returned) or `on_update` returns false (the last status is returned).
-  // Polls every `interval`; a coordinator silent for longer than
-  // `rpc_timeout` ends the watch with UNAVAILABLE.
+  // The coordinator pushes each change over one stream (Jobs.WatchJob); a
+  // broken stream is opened again, and a coordinator silent for longer than
+  // `rpc_timeout` (at least a few of its keepalives) ends the watch with
+  // UNAVAILABLE.
   absl::StatusOr<v1::JobStatus> WatchJob(
       const std::string& job_id,
-      const std::function<bool(const v1::JobStatus&)>& on_update,
-      absl::Duration interval = absl::Milliseconds(200)) const;
+      const std::function<bool(const v1::JobStatus&)>& on_update) const;
+
+  // Log lines of `target`: "coordinator", a task ("worker:0"), or a job id
+  // (the lines its tasks logged while it ran), read through the
+  // coordinator. Calls `on_chunk` with each chunk until the stream ends
+  // (OK) or `on_chunk` returns false (OK; the stream is cancelled on both
+  // sides). With `follow`, new lines keep coming: for a task until the
+  // caller stops, for a job until it has ended. NOT_FOUND for an unknown
+  // target; UNAVAILABLE naming a task out of reach, or when the
+  // coordinator goes silent.
+  // A traced job's timeline (JobSpec::trace_steps), every replica's spans
+  // on the coordinator's clock. NOT_FOUND for an unknown or untraced job.
+  absl::StatusOr<v1::TraceData> GetTrace(const std::string& job_id) const;
+
+  struct LogOptions {
+    int tail_lines = 0;  // > 0: only the last this many lines of each task
+    bool follow = false;
+  };
+  absl::Status StreamLogs(
+      const std::string& target, const LogOptions& options,
+      const std::function<bool(const v1::LogChunk&)>& on_chunk) const;
 
   // --- A schedule_from_client ParameterServer job, one call each (see
   // cohort/cluster_coordinator.h for the API over them). Errors as the
