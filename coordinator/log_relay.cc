@@ -213,7 +213,7 @@ absl::StatusOr<LogRelayPlan> PlanLogRelay(
     return absl::NotFoundError(absl::StrCat(
         "no task or job \"", target,
         "\" (give a task of the cluster spec such as worker:0, a job id "
-        "such as job-1, or coordinator)"));
+        "such as 3, or coordinator)"));
   }
   for (const TaskId& task : tasks) {
     const std::string address = *cluster.spec().address(task);

@@ -71,7 +71,7 @@ constexpr char kUsage[] =
     "  cohortctl submit --library=./libmnist_steps.so --step=train_step \\\n"
     "      --init=init --dataset=mnist --steps=1000 --global_batch=64 --wait\n"
     "  cohortctl jobs\n"
-    "  cohortctl logs job-1 --follow\n"
+    "  cohortctl logs 1 --follow\n"
     "  cohortctl --coordinator=10.0.0.1:7070 --auth_token_file=token status "
     "--json";
 
