@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -109,6 +110,42 @@ TEST_F(MultiHostJobsE2eTest,
     ASSERT_TRUE(b.count(name)) << name;
     EXPECT_TRUE(bytes == b.at(name))
         << name << " differs between 3 hosts and one host";
+  }
+}
+
+TEST_F(MultiHostJobsE2eTest,
+       ATraceAcrossHostsPutsEveryAgentOnTheCoordinatorsClock) {
+  absl::StatusOr<std::unique_ptr<HostCluster>> cluster = HostCluster::Start(
+      hosts_.get(), &dir_,
+      {.coordinator_host = 1,
+       .tasks = {{"chief", 0, 2}, {"worker", 0, 3}},
+       .agent_flags = {"--cpu_devices=2"}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  JobSpec spec = SlowLinearJob(StrategyKind::kMultiWorkerMirrored, 30,
+                               /*step_sleep_ms=*/1);
+  spec.trace_steps = 10;
+  Client& client = (*cluster)->client();
+  absl::StatusOr<std::string> id = client.SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(WaitForJobEnd(client, *id, absl::Seconds(120)).state(),
+            v1::JOB_SUCCEEDED);
+  absl::StatusOr<v1::TraceData> trace = client.GetTrace(*id);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(trace->replicas_size(), 4);
+  ASSERT_EQ(trace->clocks_size(), 2);
+  for (const v1::ClockOffset& clock : trace->clocks()) {
+    // The test hosts share one kernel clock, so the true offset is 0; the
+    // estimate's bound must hold it.
+    EXPECT_LE(std::abs(clock.offset_ns()), clock.uncertainty_ns())
+        << clock.ShortDebugString();
+    EXPECT_GT(clock.uncertainty_ns(), 0);
+    std::printf("%s: offset %+.3f ms, +/- %.3f ms\n", clock.task().c_str(),
+                clock.offset_ns() / 1e6, clock.uncertainty_ns() / 1e6);
+  }
+  for (const v1::ReplicaTrace& replica : trace->replicas()) {
+    EXPECT_EQ(replica.task(), replica.replica() < 2 ? "chief:0" : "worker:0");
+    EXPECT_GT(replica.spans_size(), 10 * 4) << "steps, inputs, computes, "
+                                                "collectives";
   }
 }
 
