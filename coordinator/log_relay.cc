@@ -22,50 +22,30 @@ constexpr absl::Duration kJobEndGrace = absl::Seconds(1);
 // taken; beyond, the oldest are dropped and counted.
 constexpr size_t kMaxBufferedLines = 20000;
 
-void AppendTagged(std::vector<LogEntry> entries, const std::string& task,
-                  absl::Time since, std::vector<v1::LogLine>* out) {
-  v1::LogChunk chunk;
-  std::erase_if(entries, [since](const LogEntry& e) { return e.time < since; });
-  rpc::AppendLogLines(entries, &chunk);
-  for (v1::LogLine& line : *chunk.mutable_lines()) {
-    line.set_task(task);
-    out->push_back(std::move(line));
-  }
-}
-
 // The coordinator's own log.
 class LocalLogSource final : public LogSource {
  public:
   LocalLogSource(const LogBuffer* buffer, const v1::ReadLogRequest& request)
-      : buffer_(buffer),
-        follow_(request.follow()),
-        since_(request.since_unix_ms() > 0
-                   ? absl::FromUnixMillis(request.since_unix_ms())
-                   : absl::InfinitePast()),
-        after_(request.tail_lines() > 0
-                   ? buffer->TailStart(static_cast<size_t>(request.tail_lines()))
-                   : 0) {}
+      : cursor_(buffer, request), follow_(request.follow()) {}
 
   void Take(std::vector<v1::LogLine>* out, int64_t* dropped) override {
-    int64_t lost = 0;
-    std::vector<LogEntry> entries =
-        buffer_->Read(after_, rpc::kLogLinesPerChunk, &lost);
-    if (!entries.empty()) after_ = entries.back().seq;
-    *dropped += lost;
-    AppendTagged(std::move(entries), task_, since_, out);
+    v1::LogChunk chunk;
+    rpc::AppendLogLines(cursor_.Next(dropped), &chunk);
+    for (v1::LogLine& line : *chunk.mutable_lines()) {
+      line.set_task(task_);
+      out->push_back(std::move(line));
+    }
   }
   std::optional<grpc::Status> Ended() override {
-    if (!follow_ && after_ >= buffer_->last_seq()) return grpc::Status::OK;
+    if (!follow_ && cursor_.CaughtUp()) return grpc::Status::OK;
     return std::nullopt;
   }
   const std::string& task() const override { return task_; }
 
  private:
   const std::string task_ = "coordinator";
-  const LogBuffer* const buffer_;
+  rpc::LogCursor cursor_;
   const bool follow_;
-  const absl::Time since_;
-  int64_t after_;
 };
 
 // A task's Logs.ReadLog call. Keeps itself alive until gRPC is done with it;

@@ -10,24 +10,12 @@ class LogReader final : public PumpedWriter<v1::LogChunk> {
  public:
   LogReader(StreamPump* pump, const LogBuffer* buffer,
             const v1::ReadLogRequest& request)
-      : PumpedWriter(pump),
-        buffer_(buffer),
-        follow_(request.follow()),
-        since_(request.since_unix_ms() > 0
-                   ? absl::FromUnixMillis(request.since_unix_ms())
-                   : absl::InfinitePast()),
-        after_(request.tail_lines() > 0
-                   ? buffer->TailStart(static_cast<size_t>(request.tail_lines()))
-                   : request.after_seq()) {}
+      : PumpedWriter(pump), cursor_(buffer, request), follow_(request.follow()) {}
 
  private:
   Step Next() override {
     int64_t dropped = 0;
-    std::vector<LogEntry> entries =
-        buffer_->Read(after_, kLogLinesPerChunk, &dropped);
-    if (!entries.empty()) after_ = entries.back().seq;
-    std::erase_if(entries,
-                  [this](const LogEntry& e) { return e.time < since_; });
+    const std::vector<LogEntry> entries = cursor_.Next(&dropped);
     Step step;
     if (!entries.empty() || dropped > 0) {
       v1::LogChunk chunk;
@@ -36,19 +24,34 @@ class LogReader final : public PumpedWriter<v1::LogChunk> {
       step.message = std::move(chunk);
     }
     // Without follow, the call ends once it has caught up.
-    if (!follow_ && after_ >= buffer_->last_seq()) {
-      step.finish = grpc::Status::OK;
-    }
+    if (!follow_ && cursor_.CaughtUp()) step.finish = grpc::Status::OK;
     return step;
   }
 
-  const LogBuffer* const buffer_;
+  LogCursor cursor_;  // pump thread only
   const bool follow_;
-  const absl::Time since_;
-  int64_t after_;  // pump thread only
 };
 
 }  // namespace
+
+LogCursor::LogCursor(const LogBuffer* buffer, const v1::ReadLogRequest& request)
+    : buffer_(buffer),
+      since_(request.since_unix_ms() > 0
+                 ? absl::FromUnixMillis(request.since_unix_ms())
+                 : absl::InfinitePast()),
+      after_(request.tail_lines() > 0
+                 ? buffer->TailStart(static_cast<size_t>(request.tail_lines()))
+                 : request.after_seq()) {}
+
+std::vector<LogEntry> LogCursor::Next(int64_t* dropped) {
+  int64_t lost = 0;
+  std::vector<LogEntry> entries =
+      buffer_->Read(after_, kLogLinesPerChunk, &lost);
+  *dropped += lost;
+  if (!entries.empty()) after_ = entries.back().seq;
+  std::erase_if(entries, [this](const LogEntry& e) { return e.time < since_; });
+  return entries;
+}
 
 void AppendLogLines(const std::vector<LogEntry>& entries,
                     v1::LogChunk* chunk) {

@@ -14,6 +14,25 @@ namespace cohort::rpc {
 // in messages well under the gRPC size limit.
 inline constexpr int kLogLinesPerChunk = 500;
 
+// A reader's place in a LogBuffer, as a ReadLogRequest sets it: after
+// `after_seq`, or before the last `tail_lines`; lines older than
+// `since_unix_ms` are skipped. Not thread-safe: one reader's.
+class LogCursor {
+ public:
+  LogCursor(const LogBuffer* buffer, const v1::ReadLogRequest& request);
+
+  // The next lines, at most kLogLinesPerChunk; adds to *dropped those no
+  // longer held.
+  std::vector<LogEntry> Next(int64_t* dropped);
+  // Whether every line logged so far has been read.
+  bool CaughtUp() const { return after_ >= buffer_->last_seq(); }
+
+ private:
+  const LogBuffer* const buffer_;
+  const absl::Time since_;
+  int64_t after_;
+};
+
 // The lines of `entries` as LogLines (seq, time, text).
 void AppendLogLines(const std::vector<LogEntry>& entries,
                     v1::LogChunk* chunk);

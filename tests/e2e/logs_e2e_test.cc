@@ -47,26 +47,20 @@ bool AnyLineHas(const std::vector<v1::LogLine>& lines,
 class LogsE2eTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new ScratchDir();
-    absl::StatusOr<ReadyCluster> cluster =
-        StartReadyCluster(*dir_, /*workers=*/1, /*ps=*/0,
-                          {"--cpu_devices=2", "--metrics_listen=127.0.0.1:0"});
+    absl::StatusOr<std::unique_ptr<SuiteCluster>> cluster = SuiteCluster::Start(
+        /*workers=*/1, /*ps=*/0,
+        {"--cpu_devices=2", "--metrics_listen=127.0.0.1:0"});
     ASSERT_TRUE(cluster.ok()) << cluster.status();
-    coordinator_ = cluster->coordinator.release();
-    state_ = new v1::ClusterState(cluster->state);
-    client_ = Client::Connect(coordinator_->address())->release();
+    cluster_ = cluster->release();
+    client_ = cluster_->client.get();
   }
-  static void TearDownTestSuite() {
-    delete client_;
-    delete state_;
-    delete coordinator_;
-    delete dir_;
-  }
+  static void TearDownTestSuite() { delete cluster_; }
 
   // The /metrics address of `task` ("coordinator" or "worker:0").
   static std::string MetricsOf(const std::string& task) {
-    if (task == "coordinator") return state_->coordinator_metrics_address();
-    for (const v1::TaskStatus& status : state_->tasks()) {
+    const v1::ClusterState& state = cluster_->state;
+    if (task == "coordinator") return state.coordinator_metrics_address();
+    for (const v1::TaskStatus& status : state.tasks()) {
       if (absl::StrCat(status.task().type(), ":", status.task().index()) ==
           task) {
         return status.metrics_address();
@@ -95,16 +89,9 @@ class LogsE2eTest : public ::testing::Test {
     return drained;
   }
 
-  static ScratchDir* dir_;
-  static CoordinatorProcess* coordinator_;
-  static v1::ClusterState* state_;
-  static Client* client_;
+  static inline SuiteCluster* cluster_ = nullptr;
+  static inline Client* client_ = nullptr;
 };
-
-ScratchDir* LogsE2eTest::dir_ = nullptr;
-CoordinatorProcess* LogsE2eTest::coordinator_ = nullptr;
-v1::ClusterState* LogsE2eTest::state_ = nullptr;
-Client* LogsE2eTest::client_ = nullptr;
 
 TEST_F(LogsE2eTest, ATaskLogIsReadThroughTheCoordinator) {
   absl::Status status;

@@ -57,32 +57,20 @@ std::string FindPrometheus() {
 class MetricsE2eTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new ScratchDir();
-    absl::StatusOr<ReadyCluster> cluster =
-        StartReadyCluster(*dir_, /*workers=*/1, /*ps=*/1,
-                          {"--cpu_devices=2", "--metrics_listen=127.0.0.1:0"});
+    absl::StatusOr<std::unique_ptr<SuiteCluster>> cluster = SuiteCluster::Start(
+        /*workers=*/1, /*ps=*/1,
+        {"--cpu_devices=2", "--metrics_listen=127.0.0.1:0"});
     ASSERT_TRUE(cluster.ok()) << cluster.status();
-    coordinator_ = cluster->coordinator.release();
-    state_ = new v1::ClusterState(cluster->state);
-    client_ = Client::Connect(coordinator_->address())->release();
+    cluster_ = cluster->release();
+    state_ = &cluster_->state;
+    client_ = cluster_->client.get();
   }
-  static void TearDownTestSuite() {
-    delete client_;
-    delete state_;
-    delete coordinator_;
-    delete dir_;
-  }
+  static void TearDownTestSuite() { delete cluster_; }
 
-  static ScratchDir* dir_;
-  static CoordinatorProcess* coordinator_;
-  static v1::ClusterState* state_;
-  static Client* client_;
+  static inline SuiteCluster* cluster_ = nullptr;
+  static inline const v1::ClusterState* state_ = nullptr;
+  static inline Client* client_ = nullptr;
 };
-
-ScratchDir* MetricsE2eTest::dir_ = nullptr;
-CoordinatorProcess* MetricsE2eTest::coordinator_ = nullptr;
-v1::ClusterState* MetricsE2eTest::state_ = nullptr;
-Client* MetricsE2eTest::client_ = nullptr;
 
 TEST_F(MetricsE2eTest, EveryDaemonServesMetricsAndTheCoordinatorListsThem) {
   const std::string coordinator = state_->coordinator_metrics_address();
@@ -136,7 +124,7 @@ TEST_F(MetricsE2eTest, PrometheusScrapesAJobAsItTrains) {
   ASSERT_TRUE(port.ok()) << port.status();
   const std::string web = absl::StrCat("127.0.0.1:", *port);
   const std::string config =
-      dir_->Write("prometheus.yml",
+      cluster_->dir.Write("prometheus.yml",
                   absl::StrCat("global:\n"
                                "  scrape_interval: 1s\n"
                                "  scrape_timeout: 1s\n"
@@ -149,9 +137,9 @@ TEST_F(MetricsE2eTest, PrometheusScrapesAJobAsItTrains) {
                                "        refresh_interval: 1s\n"));
   absl::StatusOr<Subprocess> server = Subprocess::Spawn(
       {.argv = {prometheus, "--config.file=" + config,
-                "--storage.tsdb.path=" + dir_->path() + "/tsdb",
+                "--storage.tsdb.path=" + cluster_->dir.path() + "/tsdb",
                 "--web.listen-address=" + web, "--log.level=warn"},
-       .output_file = dir_->path() + "/prometheus.log"});
+       .output_file = cluster_->dir.path() + "/prometheus.log"});
   ASSERT_TRUE(server.ok()) << server.status();
   struct Stop {
     Subprocess& s;
@@ -181,7 +169,7 @@ TEST_F(MetricsE2eTest, PrometheusScrapesAJobAsItTrains) {
   EXPECT_TRUE(rose)
       << "cohort_job_step: first " << first.value_or(-1) << ", later "
       << later.value_or(-1) << "\n"
-      << ReadFile(dir_->path() + "/prometheus.log").value_or("(no log)");
+      << ReadFile(cluster_->dir.path() + "/prometheus.log").value_or("(no log)");
   std::printf("cohort_job_step rose from %.0f to %.0f\n", first.value_or(-1),
               later.value_or(-1));
 

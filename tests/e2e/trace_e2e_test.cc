@@ -32,27 +32,17 @@ struct Event {
 class TraceE2eTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new ScratchDir();
-    absl::StatusOr<ReadyCluster> cluster =
-        StartReadyCluster(*dir_, /*workers=*/1, /*ps=*/0, {"--cpu_devices=2"});
+    absl::StatusOr<std::unique_ptr<SuiteCluster>> cluster =
+        SuiteCluster::Start(/*workers=*/1, /*ps=*/0, {"--cpu_devices=2"});
     ASSERT_TRUE(cluster.ok()) << cluster.status();
-    coordinator_ = cluster->coordinator.release();
-    client_ = Client::Connect(coordinator_->address())->release();
+    cluster_ = cluster->release();
+    client_ = cluster_->client.get();
   }
-  static void TearDownTestSuite() {
-    delete client_;
-    delete coordinator_;
-    delete dir_;
-  }
+  static void TearDownTestSuite() { delete cluster_; }
 
-  static ScratchDir* dir_;
-  static CoordinatorProcess* coordinator_;
-  static Client* client_;
+  static inline SuiteCluster* cluster_ = nullptr;
+  static inline Client* client_ = nullptr;
 };
-
-ScratchDir* TraceE2eTest::dir_ = nullptr;
-CoordinatorProcess* TraceE2eTest::coordinator_ = nullptr;
-Client* TraceE2eTest::client_ = nullptr;
 
 TEST_F(TraceE2eTest, ATracedJobsTimelineNestsPerReplicaWithEveryStepsCollectives) {
   JobSpec spec = SlowLinearJob(StrategyKind::kMultiWorkerMirrored, 50,
@@ -64,9 +54,9 @@ TEST_F(TraceE2eTest, ATracedJobsTimelineNestsPerReplicaWithEveryStepsCollectives
             v1::JOB_SUCCEEDED);
 
   // Through cohortctl, as a user would.
-  const std::string out = dir_->path() + "/trace.json";
+  const std::string out = cluster_->dir.path() + "/trace.json";
   const CommandResult ctl =
-      RunCommand({Binary("cohortctl"), "--coordinator=" + coordinator_->address(),
+      RunCommand({Binary("cohortctl"), "--coordinator=" + cluster_->coordinator->address(),
                   "trace", *id, "--out=" + out},
                  absl::Seconds(60));
   ASSERT_EQ(ctl.exit_code, 0) << ctl.output;

@@ -221,6 +221,21 @@ absl::StatusOr<ReadyCluster> StartReadyCluster(const ScratchDir& dir,
   return cluster;
 }
 
+absl::StatusOr<std::unique_ptr<SuiteCluster>> SuiteCluster::Start(
+    int workers, int ps, std::vector<std::string> flags) {
+  auto suite = std::make_unique<SuiteCluster>();
+  absl::StatusOr<ReadyCluster> ready =
+      StartReadyCluster(suite->dir, workers, ps, std::move(flags));
+  if (!ready.ok()) return ready.status();
+  suite->coordinator = std::move(ready->coordinator);
+  suite->state = std::move(ready->state);
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      Client::Connect(suite->coordinator->address());
+  if (!client.ok()) return client.status();
+  suite->client = *std::move(client);
+  return suite;
+}
+
 bool WaitAllGone(const std::vector<int64_t>& pids, absl::Duration timeout) {
   return WaitUntil(
       [&] {

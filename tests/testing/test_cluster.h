@@ -109,6 +109,26 @@ absl::StatusOr<ReadyCluster> StartReadyCluster(
     std::vector<std::string> flags = {}, const ClientOptions& client = {},
     int evaluators = 0);
 
+// A ready cluster that every test of a suite shares, with its scratch dir
+// and a client: made in SetUpTestSuite, destroyed (the coordinator and its
+// tasks stopped) in TearDownTestSuite.
+//
+//   static void SetUpTestSuite() {
+//     absl::StatusOr<std::unique_ptr<SuiteCluster>> c = SuiteCluster::Start(1, 0);
+//     ASSERT_TRUE(c.ok()) << c.status();
+//     cluster_ = c->release();
+//   }
+struct SuiteCluster {
+  // StartReadyCluster(dir, workers, ps, flags) in a new scratch dir.
+  static absl::StatusOr<std::unique_ptr<SuiteCluster>> Start(
+      int workers, int ps, std::vector<std::string> flags = {});
+
+  ScratchDir dir;
+  std::unique_ptr<CoordinatorProcess> coordinator;
+  v1::ClusterState state;  // as it was when every task was READY
+  std::unique_ptr<Client> client;
+};
+
 // Waits until none of `pids` runs any more.
 bool WaitAllGone(const std::vector<int64_t>& pids, absl::Duration timeout);
 // The pids of every task in `state`.
