@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <span>
 #include <string>
@@ -111,6 +112,9 @@ TEST_P(FashionMnistStrategyTest, ReachesTheAccuracyBar) {
   EXPECT_EQ(status.num_replicas(), c.replicas);
   EXPECT_GE(status.metrics().at("accuracy"), kBar)
       << c.name << " after " << status.step() << " steps";
+  std::printf("%s, %d replicas: test accuracy %.4f after %lld steps\n",
+              c.name, status.num_replicas(), status.metrics().at("accuracy"),
+              static_cast<long long>(status.step()));
 }
 
 INSTANTIATE_TEST_SUITE_P(
