@@ -100,9 +100,10 @@ class FashionMnistStrategyTest : public FashionMnistE2eTest,
 TEST_P(FashionMnistStrategyTest, ReachesTheAccuracyBar) {
   const Case& c = GetParam();
   // 3000 steps of 128: 6.4 epochs. Two workers that update the ps
-  // variables apart compute on stale weights, so they get 5000.
+  // variables apart compute on stale weights, so they get 8000: at 5000
+  // they end a few test images above the bar, run to run.
   const bool ps = c.strategy == StrategyKind::kParameterServer;
-  JobSpec spec = Job(c.strategy, c.devices, ps ? 5000 : 3000);
+  JobSpec spec = Job(c.strategy, c.devices, ps ? 8000 : 3000);
   if (ps) {
     spec.ps.partitioner = ParameterServerOptions::Partitioner::kFixedShards;
     spec.ps.num_shards = 2;
