@@ -34,10 +34,11 @@ int LogsCommand(const CommonOptions& options, const std::string& target);
 // A traced job's timeline as a Chrome trace file (trace_command.cc).
 int TraceCommand(const CommonOptions& options, const std::string& job_id);
 
-// A client of options.coordinator; INVALID_ARGUMENT saying how to name one
-// when none was resolved.
-absl::StatusOr<std::unique_ptr<Client>> ConnectToCoordinator(
-    const CommonOptions& options);
+// A client of options.coordinator, or null once the reason there is none
+// (no coordinator resolved, a bad address) is printed; the command then
+// exits with kUsageError.
+std::unique_ptr<Client> ConnectOrReport(const CommonOptions& options);
+inline constexpr int kUsageError = 2;
 
 // Shows the job live until it ends (the progress view on stdout, or on
 // stderr with `json`, where stdout gets the final JobStatus as JSON).

@@ -70,22 +70,6 @@ int PrintJson(const google::protobuf::Message& message) {
   return 0;
 }
 
-// A connected client, or the exit code and the error printed.
-struct Connected {
-  std::unique_ptr<Client> client;
-  int exit_code = 0;
-};
-
-Connected Connect(const CommonOptions& options) {
-  absl::StatusOr<std::unique_ptr<Client>> client =
-      ConnectToCoordinator(options);
-  if (!client.ok()) {
-    PrintError(client.status());
-    return {nullptr, 2};
-  }
-  return {*std::move(client), 0};
-}
-
 }  // namespace
 
 int WatchUntilEnd(const Client& client, const std::string& job_id, bool json) {
@@ -123,16 +107,16 @@ int WatchUntilEnd(const Client& client, const std::string& job_id, bool json) {
 }
 
 int WatchCommand(const CommonOptions& options, const std::string& job_id) {
-  Connected connected = Connect(options);
-  if (!connected.client) return connected.exit_code;
-  return WatchUntilEnd(*connected.client, job_id, options.json);
+  std::unique_ptr<Client> client = ConnectOrReport(options);
+  if (client == nullptr) return kUsageError;
+  return WatchUntilEnd(*client, job_id, options.json);
 }
 
 int JobsCommand(const CommonOptions& options) {
-  Connected connected = Connect(options);
-  if (!connected.client) return connected.exit_code;
+  std::unique_ptr<Client> client = ConnectOrReport(options);
+  if (client == nullptr) return kUsageError;
   absl::StatusOr<std::vector<v1::JobStatus>> jobs =
-      connected.client->ListJobs();
+      client->ListJobs();
   if (!jobs.ok()) {
     PrintError(jobs.status());
     return 1;
@@ -147,9 +131,9 @@ int JobsCommand(const CommonOptions& options) {
 }
 
 int JobCommand(const CommonOptions& options, const std::string& job_id) {
-  Connected connected = Connect(options);
-  if (!connected.client) return connected.exit_code;
-  absl::StatusOr<v1::JobStatus> job = connected.client->GetJob(job_id);
+  std::unique_ptr<Client> client = ConnectOrReport(options);
+  if (client == nullptr) return kUsageError;
+  absl::StatusOr<v1::JobStatus> job = client->GetJob(job_id);
   if (!job.ok()) {
     PrintError(job.status());
     return 1;
@@ -160,9 +144,9 @@ int JobCommand(const CommonOptions& options, const std::string& job_id) {
 }
 
 int CancelCommand(const CommonOptions& options, const std::string& job_id) {
-  Connected connected = Connect(options);
-  if (!connected.client) return connected.exit_code;
-  absl::StatusOr<v1::JobStatus> job = connected.client->CancelJob(job_id);
+  std::unique_ptr<Client> client = ConnectOrReport(options);
+  if (client == nullptr) return kUsageError;
+  absl::StatusOr<v1::JobStatus> job = client->CancelJob(job_id);
   if (!job.ok()) {
     PrintError(job.status());
     return 1;
@@ -180,10 +164,10 @@ int CancelCommand(const CommonOptions& options, const std::string& job_id) {
 }
 
 int VariablesCommand(const CommonOptions& options, const std::string& job_id) {
-  Connected connected = Connect(options);
-  if (!connected.client) return connected.exit_code;
+  std::unique_ptr<Client> client = ConnectOrReport(options);
+  if (client == nullptr) return kUsageError;
   absl::StatusOr<std::map<std::string, HostTensor>> variables =
-      connected.client->FetchVariables(job_id, absl::GetFlag(FLAGS_names));
+      client->FetchVariables(job_id, absl::GetFlag(FLAGS_names));
   if (!variables.ok()) {
     PrintError(variables.status());
     return 1;

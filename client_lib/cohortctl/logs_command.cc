@@ -22,13 +22,9 @@ int LogsCommand(const CommonOptions& options, const std::string& target) {
     std::fprintf(stderr, "cohortctl logs: --tail must not be negative\n");
     return 2;
   }
-  absl::StatusOr<std::unique_ptr<Client>> client =
-      ConnectToCoordinator(options);
-  if (!client.ok()) {
-    PrintError(client.status());
-    return 2;
-  }
-  const absl::Status streamed = (*client)->StreamLogs(
+  std::unique_ptr<Client> client = ConnectOrReport(options);
+  if (client == nullptr) return kUsageError;
+  const absl::Status streamed = client->StreamLogs(
       target, {.tail_lines = tail, .follow = absl::GetFlag(FLAGS_follow)},
       [&](const v1::LogChunk& chunk) {
         if (chunk.dropped() > 0) {

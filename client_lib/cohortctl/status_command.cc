@@ -13,24 +13,26 @@ void PrintError(const absl::Status& status) {
                std::string(status.message()).c_str());
 }
 
-absl::StatusOr<std::unique_ptr<Client>> ConnectToCoordinator(
-    const CommonOptions& options) {
+std::unique_ptr<Client> ConnectOrReport(const CommonOptions& options) {
   if (options.coordinator.empty()) {
-    return absl::InvalidArgumentError(
+    PrintError(absl::InvalidArgumentError(
         "no coordinator: pass --coordinator=HOST:PORT, set "
-        "COHORT_COORDINATOR, or start one with `cohortctl up`");
+        "COHORT_COORDINATOR, or start one with `cohortctl up`"));
+    return nullptr;
   }
-  return Client::Connect(options.coordinator, options.client);
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      Client::Connect(options.coordinator, options.client);
+  if (!client.ok()) {
+    PrintError(client.status());
+    return nullptr;
+  }
+  return *std::move(client);
 }
 
 int StatusCommand(const CommonOptions& options) {
-  absl::StatusOr<std::unique_ptr<Client>> client =
-      ConnectToCoordinator(options);
-  if (!client.ok()) {
-    PrintError(client.status());
-    return 2;
-  }
-  absl::StatusOr<v1::ClusterState> state = (*client)->GetClusterState();
+  std::unique_ptr<Client> client = ConnectOrReport(options);
+  if (client == nullptr) return kUsageError;
+  absl::StatusOr<v1::ClusterState> state = client->GetClusterState();
   if (!state.ok()) {
     PrintError(state.status());
     return 1;

@@ -206,13 +206,9 @@ int SubmitCommand(const CommonOptions& options) {
     PrintError(spec.status());
     return 2;
   }
-  absl::StatusOr<std::unique_ptr<Client>> client =
-      ConnectToCoordinator(options);
-  if (!client.ok()) {
-    PrintError(client.status());
-    return 2;
-  }
-  absl::StatusOr<std::string> job_id = (*client)->SubmitJob(*spec);
+  std::unique_ptr<Client> client = ConnectOrReport(options);
+  if (client == nullptr) return kUsageError;
+  absl::StatusOr<std::string> job_id = client->SubmitJob(*spec);
   if (!job_id.ok()) {
     PrintError(job_id.status());
     // A spec the client or the coordinator rejected, or a missing library,
@@ -233,7 +229,7 @@ int SubmitCommand(const CommonOptions& options) {
   }
   if (!options.json)
     std::cout << "job " << *job_id << " submitted" << std::endl;
-  return WatchUntilEnd(**client, *job_id, options.json);
+  return WatchUntilEnd(*client, *job_id, options.json);
 }
 
 }  // namespace cohort::ctl

@@ -15,13 +15,9 @@ ABSL_FLAG(std::string, out, "",
 namespace cohort::ctl {
 
 int TraceCommand(const CommonOptions& options, const std::string& job_id) {
-  absl::StatusOr<std::unique_ptr<Client>> client =
-      ConnectToCoordinator(options);
-  if (!client.ok()) {
-    PrintError(client.status());
-    return 2;
-  }
-  absl::StatusOr<v1::TraceData> trace = (*client)->GetTrace(job_id);
+  std::unique_ptr<Client> client = ConnectOrReport(options);
+  if (client == nullptr) return kUsageError;
+  absl::StatusOr<v1::TraceData> trace = client->GetTrace(job_id);
   if (!trace.ok()) {
     PrintError(trace.status());
     return 1;
