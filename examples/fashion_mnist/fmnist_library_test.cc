@@ -23,15 +23,7 @@ using ::cohort::examples::testing::RunFakeJob;
 using ::cohort::examples::testing::StepLibrary;
 using ::testing::HasSubstr;
 
-const StepLibrary& Library() {
-  static const StepLibrary* library = [] {
-    absl::StatusOr<std::unique_ptr<StepLibrary>> opened =
-        StepLibrary::Open(COHORT_EXAMPLE_FMNIST_LIBRARY);
-    EXPECT_TRUE(opened.ok()) << opened.status();
-    return opened.ok() ? opened->release() : nullptr;
-  }();
-  return *library;
-}
+const StepLibrary& Library() { return StepLibrary::OpenOnce(COHORT_EXAMPLE_FMNIST_LIBRARY); }
 
 // The first 4096 training images, in 2 record files.
 class FashionLibraryTest : public ::testing::Test {

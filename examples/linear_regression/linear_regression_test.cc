@@ -15,15 +15,7 @@ using ::cohort::examples::testing::RunFakeJob;
 using ::cohort::examples::testing::StepLibrary;
 using ::testing::HasSubstr;
 
-const StepLibrary& Library() {
-  static const StepLibrary* library = [] {
-    absl::StatusOr<std::unique_ptr<StepLibrary>> opened =
-        StepLibrary::Open(COHORT_EXAMPLE_LINEAR_LIBRARY);
-    EXPECT_TRUE(opened.ok()) << opened.status();
-    return opened.ok() ? opened->release() : nullptr;
-  }();
-  return *library;
-}
+const StepLibrary& Library() { return StepLibrary::OpenOnce(COHORT_EXAMPLE_LINEAR_LIBRARY); }
 
 FakeJobOptions Job(int replicas, const std::string& config) {
   return {.init_fn = "linear_init",

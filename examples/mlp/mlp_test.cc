@@ -19,15 +19,7 @@ using ::cohort::examples::testing::RunFakeJob;
 using ::cohort::examples::testing::StepLibrary;
 using ::testing::HasSubstr;
 
-const StepLibrary& Library() {
-  static const StepLibrary* library = [] {
-    absl::StatusOr<std::unique_ptr<StepLibrary>> opened =
-        StepLibrary::Open(COHORT_EXAMPLE_MLP_LIBRARY);
-    EXPECT_TRUE(opened.ok()) << opened.status();
-    return opened.ok() ? opened->release() : nullptr;
-  }();
-  return *library;
-}
+const StepLibrary& Library() { return StepLibrary::OpenOnce(COHORT_EXAMPLE_MLP_LIBRARY); }
 
 // The training files, as cohort-example-mlp-data writes them.
 class MlpTest : public ::testing::Test {

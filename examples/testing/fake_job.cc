@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <random>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
+#include "common/check.h"
 #include "common/record_dataset.h"
 #include "examples/testing/fake_runtime.h"
 #include "worker_agent/step_library.h"
@@ -94,6 +97,20 @@ absl::StatusOr<std::unique_ptr<StepLibrary>> StepLibrary::Open(
       path, std::filesystem::path(path).filename().string());
   if (!registry.ok()) return registry.status();
   return std::unique_ptr<StepLibrary>(new StepLibrary(*registry));
+}
+
+const StepLibrary& StepLibrary::OpenOnce(const std::string& path) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* opened =
+      new std::map<std::string, std::unique_ptr<StepLibrary>>();
+  absl::MutexLock lock(&mu);
+  std::unique_ptr<StepLibrary>& library = (*opened)[path];
+  if (library == nullptr) {
+    absl::StatusOr<std::unique_ptr<StepLibrary>> loaded = Open(path);
+    COHORT_CHECK_OK(loaded.status());
+    library = *std::move(loaded);
+  }
+  return *library;
 }
 
 double FakeJobResult::Last(const std::string& metric) const {

@@ -24,6 +24,10 @@ class StepLibrary {
   // FAILED_PRECONDITION when `path` is no step library of this API version.
   static absl::StatusOr<std::unique_ptr<StepLibrary>> Open(
       const std::string& path);
+  // The library at `path`, opened on first use and kept for the life of the
+  // process, as a test binary needs it. A library that does not open is a
+  // broken build: prints why and aborts. Thread-safe.
+  static const StepLibrary& OpenOnce(const std::string& path);
 
   const internal::Registry& registry() const { return *registry_; }
 
