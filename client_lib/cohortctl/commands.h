@@ -2,7 +2,7 @@
 
 // cohortctl's subcommands. Each returns the process exit code: 0 success,
 // 1 failure reported by a server or a child (or a job that did not
-// succeed), 2 bad usage.
+// succeed), kUsageError (2) bad usage.
 
 #include <memory>
 #include <string>
@@ -12,6 +12,8 @@
 #include "cohort/client.h"
 
 namespace cohort::ctl {
+
+inline constexpr int kUsageError = 2;
 
 // Options common to every command, from the flags.
 struct CommonOptions {
@@ -38,7 +40,6 @@ int TraceCommand(const CommonOptions& options, const std::string& job_id);
 // (no coordinator resolved, a bad address) is printed; the command then
 // exits with kUsageError.
 std::unique_ptr<Client> ConnectOrReport(const CommonOptions& options);
-inline constexpr int kUsageError = 2;
 
 // Shows the job live until it ends (the progress view on stdout, or on
 // stderr with `json`, where stdout gets the final JobStatus as JSON).

@@ -115,8 +115,7 @@ int WatchCommand(const CommonOptions& options, const std::string& job_id) {
 int JobsCommand(const CommonOptions& options) {
   std::unique_ptr<Client> client = ConnectOrReport(options);
   if (client == nullptr) return kUsageError;
-  absl::StatusOr<std::vector<v1::JobStatus>> jobs =
-      client->ListJobs();
+  absl::StatusOr<std::vector<v1::JobStatus>> jobs = client->ListJobs();
   if (!jobs.ok()) {
     PrintError(jobs.status());
     return 1;

@@ -20,7 +20,7 @@ int LogsCommand(const CommonOptions& options, const std::string& target) {
   const int tail = absl::GetFlag(FLAGS_tail);
   if (tail < 0) {
     std::fprintf(stderr, "cohortctl logs: --tail must not be negative\n");
-    return 2;
+    return kUsageError;
   }
   std::unique_ptr<Client> client = ConnectOrReport(options);
   if (client == nullptr) return kUsageError;

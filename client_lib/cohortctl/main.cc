@@ -107,7 +107,7 @@ int Main(int argc, char** argv) {
   const std::vector<std::string> args = ParseCommandLine(argc, argv, kUsage);
   if (args.empty()) {
     std::fprintf(stderr, "cohortctl: no command given (try --help)\n");
-    return 2;
+    return kUsageError;
   }
   CommonOptions options;
   options.coordinator = ResolveCoordinator();
@@ -123,20 +123,20 @@ int Main(int argc, char** argv) {
   if (PositionalArguments(command) < 0) {
     std::fprintf(stderr, "cohortctl: unknown command \"%s\" (try --help)\n",
                  command.c_str());
-    return 2;
+    return kUsageError;
   }
   const size_t wanted = PositionalArguments(command);
   if (args.size() > wanted + 1) {
     std::fprintf(stderr, "cohortctl %s: unexpected argument \"%s\"\n",
                  command.c_str(), args[wanted + 1].c_str());
-    return 2;
+    return kUsageError;
   }
   if (args.size() < wanted + 1) {
     std::fprintf(stderr, "cohortctl %s: expected %s (try --help)\n",
                  command.c_str(),
                  command == "logs" ? "a task, a job id or coordinator"
                                    : "a JOB id");
-    return 2;
+    return kUsageError;
   }
   if (command == "status") return StatusCommand(options);
   if (command == "up") return UpCommand(options);
@@ -150,7 +150,7 @@ int Main(int argc, char** argv) {
   if (command == "trace") return TraceCommand(options, args[1]);
   std::fprintf(stderr, "cohortctl: unknown command \"%s\" (try --help)\n",
                command.c_str());
-  return 2;
+  return kUsageError;
 }
 
 }  // namespace

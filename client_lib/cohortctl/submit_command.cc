@@ -204,7 +204,7 @@ int SubmitCommand(const CommonOptions& options) {
   absl::StatusOr<JobSpec> spec = SpecFromFlags();
   if (!spec.ok()) {
     PrintError(spec.status());
-    return 2;
+    return kUsageError;
   }
   std::unique_ptr<Client> client = ConnectOrReport(options);
   if (client == nullptr) return kUsageError;

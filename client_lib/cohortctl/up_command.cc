@@ -94,7 +94,7 @@ std::string DefaultLocalStateDir() {
 int UpCommand(const CommonOptions& options) {
   if (absl::GetFlag(FLAGS_cpu_devices) < 1) {
     PrintError(absl::InvalidArgumentError("--cpu_devices must be at least 1"));
-    return 2;
+    return kUsageError;
   }
   BlockTerminationSignals();
   std::string state_dir = absl::GetFlag(FLAGS_state_dir);
@@ -119,7 +119,7 @@ int UpCommand(const CommonOptions& options) {
           "a cluster of ", state_dir, " is already up at ", running,
           "; `cohortctl status` talks to it. Stop it first, or pass "
           "--state_dir=DIR for another one")));
-      return 2;
+      return kUsageError;
     }
   }
   const bool resume = absl::GetFlag(FLAGS_resume);
