@@ -1,11 +1,13 @@
 #include "common/systemd_notify.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "tests/testing/fake_notify_socket.h"
 
@@ -14,15 +16,21 @@ namespace {
 
 using ::cohort::testing::FakeNotifySocket;
 
+// ctest runs each test as its own process, in parallel with others of this
+// file: each needs a socket of its own.
+std::string SocketPath() {
+  return absl::StrCat(::testing::TempDir(), "/watchdog-", getpid(), ".notify");
+}
+
 TEST(SystemdWatchdogTest, NoWatchdogWasAskedFor) {
-  FakeNotifySocket socket(::testing::TempDir() + "/watchdog.notify");
+  FakeNotifySocket socket(SocketPath());
   unsetenv("WATCHDOG_USEC");
   EXPECT_EQ(SystemdWatchdog::Start([](absl::Duration) { return true; }),
             nullptr);
 }
 
 TEST(SystemdWatchdogTest, FedWhileAliveWithAQuarterOfTheIntervalToAnswer) {
-  FakeNotifySocket socket(::testing::TempDir() + "/watchdog.notify");
+  FakeNotifySocket socket(SocketPath());
   setenv("WATCHDOG_USEC", "400000", 1);
   std::atomic<int64_t> given_ms{0};
   std::unique_ptr<SystemdWatchdog> watchdog =
@@ -38,7 +46,7 @@ TEST(SystemdWatchdogTest, FedWhileAliveWithAQuarterOfTheIntervalToAnswer) {
 }
 
 TEST(SystemdWatchdogTest, NotFedWhileTheDaemonDoesNotAnswer) {
-  FakeNotifySocket socket(::testing::TempDir() + "/watchdog.notify");
+  FakeNotifySocket socket(SocketPath());
   setenv("WATCHDOG_USEC", "300000", 1);
   std::atomic<int> asked{0};
   std::atomic<bool> answer{false};
