@@ -51,19 +51,8 @@ absl::Status AlgorithmicCommunicator::AllReduce(void* data, size_t count,
                if (OneShotFits(ctx, count * DTypeSize(dtype))) {
                  return OneShotAllReduce(ctx, bytes, count, dtype, op);
                }
-               const Segments segments(count, ctx.size());
-               absl::Status status =
-                   RingReduceScatter(ctx, bytes, segments, dtype, op, 0);
-               if (!status.ok()) return status;
-               if (op == ReduceOp::kMean) {
-                 // Divide the owned segment once, before it is shared, so
-                 // every rank ends with the same bits.
-                 DivideForMean(
-                     bytes + segments.offset(ctx.rank()) * DTypeSize(dtype),
-                     segments.length(ctx.rank()), dtype, ctx.size());
-               }
-               return RingAllGather(ctx, bytes, segments, dtype,
-                                    static_cast<uint32_t>(ctx.size() - 1));
+               return RingAllReduce(ctx, bytes, Segments(count, ctx.size()),
+                                    dtype, op);
              });
 }
 
@@ -105,7 +94,7 @@ absl::Status AlgorithmicCommunicator::AllGather(const void* input, void* output,
         return RingAllGather(
             ctx, out,
             Segments(count * static_cast<size_t>(ctx.size()), ctx.size()),
-            dtype, 0);
+            dtype);
       });
 }
 
@@ -125,7 +114,7 @@ absl::Status AlgorithmicCommunicator::ReduceScatter(const void* input,
              [&](const OpContext& ctx) {
                const Segments segments(total, ctx.size());
                absl::Status status =
-                   RingReduceScatter(ctx, work.data(), segments, dtype, op, 0);
+                   RingReduceScatter(ctx, work.data(), segments, dtype, op);
                if (!status.ok()) return status;
                char* mine = work.data() + segments.offset(ctx.rank()) * element;
                if (op == ReduceOp::kMean) {

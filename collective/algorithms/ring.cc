@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collective/reduce.h"
+#include "common/status_macros.h"
 
 namespace cohort::collective {
 
@@ -19,46 +20,94 @@ size_t ChunkBytes(const OpContext& ctx, size_t element) {
   return std::max<size_t>(limit / element, 1) * element;
 }
 
-// Sends `send_bytes` from `send` to next and receives `recv_bytes` from prev,
-// in chunks of whole elements (`element` bytes). `receive(step, chunk,
-// offset, length)` takes each chunk from prev. Sends run ahead of receives
-// by the transport's window (all of them over gRPC, whose Send only
-// queues), so the transport streams while this thread reduces.
+// A position in a pass: a chunk of a step, and how many chunks came before.
+struct Cursor {
+  int step = 0;
+  size_t chunk = 0;
+  size_t passed = 0;
+
+  void Advance(size_t chunks_in_step) {
+    ++passed;
+    if (++chunk == chunks_in_step) {
+      chunk = 0;
+      ++step;
+    }
+  }
+};
+
+// Runs `steps` ring steps as one pipeline. At step s this rank sends segment
+// r - s - shift to next, and receives from prev the segment it sends on at
+// step s + 1; `receive(step, chunk, target, bytes)` takes chunk `chunk` of
+// that step into `target`. A chunk goes on at step s as soon as the same
+// chunk of step s - 1 is in. Sends run ahead of receives by the transport's
+// window (all of them over gRPC, whose Send only queues), so the transport
+// streams while this thread reduces.
 template <typename Receive>
-absl::Status ExchangeChunks(const OpContext& ctx, uint32_t step, size_t element,
-                            const char* send, size_t send_bytes,
-                            size_t recv_bytes, Receive receive) {
+absl::Status RingPass(const OpContext& ctx, int steps, int shift, char* data,
+                      const Segments& segments, size_t element,
+                      Receive receive) {
+  const int n = ctx.size();
+  const int r = ctx.rank();
   const size_t chunk = ChunkBytes(ctx, element);
-  // At least one (possibly empty) message each way, so that even an empty
+  auto sent_segment = [&](int step) { return Mod(r - step - shift, n); };
+  auto segment_bytes = [&](int segment) {
+    return segments.length(segment) * element;
+  };
+  // At least one (possibly empty) chunk per step, so that even an empty
   // segment carries the signature for mismatch detection.
-  const size_t send_chunks =
-      std::max<size_t>((send_bytes + chunk - 1) / chunk, 1);
-  const size_t recv_chunks =
-      std::max<size_t>((recv_bytes + chunk - 1) / chunk, 1);
-  // With every rank at most `window` chunks ahead, no ring of sends can
-  // wait on itself.
+  auto chunks_in = [&](int segment) {
+    return std::max<size_t>((segment_bytes(segment) + chunk - 1) / chunk, 1);
+  };
+  // Where chunk `c` of `segment` lies in `data`, and its length.
+  auto piece = [&](int segment, size_t c) -> std::pair<char*, size_t> {
+    const size_t total = segment_bytes(segment);
+    const size_t at = std::min(c * chunk, total);
+    return {data + segments.offset(segment) * element + at,
+            std::min(chunk, total - at)};
+  };
+  // With every rank at most `window` chunks ahead, and every chunk waiting
+  // only on an earlier one from prev, no ring of waits can close on itself.
   const size_t window =
       std::max<size_t>(ctx.transport->send_window_bytes() / chunk, 1);
-  size_t sent = 0;
-  auto send_next = [&] {
-    const size_t at = sent * chunk;
-    const size_t len = std::min(chunk, send_bytes - std::min(at, send_bytes));
-    return ctx.Send(ctx.next(), step, static_cast<uint32_t>(sent++), send + at,
-                    len);
-  };
-  for (size_t received = 0; received < recv_chunks; ++received) {
-    while (sent < send_chunks && sent - received < window) {
-      if (absl::Status s = send_next(); !s.ok()) return s;
+  Cursor sent, received;
+  auto ready = [&] {
+    if (sent.step >= steps || sent.passed >= received.passed + window) {
+      return false;
     }
-    const size_t at = received * chunk;
-    const size_t len = std::min(chunk, recv_bytes - std::min(at, recv_bytes));
+    // The chunk is final once it came in at the step before.
+    return sent.step == 0 || received.step >= sent.step ||
+           (received.step == sent.step - 1 && received.chunk > sent.chunk);
+  };
+  auto send_next = [&]() -> absl::Status {
+    const int segment = sent_segment(sent.step);
+    const auto [at, bytes] = piece(segment, sent.chunk);
     absl::Status status =
-        receive(step, static_cast<uint32_t>(received), at, len);
-    if (!status.ok()) return status;
+        ctx.Send(ctx.next(), static_cast<uint32_t>(sent.step),
+                 static_cast<uint32_t>(sent.chunk), at, bytes);
+    sent.Advance(chunks_in(segment));
+    return status;
+  };
+  while (received.step < steps) {
+    while (ready()) COHORT_RETURN_IF_ERROR(send_next());
+    const int segment = sent_segment(received.step + 1);
+    const auto [at, bytes] = piece(segment, received.chunk);
+    COHORT_RETURN_IF_ERROR(receive(static_cast<uint32_t>(received.step),
+                                   static_cast<uint32_t>(received.chunk), at,
+                                   bytes));
+    received.Advance(chunks_in(segment));
   }
-  while (sent < send_chunks) {
-    if (absl::Status s = send_next(); !s.ok()) return s;
-  }
+  while (sent.step < steps) COHORT_RETURN_IF_ERROR(send_next());
+  return absl::OkStatus();
+}
+
+// Adds chunk `chunk` of `step` from prev into `target`, straight from the
+// transport's buffers: no copy first.
+absl::Status ReduceFromPrev(const OpContext& ctx, uint32_t step,
+                            uint32_t chunk, char* target, size_t bytes,
+                            DType dtype, ReduceOp op) {
+  absl::StatusOr<absl::Cord> got = ctx.RecvCord(ctx.prev(), step, chunk, bytes);
+  if (!got.ok()) return got.status();
+  Accumulate(target, *got, dtype, op);
   return absl::OkStatus();
 }
 
@@ -66,58 +115,47 @@ absl::Status ExchangeChunks(const OpContext& ctx, uint32_t step, size_t element,
 
 absl::Status RingReduceScatter(const OpContext& ctx, char* data,
                                const Segments& segments, DType dtype,
-                               ReduceOp op, uint32_t first_step) {
-  const int n = ctx.size();
-  const int r = ctx.rank();
-  const size_t element = DTypeSize(dtype);
-  for (int s = 0; s < n - 1; ++s) {
-    // Step s: pass on the segment reduced so far, add our part to the one
-    // arriving. After n-1 steps segment r has passed through every rank.
-    const int send_segment = Mod(r - s - 1, n);
-    const int recv_segment = Mod(r - s - 2, n);
-    char* target = data + segments.offset(recv_segment) * element;
-    absl::Status status =
-        ExchangeChunks(ctx, first_step + static_cast<uint32_t>(s), element,
-                       data + segments.offset(send_segment) * element,
-                       segments.length(send_segment) * element,
-                       segments.length(recv_segment) * element,
-                       [&](uint32_t step, uint32_t chunk, size_t at,
-                           size_t bytes) -> absl::Status {
-                         // Reduced straight from the transport's buffers: no
-                         // copy first.
-                         absl::StatusOr<absl::Cord> got =
-                             ctx.RecvCord(ctx.prev(), step, chunk, bytes);
-                         if (!got.ok()) return got.status();
-                         Accumulate(target + at, *got, dtype, op);
-                         return absl::OkStatus();
-                       });
-    if (!status.ok()) return status;
-  }
-  return absl::OkStatus();
+                               ReduceOp op) {
+  // Step s passes on the segment reduced so far and adds our part to the one
+  // arriving. After n-1 steps segment r has passed through every rank.
+  return RingPass(ctx, ctx.size() - 1, 1, data, segments, DTypeSize(dtype),
+                  [&](uint32_t step, uint32_t chunk, char* target,
+                      size_t bytes) {
+                    return ReduceFromPrev(ctx, step, chunk, target, bytes,
+                                          dtype, op);
+                  });
 }
 
 absl::Status RingAllGather(const OpContext& ctx, char* data,
+                           const Segments& segments, DType dtype) {
+  return RingPass(ctx, ctx.size() - 1, 0, data, segments, DTypeSize(dtype),
+                  [&](uint32_t step, uint32_t chunk, char* target,
+                      size_t bytes) {
+                    return ctx.Recv(ctx.prev(), step, chunk, target, bytes);
+                  });
+}
+
+absl::Status RingAllReduce(const OpContext& ctx, char* data,
                            const Segments& segments, DType dtype,
-                           uint32_t first_step) {
+                           ReduceOp op) {
   const int n = ctx.size();
-  const int r = ctx.rank();
   const size_t element = DTypeSize(dtype);
-  for (int s = 0; s < n - 1; ++s) {
-    const int send_segment = Mod(r - s, n);
-    const int recv_segment = Mod(r - s - 1, n);
-    absl::Status status = ExchangeChunks(
-        ctx, first_step + static_cast<uint32_t>(s), element,
-        data + segments.offset(send_segment) * element,
-        segments.length(send_segment) * element,
-        segments.length(recv_segment) * element,
-        [&](uint32_t step, uint32_t chunk, size_t at, size_t bytes) {
-          return ctx.Recv(ctx.prev(), step, chunk,
-                          data + segments.offset(recv_segment) * element + at,
-                          bytes);
-        });
-    if (!status.ok()) return status;
-  }
-  return absl::OkStatus();
+  // Steps [0, n-1) reduce; the last of them completes segment r, which steps
+  // [n-1, 2(n-1)) share. Segment r - s - 1 goes out at step s in both.
+  return RingPass(
+      ctx, 2 * (n - 1), 1, data, segments, element,
+      [&](uint32_t step, uint32_t chunk, char* target,
+          size_t bytes) -> absl::Status {
+        if (step >= static_cast<uint32_t>(n - 1)) {
+          return ctx.Recv(ctx.prev(), step, chunk, target, bytes);
+        }
+        COHORT_RETURN_IF_ERROR(
+            ReduceFromPrev(ctx, step, chunk, target, bytes, dtype, op));
+        if (op == ReduceOp::kMean && step == static_cast<uint32_t>(n - 2)) {
+          DivideForMean(target, bytes / element, dtype, n);
+        }
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace cohort::collective

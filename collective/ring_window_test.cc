@@ -1,0 +1,183 @@
+// The ring algorithms over a transport whose Send blocks once a link holds
+// its capacity, as the shared-memory ring does: the pipelined steps must stay
+// within the window they are given, or the group would wait on itself.
+
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "collective/algorithmic_communicator.h"
+#include "collective/transports/local_transport.h"
+#include "gtest/gtest.h"
+#include "tests/testing/collective_reference.h"
+
+namespace cohort::collective {
+namespace {
+
+// Bytes sent on each directed link and not yet received. Thread-safe.
+class Links {
+ public:
+  Links(int size, size_t capacity)
+      : size_(static_cast<size_t>(size)),
+        capacity_(capacity),
+        held_(size_ * size_, 0) {}
+
+  size_t capacity() const { return capacity_; }
+
+  // Waits until `bytes` more fit on from -> to. False at the deadline.
+  bool Reserve(int from, int to, size_t bytes, absl::Time deadline) {
+    absl::MutexLock lock(&mu_);
+    size_t& held = held_[Index(from, to)];
+    auto fits = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return held + bytes <= capacity_;
+    };
+    if (!mu_.AwaitWithDeadline(absl::Condition(&fits), deadline)) return false;
+    held += bytes;
+    return true;
+  }
+  void Release(int from, int to, size_t bytes) {
+    absl::MutexLock lock(&mu_);
+    held_[Index(from, to)] -= bytes;
+  }
+
+ private:
+  size_t Index(int from, int to) const {
+    return static_cast<size_t>(from) * size_ + static_cast<size_t>(to);
+  }
+
+  const size_t size_;
+  const size_t capacity_;
+  absl::Mutex mu_;
+  std::vector<size_t> held_ ABSL_GUARDED_BY(mu_);
+};
+
+// A LocalTransport whose links hold at most `links->capacity()` bytes.
+class BoundedTransport final : public Transport {
+ public:
+  BoundedTransport(std::unique_ptr<Transport> inner, Links* links)
+      : inner_(std::move(inner)), links_(links) {}
+
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  std::string Describe(int rank) const override {
+    return inner_->Describe(rank);
+  }
+  size_t send_window_bytes() const override { return links_->capacity() / 2; }
+
+  absl::Status Send(int peer, const Envelope& envelope, const void* data,
+                    size_t bytes, absl::Time deadline) override {
+    if (!links_->Reserve(rank(), peer, bytes, deadline)) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("rank ", rank(), " found no room on its link to ", peer,
+                       " for step ", envelope.tag.step, " chunk ",
+                       envelope.tag.chunk));
+    }
+    return inner_->Send(peer, envelope, data, bytes, deadline);
+  }
+  absl::Status Recv(int peer, const Envelope& envelope, void* data,
+                    size_t bytes, absl::Time deadline) override {
+    absl::Status status = inner_->Recv(peer, envelope, data, bytes, deadline);
+    if (status.ok()) links_->Release(peer, rank(), bytes);
+    return status;
+  }
+  absl::StatusOr<absl::Cord> RecvCord(int peer, const Envelope& envelope,
+                                      size_t bytes,
+                                      absl::Time deadline) override {
+    absl::StatusOr<absl::Cord> got =
+        inner_->RecvCord(peer, envelope, bytes, deadline);
+    if (got.ok()) links_->Release(peer, rank(), bytes);
+    return got;
+  }
+  void Abort(const absl::Status& status) override { inner_->Abort(status); }
+
+ private:
+  std::unique_ptr<Transport> inner_;
+  Links* const links_;
+};
+
+std::vector<absl::Status> RunBounded(
+    int n, size_t capacity,
+    const std::function<absl::Status(int, Communicator&)>& body) {
+  LocalHub hub(n);
+  Links links(n, capacity);
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (int r = 0; r < n; ++r) {
+    comms.push_back(std::make_unique<AlgorithmicCommunicator>(
+        std::make_unique<BoundedTransport>(hub.Connect(r), &links),
+        CommunicatorOptions{.timeout = absl::Seconds(30), .chunk_bytes = 256}));
+  }
+  std::vector<absl::Status> results(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] { results[r] = body(r, *comms[r]); });
+  }
+  for (auto& thread : threads) thread.join();
+  return results;
+}
+
+class RingWindowTest : public ::testing::TestWithParam<int> {};
+
+// A 1 KiB link and 256-byte chunks: every segment is many chunks, and every
+// step's chunks overlap the next step's, all within two chunks in flight.
+TEST_P(RingWindowTest, AllReduceReduceScatterAndAllGatherFitASmallLink) {
+  const int n = GetParam();
+  constexpr size_t kCapacity = 1024;
+  for (size_t count : {size_t{257}, size_t{1000}, size_t{4099}}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean}) {
+      const std::string what = absl::StrCat(n, " ranks, ", count, " float32 ",
+                                            ReduceOpName(op));
+      std::vector<std::vector<char>> data;
+      for (int r = 0; r < n; ++r) {
+        data.push_back(testing::ReferenceInputs(r, count, DType::kFloat32));
+      }
+      const auto reduced = RunBounded(n, kCapacity, [&](int r, Communicator& c) {
+        return c.AllReduce(data[r].data(), count, DType::kFloat32, op);
+      });
+      const std::vector<char> expected =
+          testing::ReferenceReduction(n, count, DType::kFloat32, op);
+      for (int r = 0; r < n; ++r) {
+        ASSERT_TRUE(reduced[r].ok()) << what << ", rank " << r << ": "
+                                     << reduced[r];
+        EXPECT_TRUE(data[r] == expected) << what << ", rank " << r;
+      }
+    }
+
+    std::vector<std::vector<float>> gathered(
+        static_cast<size_t>(n), std::vector<float>(count * n));
+    const auto gather = RunBounded(n, kCapacity, [&](int r, Communicator& c) {
+      std::vector<float> mine(count, static_cast<float>(r + 1));
+      return c.AllGather(mine.data(), gathered[r].data(), count,
+                         DType::kFloat32);
+    });
+    std::vector<std::vector<float>> scattered(static_cast<size_t>(n),
+                                              std::vector<float>(count));
+    const auto scatter = RunBounded(n, kCapacity, [&](int r, Communicator& c) {
+      std::vector<float> input(count * n, static_cast<float>(r + 1));
+      return c.ReduceScatter(input.data(), scattered[r].data(), count,
+                             DType::kFloat32, ReduceOp::kSum);
+    });
+    const float sum = static_cast<float>(n * (n + 1) / 2);
+    for (int r = 0; r < n; ++r) {
+      ASSERT_TRUE(gather[r].ok()) << gather[r];
+      ASSERT_TRUE(scatter[r].ok()) << scatter[r];
+      for (size_t i = 0; i < count * n; ++i) {
+        ASSERT_EQ(gathered[r][i], static_cast<float>(i / count + 1))
+            << n << " ranks, allgather of " << count << ", rank " << r
+            << ", element " << i;
+      }
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(scattered[r][i], sum)
+            << n << " ranks, reducescatter of " << count << ", rank " << r
+            << ", element " << i;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, RingWindowTest, ::testing::Values(2, 3, 4, 5));
+
+}  // namespace
+}  // namespace cohort::collective
