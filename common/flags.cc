@@ -12,6 +12,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/version.h"
 
 namespace cohort {
@@ -64,6 +65,8 @@ std::vector<std::string> ParseCommandLine(int argc, char** argv,
     std::exit(0);
   }
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  // Costs a global lock per acquisition on the data path (flags.h).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   std::vector<std::string> args;
   for (size_t i = 1; i < positional.size(); ++i)
     args.emplace_back(positional[i]);

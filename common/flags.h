@@ -14,6 +14,10 @@ namespace cohort {
 // Parses argv (absl flags). `usage` is the text --help prints first. Exits the
 // process for --help/--version (0) and for unknown flags (2). Returns the
 // positional arguments, argv[0] excluded.
+//
+// Also turns off absl::Mutex's lock-order checking for the process: an absl
+// built without NDEBUG (Debian's) checks every acquisition, gRPC's included,
+// against a global graph. Unit tests, which do not come through here, keep it.
 std::vector<std::string> ParseCommandLine(int argc, char** argv,
                                           absl::string_view usage);
 
