@@ -3,7 +3,6 @@
 
 #include <cstring>
 #include <functional>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +11,7 @@
 #include "collective/transports/local_transport.h"
 #include "gtest/gtest.h"
 #include "tests/testing/collective_reference.h"
+#include "tests/testing/rank_threads.h"
 
 namespace cohort::collective {
 namespace {
@@ -46,13 +46,7 @@ std::vector<absl::Status> RunHierarchy(
             node_hubs[node]->Connect(local_rank)),
         std::move(cross), shape.nodes, node, local_reduction));
   }
-  std::vector<absl::Status> results(size);
-  std::vector<std::thread> threads;
-  for (int g = 0; g < size; ++g) {
-    threads.emplace_back([&, g] { results[g] = body(g, *comms[g]); });
-  }
-  for (auto& thread : threads) thread.join();
-  return results;
+  return testing::RunOnRankThreads(comms, body);
 }
 
 class HierarchicalTest : public ::testing::TestWithParam<Shape> {};

@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/collective_reference.h"
+#include "tests/testing/rank_threads.h"
 #include "tests/testing/wait.h"
 
 namespace cohort::collective {
@@ -33,13 +34,7 @@ std::vector<absl::Status> RunGroup(
     comms.push_back(
         std::make_unique<AlgorithmicCommunicator>(hub.Connect(r), options));
   }
-  std::vector<absl::Status> results(static_cast<size_t>(n));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] { results[r] = body(r, *comms[r]); });
-  }
-  for (auto& thread : threads) thread.join();
-  return results;
+  return testing::RunOnRankThreads(comms, body);
 }
 
 using testing::AllDTypeOps;

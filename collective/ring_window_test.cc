@@ -4,7 +4,6 @@
 
 #include <functional>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +12,7 @@
 #include "collective/transports/local_transport.h"
 #include "gtest/gtest.h"
 #include "tests/testing/collective_reference.h"
+#include "tests/testing/rank_threads.h"
 
 namespace cohort::collective {
 namespace {
@@ -109,13 +109,7 @@ std::vector<absl::Status> RunBounded(
         std::make_unique<BoundedTransport>(hub.Connect(r), &links),
         CommunicatorOptions{.timeout = absl::Seconds(30), .chunk_bytes = 256}));
   }
-  std::vector<absl::Status> results(static_cast<size_t>(n));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] { results[r] = body(r, *comms[r]); });
-  }
-  for (auto& thread : threads) thread.join();
-  return results;
+  return testing::RunOnRankThreads(comms, body);
 }
 
 class RingWindowTest : public ::testing::TestWithParam<int> {};
