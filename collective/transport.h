@@ -54,6 +54,22 @@ class Transport {
   virtual absl::Status Send(int peer, const Envelope& envelope,
                             const void* data, size_t bytes,
                             absl::Time deadline) = 0;
+  // As Send, but the transport may go on reading `data` after it returns,
+  // until ReclaimLent returns: a large payload then goes out without a copy.
+  // The caller keeps `data` alive and unchanged until then. By default, Send.
+  virtual absl::Status SendLent(int peer, const Envelope& envelope,
+                                const void* data, size_t bytes,
+                                absl::Time deadline) {
+    return Send(peer, envelope, data, bytes, deadline);
+  }
+  // Waits until the transport reads no buffer lent to SendLent any more.
+  // Where that takes past `deadline` (a peer that stopped reading), the
+  // transport breaks its links to the peers still holding lent bytes, which
+  // fails the group, and returns DEADLINE_EXCEEDED naming them. Either way
+  // nothing lent is read after it returns.
+  virtual absl::Status ReclaimLent(absl::Time deadline) {
+    return absl::OkStatus();
+  }
   // Receives the message with `envelope.tag` from `peer` into `data`, which
   // holds exactly `bytes`. Fails with DEADLINE_EXCEEDED, with the abort
   // status, with UNAVAILABLE when the peer is gone, or with

@@ -30,6 +30,11 @@ struct OpContext {
     return transport->Send(peer, {{sequence, step, chunk}, signature}, data,
                            bytes, deadline);
   }
+  absl::Status SendLent(int peer, uint32_t step, uint32_t chunk,
+                        const void* data, size_t bytes) const {
+    return transport->SendLent(peer, {{sequence, step, chunk}, signature},
+                               data, bytes, deadline);
+  }
   absl::Status Recv(int peer, uint32_t step, uint32_t chunk, void* data,
                     size_t bytes) const {
     return transport->Recv(peer, {{sequence, step, chunk}, signature}, data,

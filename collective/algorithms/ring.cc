@@ -1,6 +1,7 @@
 #include "collective/algorithms/ring.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "collective/reduce.h"
 #include "common/status_macros.h"
@@ -11,12 +12,28 @@ namespace {
 
 int Mod(int value, int n) { return ((value % n) + n) % n; }
 
-// Chunks of whole elements that fit the transport's window at least twice
-// over, so that a bounded transport (a shared-memory ring) always has room
-// for the chunks in flight.
+// Sends run at most this far ahead of receives, even over a transport that
+// would take more (gRPC): further ahead, a chunk has left the cache by the
+// time the transport reads it, and the transport holds more of them.
+constexpr size_t kMaxAheadBytes = 4 << 20;
+
+// Chunks of segments up to this size are lent to the transport, not copied
+// into it. A chunk goes out one segment after this rank last wrote it. While
+// that is within the cache, the transport reads it from there and the copy
+// is saved; beyond, the transport's read from memory (the kernel's, on
+// gRPC's thread) costs more than this thread's copy did (bench/RESULTS.md).
+constexpr size_t kMaxLentSegmentBytes = 8 << 20;
+
+// How far sends may run ahead of receives.
+size_t WindowBytes(const OpContext& ctx) {
+  return std::min(ctx.transport->send_window_bytes(), kMaxAheadBytes);
+}
+
+// Chunks of whole elements that fit the window at least twice over, so that
+// a bounded transport (a shared-memory ring) always has room for the chunks
+// in flight.
 size_t ChunkBytes(const OpContext& ctx, size_t element) {
-  const size_t limit =
-      std::min(ctx.chunk_bytes, ctx.transport->send_window_bytes() / 2);
+  const size_t limit = std::min(ctx.chunk_bytes, WindowBytes(ctx) / 2);
   return std::max<size_t>(limit / element, 1) * element;
 }
 
@@ -35,17 +52,26 @@ struct Cursor {
   }
 };
 
+// After a pass that failed at its deadline, how long the transport may still
+// take to hand back what the pass lent it.
+constexpr absl::Duration kReclaimGrace = absl::Seconds(1);
+
 // Runs `steps` ring steps as one pipeline. At step s this rank sends segment
 // r - s - shift to next, and receives from prev the segment it sends on at
 // step s + 1; `receive(step, chunk, target, bytes)` takes chunk `chunk` of
 // that step into `target`. A chunk goes on at step s as soon as the same
-// chunk of step s - 1 is in. Sends run ahead of receives by the transport's
-// window (all of them over gRPC, whose Send only queues), so the transport
-// streams while this thread reduces.
+// chunk of step s - 1 is in. Sends run ahead of receives by up to
+// WindowBytes, so the transport streams while this thread reduces.
+//
+// Lending a chunk is safe: a chunk sent at step s is next written at step
+// s + n - 1, on receiving what prev sent after the chunk had gone once round
+// the ring, so by then the transport has sent it. Only the last sends can
+// still be in flight when the pass ends, which is why RingPass reclaims
+// them.
 template <typename Receive>
-absl::Status RingPass(const OpContext& ctx, int steps, int shift, char* data,
-                      const Segments& segments, size_t element,
-                      Receive receive) {
+absl::Status RingSteps(const OpContext& ctx, int steps, int shift,
+                       char* data, const Segments& segments, size_t element,
+                       Receive receive) {
   const int n = ctx.size();
   const int r = ctx.rank();
   const size_t chunk = ChunkBytes(ctx, element);
@@ -67,8 +93,7 @@ absl::Status RingPass(const OpContext& ctx, int steps, int shift, char* data,
   };
   // With every rank at most `window` chunks ahead, and every chunk waiting
   // only on an earlier one from prev, no ring of waits can close on itself.
-  const size_t window =
-      std::max<size_t>(ctx.transport->send_window_bytes() / chunk, 1);
+  const size_t window = std::max<size_t>(WindowBytes(ctx) / chunk, 1);
   Cursor sent, received;
   auto ready = [&] {
     if (sent.step >= steps || sent.passed >= received.passed + window) {
@@ -81,9 +106,12 @@ absl::Status RingPass(const OpContext& ctx, int steps, int shift, char* data,
   auto send_next = [&]() -> absl::Status {
     const int segment = sent_segment(sent.step);
     const auto [at, bytes] = piece(segment, sent.chunk);
+    const auto step = static_cast<uint32_t>(sent.step);
+    const auto index = static_cast<uint32_t>(sent.chunk);
     absl::Status status =
-        ctx.Send(ctx.next(), static_cast<uint32_t>(sent.step),
-                 static_cast<uint32_t>(sent.chunk), at, bytes);
+        segment_bytes(segment) <= kMaxLentSegmentBytes
+            ? ctx.SendLent(ctx.next(), step, index, at, bytes)
+            : ctx.Send(ctx.next(), step, index, at, bytes);
     sent.Advance(chunks_in(segment));
     return status;
   };
@@ -98,6 +126,19 @@ absl::Status RingPass(const OpContext& ctx, int steps, int shift, char* data,
   }
   while (sent.step < steps) COHORT_RETURN_IF_ERROR(send_next());
   return absl::OkStatus();
+}
+
+// RingSteps, then the wait until the transport no longer reads `data`: the
+// caller may reuse it on return, whether the pass succeeded or not.
+template <typename Receive>
+absl::Status RingPass(const OpContext& ctx, int steps, int shift, char* data,
+                      const Segments& segments, size_t element,
+                      Receive receive) {
+  const absl::Status status =
+      RingSteps(ctx, steps, shift, data, segments, element, receive);
+  const absl::Status reclaimed = ctx.transport->ReclaimLent(
+      std::max(ctx.deadline, absl::Now() + kReclaimGrace));
+  return status.ok() ? reclaimed : status;
 }
 
 // Adds chunk `chunk` of `step` from prev into `target`, straight from the

@@ -9,6 +9,7 @@
 #include "collective/transports/peer_frame.h"
 #include "collective/transports/peer_sender.h"
 #include "collective/transports/peer_service.h"
+#include "common/check.h"
 #include "common/cluster_spec.h"
 #include "common/host_info.h"
 #include "common/status_macros.h"
@@ -34,6 +35,11 @@ std::string RingKey(const std::string& group, int from, int to) {
 }
 
 constexpr char kNoRing[] = "none";
+// Smaller payloads are copied even when lent: the copy costs less than
+// waiting, at the end of a collective, for gRPC to release them.
+constexpr size_t kMinLentBytes = 64 << 10;
+// How long gRPC may take to drop the frames of a closed connection.
+constexpr absl::Duration kCancelGrace = absl::Seconds(30);
 // A frame's signature is a short description; more means a corrupt ring.
 constexpr uint32_t kMaxSignatureBytes = 4096;
 
@@ -63,7 +69,8 @@ GrpcTransport::GrpcTransport(GrpcTransportOptions options)
       auth_(options_.security.token),
       addresses_(static_cast<size_t>(options_.size)),
       labels_(static_cast<size_t>(options_.size)),
-      senders_(static_cast<size_t>(options_.size)) {}
+      senders_(static_cast<size_t>(options_.size)),
+      lent_(static_cast<size_t>(options_.size)) {}
 
 absl::StatusOr<std::unique_ptr<GrpcTransport>> GrpcTransport::Create(
     GrpcTransportOptions options, Store& store) {
@@ -187,6 +194,18 @@ std::string GrpcTransport::Describe(int rank) const {
 absl::Status GrpcTransport::Send(int peer, const Envelope& envelope,
                                  const void* data, size_t bytes,
                                  absl::Time deadline) {
+  return SendFrame(peer, envelope, data, bytes, deadline, /*lend=*/false);
+}
+
+absl::Status GrpcTransport::SendLent(int peer, const Envelope& envelope,
+                                     const void* data, size_t bytes,
+                                     absl::Time deadline) {
+  return SendFrame(peer, envelope, data, bytes, deadline, /*lend=*/true);
+}
+
+absl::Status GrpcTransport::SendFrame(int peer, const Envelope& envelope,
+                                      const void* data, size_t bytes,
+                                      absl::Time deadline, bool lend) {
   if (absl::Status aborted = mailbox_.abort_status(); !aborted.ok()) {
     return aborted;
   }
@@ -198,10 +217,38 @@ absl::Status GrpcTransport::Send(int peer, const Envelope& envelope,
   header.mutable_tag()->set_step(envelope.tag.step);
   header.mutable_tag()->set_chunk(envelope.tag.chunk);
   header.set_op_signature(std::string(envelope.signature));
-  // The one copy of the payload on this side: into a slice gRPC owns, so
-  // that Send returns at once and the caller may reuse `data`.
-  grpc::Slice payload = bytes > 0 ? grpc::Slice(data, bytes) : grpc::Slice();
+  // Unless lent, the one copy of the payload on this side: into a slice gRPC
+  // owns, so that Send returns at once and the caller may reuse `data`.
+  grpc::Slice payload;
+  if (lend && bytes >= kMinLentBytes) {
+    payload = lent_[peer].Lend(data, bytes);
+  } else if (bytes > 0) {
+    payload = grpc::Slice(data, bytes);
+  }
   return senders_[peer]->Enqueue(EncodePeerFrame(header, std::move(payload)));
+}
+
+absl::Status GrpcTransport::ReclaimLent(absl::Time deadline) {
+  std::vector<int> stuck;
+  for (int peer = 0; peer < options_.size; ++peer) {
+    if (!lent_[peer].AwaitReleased(deadline)) stuck.push_back(peer);
+  }
+  if (stuck.empty()) return absl::OkStatus();
+  std::string names;
+  for (int peer : stuck) {
+    absl::StrAppend(&names, names.empty() ? "" : ", ", Describe(peer));
+  }
+  const absl::Status status = absl::DeadlineExceededError(
+      absl::StrCat(Describe(options_.rank), " could not finish sending to ",
+                   names, " in time: the streams to them are cancelled"));
+  Abort(status);
+  for (int peer : stuck) {
+    senders_[peer]->Disconnect();
+    // A lent buffer gRPC kept past this would be read after its owner
+    // reused it: stopping is better than sending corrupt data.
+    COHORT_CHECK(lent_[peer].AwaitReleased(absl::Now() + kCancelGrace));
+  }
+  return status;
 }
 
 absl::Status GrpcTransport::Recv(int peer, const Envelope& envelope, void* data,

@@ -21,6 +21,7 @@
 #include "collective/mailbox.h"
 #include "collective/store.h"
 #include "collective/transport.h"
+#include "collective/transports/lent_buffers.h"
 #include "collective/transports/shm_channel.h"
 #include "rpc/auth.h"
 #include "rpc/security.h"
@@ -63,6 +64,10 @@ class GrpcTransport final : public Transport {
 
   absl::Status Send(int peer, const Envelope& envelope, const void* data,
                     size_t bytes, absl::Time deadline) override;
+  // Over gRPC, payloads of kMinLentBytes and more go out by reference.
+  absl::Status SendLent(int peer, const Envelope& envelope, const void* data,
+                        size_t bytes, absl::Time deadline) override;
+  absl::Status ReclaimLent(absl::Time deadline) override;
   absl::Status Recv(int peer, const Envelope& envelope, void* data,
                     size_t bytes, absl::Time deadline) override;
   absl::StatusOr<absl::Cord> RecvCord(int peer, const Envelope& envelope,
@@ -81,6 +86,8 @@ class GrpcTransport final : public Transport {
   // (opened here), where the neighbours share this host.
   absl::Status ConnectSharedMemory(Store& store,
                                    const std::vector<std::string>& hosts);
+  absl::Status SendFrame(int peer, const Envelope& envelope, const void* data,
+                         size_t bytes, absl::Time deadline, bool lend);
   absl::Status SendShm(const Envelope& envelope, const void* data, size_t bytes,
                        absl::Time deadline);
   absl::Status RecvShm(const Envelope& envelope, void* data, size_t bytes,
@@ -94,6 +101,7 @@ class GrpcTransport final : public Transport {
   std::vector<std::string> addresses_;                // by rank
   std::vector<std::string> labels_;                   // by rank
   std::vector<std::unique_ptr<PeerSender>> senders_;  // by rank; null for self
+  std::vector<LentBuffers> lent_;  // by rank: what SendLent lent its stream
   int prev_ = 0, next_ = 0;
   std::unique_ptr<ShmChannel> shm_in_;   // from prev_, when on this host
   std::unique_ptr<ShmChannel> shm_out_;  // to next_, when on this host

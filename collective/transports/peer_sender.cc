@@ -10,14 +10,14 @@ PeerSender::PeerSender(const std::string& address,
                        const rpc::Security& security, v1::PeerFrame hello,
                        std::string peer)
     : peer_(std::move(peer)),
-      connection_(address, security),
-      stub_(connection_.channel()),
+      connection_(std::in_place, address, security),
+      stub_(std::in_place, connection_->channel()),
       // The stream lives as long as the group: no deadline, only Close().
-      context_(connection_.NewContext(absl::InfiniteDuration())) {
+      context_(connection_->NewContext(absl::InfiniteDuration())) {
   // A lost SYN on a lossy link must not fail the group: the stream waits
   // for the connection, and WaitConnected bounds that wait.
   context_->set_wait_for_ready(true);
-  stub_.PrepareBidiStreamingCall(context_.get(), "/cohort.v1.Peer/Exchange",
+  stub_->PrepareBidiStreamingCall(context_.get(), "/cohort.v1.Peer/Exchange",
                                  grpc::StubOptions(), this);
   StartRead(&unused_read_);
   {
@@ -96,6 +96,22 @@ void PeerSender::OnDone(const grpc::Status& status) {
         peer_, " is gone: ",
         status.ok() ? "it closed the stream" : status.error_message()));
   }
+}
+
+void PeerSender::Disconnect() {
+  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; };
+  context_->TryCancel();
+  {
+    absl::MutexLock lock(&mu_);
+    COHORT_CHECK(
+        mu_.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(30)));
+  }
+  // The stream is over. Without the last references to the channel its
+  // connection closes, and the socket writes still pending release their
+  // frames.
+  context_.reset();
+  stub_.reset();
+  connection_.reset();
 }
 
 void PeerSender::Close(absl::Duration grace) {

@@ -9,6 +9,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -40,6 +41,11 @@ class PeerSender final
   // Half-closes once the queue drains and waits up to `grace` for the
   // stream to end, then cancels it. Idempotent.
   void Close(absl::Duration grace);
+  // Ends the stream now and closes its connection, so that gRPC releases
+  // every frame it held, even what it had handed to a socket the peer no
+  // longer reads; then fails every later Enqueue. The peer sees the stream
+  // break. Returns once the stream has ended. Not concurrently with itself.
+  void Disconnect();
 
   void OnWriteDone(bool ok) override;
   void OnReadDone(bool ok) override;
@@ -49,8 +55,9 @@ class PeerSender final
   void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string peer_;
-  rpc::Connection connection_;
-  grpc::GenericStub stub_;
+  // Dropped by Disconnect: the last references to the channel.
+  std::optional<rpc::Connection> connection_;
+  std::optional<grpc::GenericStub> stub_;
   std::unique_ptr<grpc::ClientContext> context_;
   grpc::ByteBuffer unused_read_;  // the peer never writes back
 

@@ -1,6 +1,6 @@
 // Collectives across rank processes over gRPC, with the real coordinator's
-// store for rendezvous: correctness, a rank killed mid-all-reduce, and
-// mismatched calls.
+// store for rendezvous: correctness, a rank killed mid-all-reduce,
+// mismatched calls, and buffers lent to a peer that stopped reading.
 
 #include <signal.h>
 
@@ -145,6 +145,34 @@ TEST(CollectiveFailureE2eTest, MismatchedCollectivesFailOnBothRanksNamingBoth) {
     EXPECT_THAT(output, HasSubstr("allreduce float32 sum 1000"));
     EXPECT_THAT(output, HasSubstr("allgather float32 10"));
   }
+  StopAll(ranks);
+}
+
+TEST(CollectiveFailureE2eTest, LentBuffersComeBackFromAStoppedPeer) {
+  ScratchDir dir;
+  auto store = StartStore(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const std::string go = dir.path() + "/go";
+  std::vector<Rank> ranks = StartRanks(
+      dir, (*store)->address(), "stall", 2,
+      {"--mode=stall", "--shared_memory=false", "--timeout=60s",
+       absl::StrCat("--go_file=", go)});
+  ASSERT_EQ(ranks.size(), 2);
+  ASSERT_TRUE(WaitUntil(
+      [&] { return ranks[0].Output().find("READY") != std::string::npos; },
+      absl::Seconds(60)))
+      << ranks[0].Output();
+  ranks[1].process.Signal(SIGSTOP);
+  ASSERT_TRUE(WriteFileAtomically(go, "go").ok());
+  // The reclaim gives up after 2 s; cancelling the stream must free the
+  // buffer well within the 30 s after which the rank would abort.
+  std::optional<ExitStatus> exit = ranks[0].process.Wait(absl::Seconds(25));
+  ASSERT_TRUE(exit.has_value()) << "rank 0 still waits on a stopped peer";
+  EXPECT_TRUE(exit->exited() && exit->exit_code() == 1) << ranks[0].Output();
+  const std::string output = ranks[0].Output();
+  EXPECT_THAT(output, HasSubstr("ERROR DEADLINE_EXCEEDED"));
+  EXPECT_THAT(output, HasSubstr("could not finish sending to rank 1 (127.0.0.1:"));
+  ranks[1].process.Signal(SIGKILL);
   StopAll(ranks);
 }
 

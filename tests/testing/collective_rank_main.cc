@@ -22,11 +22,14 @@ ABSL_FLAG(int, size, 2, "Ranks in the group.");
 ABSL_FLAG(std::string, mode, "check",
           "check: every collective against the reference; loop: all-reduce "
           "--count floats --iterations times; mismatch: rank 0 all-reduces "
-          "1000 floats while the others all-gather 10.");
+          "1000 floats while the others all-gather 10; stall: rank 0 says "
+          "READY, waits for --go_file, lends 64 MiB to rank 1 (which the test "
+          "stops) and reclaims it within 2 s.");
 ABSL_FLAG(int64_t, count, 1 << 20, "loop: elements per all-reduce.");
 ABSL_FLAG(int, iterations, 1, "loop: how many all-reduces.");
 ABSL_FLAG(std::string, progress_file, "",
           "loop: written with the iteration count after each all-reduce.");
+ABSL_FLAG(std::string, go_file, "", "stall: rank 0 sends once it exists.");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(60), "Per operation.");
 ABSL_FLAG(bool, shared_memory, true,
           "Ring neighbours on one host use shared memory; false: gRPC only.");
@@ -113,6 +116,31 @@ absl::Status MismatchedCalls(Communicator& comm) {
                                            DType::kFloat32);
 }
 
+// Rank 0 lends more than the stream and the sockets hold to rank 1, which
+// the test has stopped: the reclaim must give up at its deadline, cancel the
+// stream, and hand the buffer back.
+absl::Status LendToStoppedPeer(collective::GrpcTransport& transport,
+                               absl::Duration timeout) {
+  if (transport.rank() != 0) {
+    absl::SleepFor(timeout);  // until the test stops, then kills, this rank
+    return absl::OkStatus();
+  }
+  std::cout << "READY" << std::endl;
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!ReadFile(absl::GetFlag(FLAGS_go_file)).ok()) {
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError("no --go_file in time");
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  std::vector<char> data(64 << 20, 1);
+  const collective::Envelope envelope{{1, 0, 0}, "stall"};
+  absl::Status sent =
+      transport.SendLent(1, envelope, data.data(), data.size(), deadline);
+  if (!sent.ok()) return sent;
+  return transport.ReclaimLent(absl::Now() + absl::Seconds(2));
+}
+
 int Main(int argc, char** argv) {
   ParseCommandLine(argc, argv, "one rank of a multi-process collective test");
   collective::GrpcStore store(absl::GetFlag(FLAGS_store), rpc::Security{});
@@ -126,7 +154,9 @@ int Main(int argc, char** argv) {
            .shared_memory = absl::GetFlag(FLAGS_shared_memory)},
           store);
   absl::Status status = transport.status();
-  if (status.ok()) {
+  if (status.ok() && absl::GetFlag(FLAGS_mode) == "stall") {
+    status = LendToStoppedPeer(**transport, timeout);
+  } else if (status.ok()) {
     collective::AlgorithmicCommunicator comm(*std::move(transport),
                                              {.timeout = timeout});
     const std::string mode = absl::GetFlag(FLAGS_mode);
