@@ -10,7 +10,8 @@
 
 namespace cohort::rpc {
 
-Connection::Connection(std::string address, Security security)
+Connection::Connection(std::string address, Security security,
+                       bool dedicated)
     : address_(std::move(address)), security_(std::move(security)) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
@@ -21,6 +22,7 @@ Connection::Connection(std::string address, Security security)
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   ApplyTransportTuning(args);
+  if (dedicated) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   channel_ =
       grpc::CreateCustomChannel(address_, security_.ChannelCredentials(), args);
 }

@@ -19,7 +19,10 @@ namespace cohort::rpc {
 // grpc::Channel is).
 class Connection {
  public:
-  Connection(std::string address, Security security);
+  // `dedicated`: the channel gets a connection of its own, not one shared
+  // with other channels to the same address, so that the connection closes
+  // when this channel goes.
+  Connection(std::string address, Security security, bool dedicated = false);
 
   const std::string& address() const { return address_; }
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }

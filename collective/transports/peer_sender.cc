@@ -10,7 +10,8 @@ PeerSender::PeerSender(const std::string& address,
                        const rpc::Security& security, v1::PeerFrame hello,
                        std::string peer)
     : peer_(std::move(peer)),
-      connection_(std::in_place, address, security),
+      // Its own connection, which Disconnect can close.
+      connection_(std::in_place, address, security, /*dedicated=*/true),
       stub_(std::in_place, connection_->channel()),
       // The stream lives as long as the group: no deadline, only Close().
       context_(connection_->NewContext(absl::InfiniteDuration())) {
