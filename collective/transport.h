@@ -63,10 +63,11 @@ class Transport {
     return Send(peer, envelope, data, bytes, deadline);
   }
   // Waits until the transport reads no buffer lent to SendLent any more.
-  // Where that takes past `deadline` (a peer that stopped reading), the
-  // transport breaks its links to the peers still holding lent bytes, which
-  // fails the group, and returns DEADLINE_EXCEEDED naming them. Either way
-  // nothing lent is read after it returns.
+  // Where that takes past `deadline` (a peer that stopped reading, or one
+  // behind a cut link), the transport breaks its links to the peers still
+  // holding lent bytes, fails waits on them, and returns DEADLINE_EXCEEDED
+  // naming them; the caller then aborts the group. Either way nothing lent
+  // is read after it returns.
   virtual absl::Status ReclaimLent(absl::Time deadline) {
     return absl::OkStatus();
   }

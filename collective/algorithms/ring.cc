@@ -52,9 +52,11 @@ struct Cursor {
   }
 };
 
-// After a pass that failed at its deadline, how long the transport may still
-// take to hand back what the pass lent it.
-constexpr absl::Duration kReclaimGrace = absl::Seconds(1);
+// How long past the deadline (after a success) or past a failure the
+// transport may take to hand back what a pass lent it. Short, because a
+// failure is reported only after it: a live peer reads what is in flight
+// within it, and a peer behind a cut link never will.
+constexpr absl::Duration kReclaimGrace = absl::Milliseconds(250);
 
 // Runs `steps` ring steps as one pipeline. At step s this rank sends segment
 // r - s - shift to next, and receives from prev the segment it sends on at
@@ -136,8 +138,9 @@ absl::Status RingPass(const OpContext& ctx, int steps, int shift, char* data,
                       Receive receive) {
   const absl::Status status =
       RingSteps(ctx, steps, shift, data, segments, element, receive);
+  const absl::Time grace = absl::Now() + kReclaimGrace;
   const absl::Status reclaimed = ctx.transport->ReclaimLent(
-      std::max(ctx.deadline, absl::Now() + kReclaimGrace));
+      status.ok() ? std::max(ctx.deadline, grace) : grace);
   return status.ok() ? reclaimed : status;
 }
 

@@ -241,8 +241,10 @@ absl::Status GrpcTransport::ReclaimLent(absl::Time deadline) {
   const absl::Status status = absl::DeadlineExceededError(
       absl::StrCat(Describe(options_.rank), " could not finish sending to ",
                    names, " in time: the streams to them are cancelled"));
-  Abort(status);
   for (int peer : stuck) {
+    // Waits on the peer end now. The group's abort, and its reason, are the
+    // caller's: a failed collective may have a better one than this.
+    mailbox_.PeerGone(peer, status);
     senders_[peer]->Disconnect();
     // A lent buffer gRPC kept past this would be read after its owner
     // reused it: stopping is better than sending corrupt data.
