@@ -240,7 +240,7 @@ absl::Status GrpcTransport::ReclaimLent(absl::Time deadline) {
   }
   const absl::Status status = absl::DeadlineExceededError(
       absl::StrCat(Describe(options_.rank), " could not finish sending to ",
-                   names, " in time: the streams to them are cancelled"));
+                   names, " in time: the streams to them are closed"));
   for (int peer : stuck) {
     // Waits on the peer end now. The group's abort, and its reason, are the
     // caller's: a failed collective may have a better one than this.

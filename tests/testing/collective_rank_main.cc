@@ -117,8 +117,8 @@ absl::Status MismatchedCalls(Communicator& comm) {
 }
 
 // Rank 0 lends more than the stream and the sockets hold to rank 1, which
-// the test has stopped: the reclaim must give up at its deadline, cancel the
-// stream, and hand the buffer back.
+// the test has stopped: the reclaim must give up at its deadline, close the
+// stream and its connection, and hand the buffer back.
 absl::Status LendToStoppedPeer(collective::GrpcTransport& transport,
                                absl::Duration timeout) {
   if (transport.rank() != 0) {
