@@ -31,12 +31,18 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "--cpu_devices must be at least 1, got ", options.cpu_devices));
   }
+  if (options.stop_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--stop_timeout must be positive, got ",
+                     absl::FormatDuration(options.stop_timeout)));
+  }
   DiscoveredDevices devices = DiscoverDevices(options.cpu_devices);
   spdlog::info("devices: {}", devices.note);
 
   JobAgentOptions jobs{.task = config.task,
                        .coordinator = config.coordinator,
-                       .security = config.daemon.server.security};
+                       .security = config.daemon.server.security,
+                       .stop_timeout = options.stop_timeout};
   for (const v1::Device& device : devices.devices) {
     jobs.devices.push_back({.kind = device.kind() == v1::Device::CUDA
                                         ? Device::Kind::kCuda

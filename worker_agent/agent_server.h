@@ -22,6 +22,7 @@ struct AgentServerOptions {
   // Empty: $TMPDIR/cohort-agent-<uid>/<type>-<index>.
   std::string state_dir;
   std::string cache_dir;  // empty: <state_dir>/libraries
+  absl::Duration stop_timeout = absl::Minutes(2);  // JobAgentOptions'
 };
 
 // Owns the service, the job agent and the runtime. Create and Run from one

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "common/digest.h"
 #include "common/file_util.h"
@@ -16,6 +18,17 @@ namespace {
 
 constexpr absl::Duration kSyncTimeout = absl::Seconds(2);
 constexpr absl::Duration kFetchTimeout = absl::Seconds(60);
+// How often a stopping runner is asked whether it has stopped.
+constexpr absl::Duration kStopPoll = absl::Milliseconds(20);
+
+// Nothing can interrupt a function of the job's library; the process is
+// restarted instead. Destructors do not run: they would wait for it.
+void ExitStuck(const std::string& why) {
+  spdlog::critical("{}; the agent exits (code {}) so that it restarts clean",
+                   why, kExitStuckAttempt);
+  spdlog::default_logger()->flush();
+  std::_Exit(kExitStuckAttempt);
+}
 
 JobAgentOptions WithDefaults(JobAgentOptions options) {
   if (options.job_control == nullptr) {
@@ -23,6 +36,7 @@ JobAgentOptions WithDefaults(JobAgentOptions options) {
         NewGrpcJobControlClient(options.coordinator, options.security);
   }
   if (options.make_runner == nullptr) options.make_runner = MakeRunner;
+  if (options.on_stuck == nullptr) options.on_stuck = ExitStuck;
   return options;
 }
 
@@ -51,7 +65,25 @@ void JobAgent::Shutdown() {
   if (!thread_.joinable()) return;
   stop_.Notify();
   thread_.join();
-  runner_.reset();
+  if (runner_ != nullptr) {
+    StopRunner(absl::CancelledError("the agent is shutting down"));
+  }
+}
+
+void JobAgent::StopRunner(const absl::Status& why) {
+  runner_->Abort(why);
+  const absl::Time deadline = absl::Now() + options_.stop_timeout;
+  while (!runner_->done() && absl::Now() < deadline) absl::SleepFor(kStopPoll);
+  if (!runner_->done()) {
+    const v1::AgentJobAssignment& a = runner_->assignment();
+    options_.on_stuck(absl::StrCat(
+        "job ", a.job_id(), " attempt ", a.attempt(), " did not stop within ",
+        absl::FormatDuration(options_.stop_timeout), " of being ended (",
+        why.message(),
+        "): a function of its step library (init, step, dataset or stream) "
+        "has not returned"));
+  }
+  runner_.reset();  // joins
 }
 
 void JobAgent::Run() {
@@ -98,10 +130,9 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
               ? "the coordinator ended it"
               : absl::StrCat("attempt ", assignment.attempt(), " replaces it"));
     }
-    runner_->Abort(absl::AbortedError(
-        absl::StrCat("job ", old.job_id(), " attempt ", old.attempt(),
-                     " was ended by the coordinator")));
-    runner_.reset();  // joins
+    StopRunner(absl::AbortedError(absl::StrCat("job ", old.job_id(),
+                                               " attempt ", old.attempt(),
+                                               " was ended by the coordinator")));
   }
   if (assignment.job_id().empty()) return;
   RunnerOptions runner{

@@ -7,17 +7,22 @@
 // The coordinator is reached through a JobControlClient and runners are
 // made by a factory, so that tests can drive the loop with fakes.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "common/cluster_spec.h"
 #include "worker_agent/attempt_runner.h"
 #include "worker_agent/job_control_client.h"
 
 namespace cohort::agent {
+
+// The agent's exit code when an attempt it ended did not stop in time.
+inline constexpr int kExitStuckAttempt = 3;
 
 // Makes the runner of one attempt.
 using RunnerFactory =
@@ -42,6 +47,16 @@ struct JobAgentOptions {
   // the job's checkpoint_dir.
   std::string checkpoint_copies;
   std::string origin;  // "worker:0 on host-3", for restart records
+  // How long an attempt that was ended (replaced, cancelled, or stopped by
+  // Shutdown) may take to stop. Its threads may be inside the job's own
+  // functions (init, step, dataset, stream), which nothing can interrupt;
+  // past this bound `on_stuck` is called.
+  absl::Duration stop_timeout = absl::Minutes(2);
+  // Default: logs `why` and exits the process with kExitStuckAttempt, so
+  // that its supervisor (the coordinator, systemd) restarts it clean rather
+  // than leave it running a job nobody wants. Should it return, the runner
+  // is destroyed as usual, which waits for it.
+  std::function<void(const std::string& why)> on_stuck;
 };
 
 // Owns its thread between Start() and Shutdown() (idempotent), and the
@@ -58,6 +73,9 @@ class JobAgent {
  private:
   void Run();
   void Apply(const v1::AgentJobAssignment& assignment);
+  // Aborts the runner with `why` and destroys it, once it has stopped or
+  // after on_stuck.
+  void StopRunner(const absl::Status& why);
   // The local path of the library with `digest`, fetching it when needed.
   absl::StatusOr<std::string> FetchLibrary(const std::string& digest);
 

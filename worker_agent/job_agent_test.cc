@@ -18,7 +18,10 @@ namespace {
 using ::cohort::testing::IsOkAndHolds;
 using ::cohort::testing::StatusIs;
 using ::cohort::testing::WaitUntil;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 constexpr absl::Duration kWait = absl::Seconds(20);
 
@@ -95,6 +98,19 @@ struct RunnerLog {
   std::map<int, absl::Status> aborted ABSL_GUARDED_BY(mu);
   std::map<int, bool> destroyed ABSL_GUARDED_BY(mu);
   RunnerOptions last_options ABSL_GUARDED_BY(mu);
+  // Runners ignore aborts, as one inside a job's function that never
+  // returns would.
+  bool stuck ABSL_GUARDED_BY(mu) = false;
+  std::vector<std::string> stuck_reports ABSL_GUARDED_BY(mu);
+
+  void SetStuck(bool value) {
+    absl::MutexLock lock(&mu);
+    stuck = value;
+  }
+  std::vector<std::string> StuckReports() {
+    absl::MutexLock lock(&mu);
+    return stuck_reports;
+  }
 
   bool Started(int attempt) {
     absl::MutexLock lock(&mu);
@@ -140,7 +156,11 @@ class FakeRunner final : public AttemptRunner {
     report.set_state(v1::AgentJobReport::RUNNING);
     return report;
   }
-  bool done() const override { return false; }
+  // Done once aborted, unless stuck.
+  bool done() const override {
+    absl::MutexLock lock(&log_->mu);
+    return !log_->stuck && log_->aborted.contains(attempt());
+  }
 
  private:
   int attempt() const { return options_.assignment.attempt(); }
@@ -159,7 +179,14 @@ class JobAgentTest : public ::testing::Test {
             [log = log_](RunnerOptions options) {
               return std::make_unique<FakeRunner>(std::move(options), log);
             },
-        .cache_dir = cache_});
+        .cache_dir = cache_,
+        .stop_timeout = absl::Milliseconds(100),
+        .on_stuck =
+            [log = log_](const std::string& why) {
+              absl::MutexLock lock(&log->mu);
+              log->stuck_reports.push_back(why);
+              log->stuck = false;  // lets the agent destroy the runner
+            }});
     agent_->Start();
   }
   void TearDown() override {
@@ -207,6 +234,23 @@ TEST_F(JobAgentTest, ANewAttemptReplacesTheRunnerAndNoAssignmentStopsIt) {
   coordinator_->Unassign();
   ASSERT_TRUE(WaitUntil([&] { return log_->Destroyed(2); }, kWait));
   EXPECT_THAT(log_->Aborted(2), StatusIs(absl::StatusCode::kAborted));
+  EXPECT_THAT(log_->StuckReports(), IsEmpty());
+}
+
+TEST_F(JobAgentTest, AnAttemptThatDoesNotStopInTimeIsReportedAsStuck) {
+  log_->SetStuck(true);
+  coordinator_->Assign("4", 1);
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
+  coordinator_->Assign("4", 2);
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(2); }, kWait));
+  EXPECT_THAT(log_->StuckReports(),
+              ElementsAre(AllOf(
+                  HasSubstr("job 4 attempt 1 did not stop within 100ms of "
+                            "being ended (job 4 attempt 1 was ended by the "
+                            "coordinator)"),
+                  HasSubstr("(init, step, dataset or stream) has not "
+                            "returned"))));
+  EXPECT_TRUE(log_->Destroyed(1));
 }
 
 TEST_F(JobAgentTest, AnUnreachableCoordinatorLeavesTheJobRunning) {

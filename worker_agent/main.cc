@@ -17,6 +17,12 @@ ABSL_FLAG(std::string, state_dir, "",
           "of each job's checkpoints, so that a job survives the loss of any "
           "one host without a shared filesystem. Default: "
           "$TMPDIR/cohort-agent-<uid>/<task>.");
+ABSL_FLAG(absl::Duration, stop_timeout, absl::Minutes(2),
+          "How long a job attempt that was ended (cancelled, replaced, or "
+          "stopped with the agent) may take to stop. Past it, the job's own "
+          "code has not returned from a call (init, step, dataset, stream), "
+          "which nothing can interrupt: the agent exits with code 3, so that "
+          "its supervisor restarts it clean.");
 ABSL_FLAG(std::string, cache_dir, "",
           "Where fetched step libraries are kept. Default: "
           "<state_dir>/libraries.");
@@ -30,7 +36,8 @@ constexpr char kUsage[] =
     "--coordinator=10.0.0.1:7070\n"
     "\n"
     "Exit codes: 0 stopped by a signal, 1 runtime failure, 2 bad "
-    "configuration or refused by the coordinator.";
+    "configuration or refused by the coordinator, 3 a job's own code did "
+    "not return within --stop_timeout of the job being ended.";
 
 }  // namespace
 
@@ -43,7 +50,9 @@ int main(int argc, char** argv) {
       agent::AgentServer::Create(
           std::move(config), {.cpu_devices = absl::GetFlag(FLAGS_cpu_devices),
                               .state_dir = absl::GetFlag(FLAGS_state_dir),
-                              .cache_dir = absl::GetFlag(FLAGS_cache_dir)});
+                              .cache_dir = absl::GetFlag(FLAGS_cache_dir),
+                              .stop_timeout =
+                                  absl::GetFlag(FLAGS_stop_timeout)});
   if (!server.ok()) ExitWithConfigError(server.status());
   return (*server)->Run();
 }

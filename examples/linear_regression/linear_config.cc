@@ -47,6 +47,10 @@ absl::StatusOr<LinearConfig> ParseLinearConfig(const std::string& text) {
                                    c.num_examples);
   if (s.ok()) s = GetInt(config, "dim", 1, 1 << 20, c.dim);
   if (s.ok()) s = GetInt(config, "step_sleep_ms", 0, 60'000, c.step_sleep_ms);
+  if (s.ok()) {
+    s = GetInt<int64_t>(config, "hang_at_step", -1, int64_t{1} << 40,
+                        c.hang_at_step);
+  }
   if (s.ok()) s = GetDouble(config, "true_b", c.true_b);
   if (s.ok()) s = GetShardPolicy(config, c.shard_policy);
   if (s.ok()) s = GetOptimizer(config, c.optimizer);

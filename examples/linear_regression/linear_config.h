@@ -26,6 +26,9 @@ struct LinearConfig {
   // Extra time each step takes, to stand in for a heavier model (tests use
   // it to act in the middle of a job).
   int step_sleep_ms = 0;
+  // The step that never returns, as a step stuck in a deadlock would (tests
+  // use it to stop a job whose code cannot be interrupted); -1: none.
+  int64_t hang_at_step = -1;
   // linear_stream: how many examples the stream yields; 0, endlessly.
   int64_t stream_examples = 0;
   // tf.distribute.InputOptions for either input.
@@ -35,8 +38,8 @@ struct LinearConfig {
 
 // INVALID_ARGUMENT naming the field for a bad value. Keys: "num_examples",
 // "dim", "true_w", "true_b", "shard_policy", "shuffle", "optimizer",
-// "learning_rate", "step_sleep_ms", "stream_examples", "prefetch_steps",
-// "prefetch_to_device".
+// "learning_rate", "step_sleep_ms", "hang_at_step", "stream_examples",
+// "prefetch_steps", "prefetch_to_device".
 absl::StatusOr<LinearConfig> ParseLinearConfig(const std::string& json);
 
 // Examples of dim + 1 float64 values [x..., y] with x uniform in [-1, 1),

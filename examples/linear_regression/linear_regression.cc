@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <thread>
@@ -116,6 +117,12 @@ absl::Status LinearStep(ReplicaContext& ctx, const Batch& batch) {
   if (state->config.step_sleep_ms > 0) {
     std::this_thread::sleep_for(
         std::chrono::milliseconds(state->config.step_sleep_ms));
+  }
+  if (ctx.step() == state->config.hang_at_step) {
+    std::fprintf(stderr, "linear_step: step %lld hangs (hang_at_step)\n",
+                 static_cast<long long>(ctx.step()));
+    std::fflush(stderr);
+    while (true) std::this_thread::sleep_for(std::chrono::hours(1));
   }
   const size_t dim = static_cast<size_t>(state->config.dim);
   if (batch.size() == 0) {

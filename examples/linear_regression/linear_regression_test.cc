@@ -107,6 +107,7 @@ TEST(LinearRegressionTest, BadConfigNamesTheField) {
       {R"({"dim": 2, "true_w": [1]})", "\"true_w\""},
       {R"({"shard_policy": "rows"})", "\"shard_policy\""},
       {R"({"shuffle": 1})", "\"shuffle\""},
+      {R"({"hang_at_step": -2})", "\"hang_at_step\""},
       {R"([1, 2])", "JSON object"},
       {R"({"dim": )", "JSON object"},
   };

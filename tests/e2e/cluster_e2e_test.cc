@@ -3,6 +3,7 @@
 
 #include <signal.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/cluster_spec.h"
@@ -12,7 +13,9 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/fake_notify_socket.h"
+#include "tests/testing/jobs.h"
 #include "tests/testing/test_cluster.h"
+#include "tests/testing/wait.h"
 
 namespace cohort::testing {
 namespace {
@@ -346,6 +349,64 @@ TEST(ClusterE2eTest, TasksOfACoordinatorGoneForGoodExitAfterTheOrphanTimeout) {
       ReadFile(dir.path() + "/coordinator.log").value_or("");
   EXPECT_THAT(log, HasSubstr("has not answered for 2s (--orphan_timeout)"));
   KillIfAlive(pids);
+}
+
+// A job's own code cannot be interrupted. An agent whose attempt is ended
+// while a step never returns does not stay stuck behind it for ever, busy
+// with a job nobody wants: past --stop_timeout it exits with code 3,
+// saying why, so that its supervisor restarts it clean.
+TEST(ClusterE2eTest, AnAgentWhoseJobCodeNeverReturnsExitsOnceTheJobIsEnded) {
+  ScratchDir dir;
+  const std::string spec_json = LocalSpec(/*workers=*/0, /*ps=*/0);
+  const std::string chief = nlohmann::json::parse(spec_json)["cluster"]["chief"][0]
+                                .get<std::string>();
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator =
+      CoordinatorProcess::Start(
+          dir, {"--cluster_spec=" + dir.Write("cluster.json", spec_json),
+                "--launch=none"});
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  const std::string log = dir.path() + "/agent.log";
+  absl::StatusOr<Subprocess> agent = Subprocess::Spawn(
+      {.argv = {Binary("cohort-agent"), "--task=chief:0",
+                "--coordinator=" + (*coordinator)->address(),
+                "--listen=" + chief, "--cpu_devices=2", "--stop_timeout=2s",
+                "--state_dir=" + dir.path() + "/agent"},
+       .output_file = log});
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  struct KillOnExit {
+    Subprocess& process;
+    ~KillOnExit() {
+      if (process.running()) process.Stop(absl::Seconds(5));
+    }
+  } kill_on_exit{*agent};
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      Client::Connect((*coordinator)->address());
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE((*client)->WaitForReady(absl::Seconds(60)).ok());
+
+  JobSpec spec = SlowLinearJob(StrategyKind::kMultiWorkerMirrored, 10, 0);
+  spec.config_json.insert(1, R"("hang_at_step": 0, )");
+  absl::StatusOr<std::string> id = (*client)->SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return absl::StrContains(ReadFile(log).value_or(""),
+                                 "step 0 hangs (hang_at_step)");
+      },
+      absl::Seconds(60)))
+      << ReadFile(log).value_or("");
+  ASSERT_TRUE((*client)->CancelJob(*id).ok());
+
+  const std::optional<ExitStatus> exit = agent->Wait(absl::Seconds(30));
+  ASSERT_TRUE(exit.has_value()) << "the agent is still stuck\n"
+                                << ReadFile(log).value_or("");
+  EXPECT_EQ(exit->ToString(), "exited with code 3");
+  EXPECT_THAT(ReadFile(log).value_or(""),
+              HasSubstr(absl::StrCat("job ", *id,
+                                     " attempt 1 did not stop within 2s of "
+                                     "being ended")));
+  EXPECT_EQ(WaitForJobEnd(**client, *id, absl::Seconds(30)).state(),
+            v1::JOB_CANCELLED);
 }
 
 }  // namespace
