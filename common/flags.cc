@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/exit_codes.h"
 #include "common/version.h"
 
 namespace cohort {
@@ -87,7 +88,7 @@ void ExitWithConfigError(const absl::Status& status) {
   std::fprintf(stderr, "%s: %s\n",
                absl::flags_internal::ShortProgramInvocationName().c_str(),
                std::string(status.message()).c_str());
-  std::exit(2);
+  std::exit(kExitConfigError);
 }
 
 }  // namespace cohort

@@ -164,6 +164,8 @@ std::vector<LaunchPlan> CoordinatorServer::PlanLaunches() const {
             absl::StrCat("--log_level=", config_.log_level)};
     if (!is_ps) {
       argv.push_back(absl::StrCat("--cpu_devices=", config_.cpu_devices));
+      argv.push_back(absl::StrCat(
+          "--stop_timeout=", absl::FormatDuration(config_.agent_stop_timeout)));
       // Its library cache and checkpoint copies, kept with the cluster.
       if (!config_.state_dir.empty()) {
         argv.push_back(absl::StrCat("--state_dir=", config_.state_dir,

@@ -42,6 +42,8 @@ struct CoordinatorConfig {
   std::string agent_binary;  // default: cohort-agent beside this binary
   std::string ps_binary;     // default: cohort-ps beside this binary
   int cpu_devices = 1;       // --cpu_devices for launched agents
+  // --stop_timeout for launched agents.
+  absl::Duration agent_stop_timeout = absl::Minutes(2);
   // --orphan_timeout for launched tasks: they exit when this coordinator has
   // been gone that long. Zero: never.
   absl::Duration task_orphan_timeout = absl::Seconds(60);

@@ -37,6 +37,10 @@ ABSL_FLAG(std::string, agent_binary, "",
 ABSL_FLAG(std::string, ps_binary, "",
           "cohort-ps to launch. Default: the one beside this binary.");
 ABSL_FLAG(int, cpu_devices, 1, "--cpu_devices for launched agents.");
+ABSL_FLAG(absl::Duration, agent_stop_timeout, absl::Minutes(2),
+          "--stop_timeout for launched agents: how long a job's code may "
+          "take to return once the job's attempt is ended, before the agent "
+          "exits (code 3) and is restarted.");
 ABSL_FLAG(absl::Duration, task_orphan_timeout, absl::Seconds(60),
           "Launched tasks exit when this coordinator has not answered them "
           "for this long, so that none outlives it for good; a coordinator "
@@ -107,6 +111,10 @@ absl::StatusOr<CoordinatorConfig> ConfigFromFlags() {
     return absl::InvalidArgumentError("--cpu_devices must be at least 1");
   }
   config.task_log_dir = absl::GetFlag(FLAGS_task_log_dir);
+  config.agent_stop_timeout = absl::GetFlag(FLAGS_agent_stop_timeout);
+  if (config.agent_stop_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--agent_stop_timeout must be positive");
+  }
   config.task_orphan_timeout = absl::GetFlag(FLAGS_task_orphan_timeout);
   if (config.task_orphan_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(

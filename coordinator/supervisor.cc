@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/exit_codes.h"
 #include "common/host_info.h"
 #include "spdlog/spdlog.h"
 
@@ -110,7 +111,13 @@ bool Supervisor::Tick(absl::Time now) {
   for (auto& [task, child] : children_) {
     std::optional<std::string> exit_reason;
     if (child.process.has_value() && child.process->running()) {
-      if (auto status = child.process->Poll()) exit_reason = status->ToString();
+      if (auto status = child.process->Poll()) {
+        exit_reason = status->ToString();
+        if (status->exited() && *ExitCodeMeaning(status->exit_code()) != 0) {
+          absl::StrAppend(&*exit_reason, " (",
+                          ExitCodeMeaning(status->exit_code()), ")");
+        }
+      }
     } else if (child.adopted_pid > 0 && !ProcessAlive(child.adopted_pid)) {
       exit_reason = "exited (adopted process)";
       child.adopted_pid = 0;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/digest.h"
+#include "common/exit_codes.h"
 #include "common/file_util.h"
 #include "spdlog/spdlog.h"
 #include "worker_agent/evaluator_runner.h"
@@ -25,9 +26,9 @@ constexpr absl::Duration kStopPoll = absl::Milliseconds(20);
 // restarted instead. Destructors do not run: they would wait for it.
 void ExitStuck(const std::string& why) {
   spdlog::critical("{}; the agent exits (code {}) so that it restarts clean",
-                   why, kExitStuckAttempt);
+                   why, kExitStuckJobCode);
   spdlog::default_logger()->flush();
-  std::_Exit(kExitStuckAttempt);
+  std::_Exit(kExitStuckJobCode);
 }
 
 JobAgentOptions WithDefaults(JobAgentOptions options) {

@@ -21,9 +21,6 @@
 
 namespace cohort::agent {
 
-// The agent's exit code when an attempt it ended did not stop in time.
-inline constexpr int kExitStuckAttempt = 3;
-
 // Makes the runner of one attempt.
 using RunnerFactory =
     std::function<std::unique_ptr<AttemptRunner>(RunnerOptions options)>;
@@ -52,7 +49,7 @@ struct JobAgentOptions {
   // functions (init, step, dataset, stream), which nothing can interrupt;
   // past this bound `on_stuck` is called.
   absl::Duration stop_timeout = absl::Minutes(2);
-  // Default: logs `why` and exits the process with kExitStuckAttempt, so
+  // Default: logs `why` and exits the process with kExitStuckJobCode, so
   // that its supervisor (the coordinator, systemd) restarts it clean rather
   // than leave it running a job nobody wants. Should it return, the runner
   // is destroyed as usual, which waits for it.

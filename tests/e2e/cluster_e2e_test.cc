@@ -353,60 +353,50 @@ TEST(ClusterE2eTest, TasksOfACoordinatorGoneForGoodExitAfterTheOrphanTimeout) {
 
 // A job's own code cannot be interrupted. An agent whose attempt is ended
 // while a step never returns does not stay stuck behind it for ever, busy
-// with a job nobody wants: past --stop_timeout it exits with code 3,
-// saying why, so that its supervisor restarts it clean.
-TEST(ClusterE2eTest, AnAgentWhoseJobCodeNeverReturnsExitsOnceTheJobIsEnded) {
+// with a job nobody wants: past its --stop_timeout it exits with code 3,
+// the coordinator says why and restarts it, and it takes the next job.
+TEST(ClusterE2eTest, AnAgentWhoseJobCodeNeverReturnsIsRestartedOnceTheJobIsEnded) {
   ScratchDir dir;
-  const std::string spec_json = LocalSpec(/*workers=*/0, /*ps=*/0);
-  const std::string chief = nlohmann::json::parse(spec_json)["cluster"]["chief"][0]
-                                .get<std::string>();
-  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator =
-      CoordinatorProcess::Start(
-          dir, {"--cluster_spec=" + dir.Write("cluster.json", spec_json),
-                "--launch=none"});
-  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
-  const std::string log = dir.path() + "/agent.log";
-  absl::StatusOr<Subprocess> agent = Subprocess::Spawn(
-      {.argv = {Binary("cohort-agent"), "--task=chief:0",
-                "--coordinator=" + (*coordinator)->address(),
-                "--listen=" + chief, "--cpu_devices=2", "--stop_timeout=2s",
-                "--state_dir=" + dir.path() + "/agent"},
-       .output_file = log});
-  ASSERT_TRUE(agent.ok()) << agent.status();
-  struct KillOnExit {
-    Subprocess& process;
-    ~KillOnExit() {
-      if (process.running()) process.Stop(absl::Seconds(5));
-    }
-  } kill_on_exit{*agent};
-  absl::StatusOr<std::unique_ptr<Client>> client =
-      Client::Connect((*coordinator)->address());
+  absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(
+      dir, /*workers=*/0, /*ps=*/0,
+      {"--agent_stop_timeout=2s", "--cpu_devices=2"});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  CoordinatorProcess& c = *cluster->coordinator;
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(c.address());
   ASSERT_TRUE(client.ok()) << client.status();
-  ASSERT_TRUE((*client)->WaitForReady(absl::Seconds(60)).ok());
 
   JobSpec spec = SlowLinearJob(StrategyKind::kMultiWorkerMirrored, 10, 0);
   spec.config_json.insert(1, R"("hang_at_step": 0, )");
   absl::StatusOr<std::string> id = (*client)->SubmitJob(spec);
   ASSERT_TRUE(id.ok()) << id.status();
   ASSERT_TRUE(WaitUntil(
-      [&] {
-        return absl::StrContains(ReadFile(log).value_or(""),
-                                 "step 0 hangs (hang_at_step)");
-      },
+      [&] { return absl::StrContains(c.Log(), "step 0 hangs (hang_at_step)"); },
       absl::Seconds(60)))
-      << ReadFile(log).value_or("");
+      << c.Log();
   ASSERT_TRUE((*client)->CancelJob(*id).ok());
 
-  const std::optional<ExitStatus> exit = agent->Wait(absl::Seconds(30));
-  ASSERT_TRUE(exit.has_value()) << "the agent is still stuck\n"
-                                << ReadFile(log).value_or("");
-  EXPECT_EQ(exit->ToString(), "exited with code 3");
-  EXPECT_THAT(ReadFile(log).value_or(""),
-              HasSubstr(absl::StrCat("job ", *id,
-                                     " attempt 1 did not stop within 2s of "
-                                     "being ended")));
+  absl::StatusOr<v1::ClusterState> state = c.WaitForState(
+      [](const v1::ClusterState& s) {
+        const v1::TaskStatus* chief = FindTask(s, "chief", 0);
+        return chief->state() == v1::READY && chief->restart_count() == 1;
+      },
+      absl::Seconds(60));
+  ASSERT_TRUE(state.ok()) << state.status() << c.Log();
+  EXPECT_THAT(c.Log(), HasSubstr(absl::StrCat(
+                           "job ", *id,
+                           " attempt 1 did not stop within 2s of being "
+                           "ended")));
+  EXPECT_THAT(c.Log(), HasSubstr("exited with code 3 (a job's own code did "
+                                 "not return within --stop_timeout"));
   EXPECT_EQ(WaitForJobEnd(**client, *id, absl::Seconds(30)).state(),
             v1::JOB_CANCELLED);
+
+  // The restarted agent runs the next job.
+  absl::StatusOr<std::string> next = (*client)->SubmitJob(
+      SlowLinearJob(StrategyKind::kMultiWorkerMirrored, 10, 0));
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(WaitForJobEnd(**client, *next, absl::Seconds(60)).state(),
+            v1::JOB_SUCCEEDED);
 }
 
 }  // namespace
