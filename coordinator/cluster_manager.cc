@@ -107,6 +107,9 @@ absl::Status ClusterManager::Heartbeat(const v1::HeartbeatRequest& request,
                      FromProto(request.task()).ToString(), "; register again"));
   }
   record->last_heartbeat = now;
+  if (request.sent_unix_ms() > 0) {
+    record->clock_offset_ms = request.sent_unix_ms() - absl::ToUnixMillis(now);
+  }
   if (request.has_report()) record->report = request.report();
   return absl::OkStatus();
 }
@@ -212,6 +215,7 @@ std::vector<v1::TaskStatus> ClusterManager::Snapshot(absl::Time now) const {
     *status.mutable_devices() = record.report.devices();
     status.set_launched(record.launched);
     status.set_last_error(record.last_error);
+    status.set_clock_offset_ms(record.clock_offset_ms);
     if (record.report.has_ps()) *status.mutable_ps() = record.report.ps();
     status.set_hostname(record.report.hostname());
     status.set_version(record.report.version());

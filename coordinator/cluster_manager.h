@@ -78,6 +78,7 @@ class ClusterManager {
     int restart_count = 0;
     std::string session_id;
     std::optional<absl::Time> last_heartbeat;
+    int64_t clock_offset_ms = 0;  // TaskStatus's
     v1::TaskReport report;
     std::string last_error;
   };

@@ -131,6 +131,32 @@ TEST_F(ClusterManagerTest, StaleSessionIsNotFound) {
       manager_.Heartbeat(Beat(kWorker1, second->session_id()), At(2)).ok());
 }
 
+TEST_F(ClusterManagerTest, HeartbeatsTellEachTasksClockOffset) {
+  auto response = manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(0));
+  ASSERT_TRUE(response.ok());
+  auto offset = [&] {
+    for (const v1::TaskStatus& task : manager_.Snapshot(At(3))) {
+      if (task.task().type() == "worker" && task.task().index() == 1) {
+        return task.clock_offset_ms();
+      }
+    }
+    return int64_t{-1};
+  };
+  EXPECT_EQ(offset(), 0);  // not told yet
+  // A task whose clock runs 90 s ahead, then one 2.5 s behind.
+  v1::HeartbeatRequest beat = Beat(kWorker1, response->session_id());
+  beat.set_sent_unix_ms(absl::ToUnixMillis(At(1)) + 90000);
+  ASSERT_TRUE(manager_.Heartbeat(beat, At(1)).ok());
+  EXPECT_EQ(offset(), 90000);
+  beat.set_sent_unix_ms(absl::ToUnixMillis(At(2)) - 2500);
+  ASSERT_TRUE(manager_.Heartbeat(beat, At(2)).ok());
+  EXPECT_EQ(offset(), -2500);
+  // A task that does not tell keeps the last offset it told.
+  beat.set_sent_unix_ms(0);
+  ASSERT_TRUE(manager_.Heartbeat(beat, At(3)).ok());
+  EXPECT_EQ(offset(), -2500);
+}
+
 TEST_F(ClusterManagerTest, LaunchExitRestartCycleCountsRestarts) {
   manager_.MarkLaunched(kWorker1, 100, /*is_restart=*/false, At(0));
   EXPECT_EQ(manager_.state(kWorker1), v1::STARTING);

@@ -1,6 +1,7 @@
 #include "coordinator/log_relay.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -55,9 +56,10 @@ class Upstream final : public grpc::ClientReadReactor<v1::LogChunk> {
   static std::shared_ptr<Upstream> Start(std::string task,
                                          const std::string& address,
                                          const rpc::Security& security,
-                                         const v1::ReadLogRequest& request) {
-    std::shared_ptr<Upstream> upstream(new Upstream(std::move(task), address,
-                                                    security, request));
+                                         const v1::ReadLogRequest& request,
+                                         int64_t clock_offset_ms) {
+    std::shared_ptr<Upstream> upstream(new Upstream(
+        std::move(task), address, security, request, clock_offset_ms));
     upstream->self_ = upstream;
     upstream->stub_->async()->ReadLog(upstream->context_.get(),
                                       &upstream->request_, upstream.get());
@@ -88,6 +90,7 @@ class Upstream final : public grpc::ClientReadReactor<v1::LogChunk> {
       dropped_ += chunk_.dropped();
       for (v1::LogLine& line : *chunk_.mutable_lines()) {
         line.set_task(task_);
+        line.set_time_unix_ms(line.time_unix_ms() - clock_offset_ms_);
         lines_.push_back(std::move(line));
       }
       if (lines_.size() > kMaxBufferedLines) {
@@ -115,8 +118,10 @@ class Upstream final : public grpc::ClientReadReactor<v1::LogChunk> {
 
  private:
   Upstream(std::string task, const std::string& address,
-           const rpc::Security& security, v1::ReadLogRequest request)
+           const rpc::Security& security, v1::ReadLogRequest request,
+           int64_t clock_offset_ms)
       : task_(std::move(task)),
+        clock_offset_ms_(clock_offset_ms),
         connection_(address, security),
         stub_(v1::Logs::NewStub(connection_.channel())),
         // A follower has no deadline: it ends when the relay cancels it.
@@ -126,6 +131,9 @@ class Upstream final : public grpc::ClientReadReactor<v1::LogChunk> {
         request_(std::move(request)) {}
 
   const std::string task_;
+  // The task's clock minus the coordinator's: lines are relayed on the
+  // coordinator's clock, so that lines of several hosts interleave right.
+  const int64_t clock_offset_ms_;
   const rpc::Connection connection_;
   const std::unique_ptr<v1::Logs::Stub> stub_;
   const std::unique_ptr<grpc::ClientContext> context_;
@@ -142,10 +150,10 @@ class RemoteLogSource final : public LogSource {
  public:
   RemoteLogSource(std::string task, const std::string& address,
                   const rpc::Security& security,
-                  const v1::ReadLogRequest& request)
+                  const v1::ReadLogRequest& request, int64_t clock_offset_ms)
       : task_(task),
         upstream_(Upstream::Start(std::move(task), address, security,
-                                  request)) {}
+                                  request, clock_offset_ms)) {}
   ~RemoteLogSource() override { upstream_->Cancel(); }
 
   void Take(std::vector<v1::LogLine>* out, int64_t* dropped) override {
@@ -195,10 +203,20 @@ absl::StatusOr<LogRelayPlan> PlanLogRelay(
         "\" (give a task of the cluster spec such as worker:0, a job id "
         "such as 3, or coordinator)"));
   }
+  // A job's lines are those each task logged since the submission, on the
+  // task's own clock: hosts' clocks differ.
+  std::map<TaskId, int64_t> offsets;
+  for (const v1::TaskStatus& status : cluster.Snapshot(absl::Now())) {
+    offsets[TaskId{status.task().type(), status.task().index()}] =
+        status.clock_offset_ms();
+  }
+  const int64_t since = read.since_unix_ms();
   for (const TaskId& task : tasks) {
     const std::string address = *cluster.spec().address(task);
+    const int64_t offset = offsets[task];
+    if (since > 0) read.set_since_unix_ms(since + offset);
     plan.sources.push_back(std::make_unique<RemoteLogSource>(
-        task.ToString(), address, security, read));
+        task.ToString(), address, security, read, offset));
   }
   return plan;
 }

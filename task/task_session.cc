@@ -80,6 +80,7 @@ absl::Status TaskSession::Heartbeat() {
     absl::MutexLock lock(&mu_);
     request.set_session_id(session_id_);
   }
+  request.set_sent_unix_ms(absl::ToUnixMillis(absl::Now()));
   cohort::v1::HeartbeatResponse response;
   auto context = connection_.NewContext(options_.rpc_timeout);
   return connection_.Annotate(

@@ -15,6 +15,7 @@ packages=(
   libopenblas-dev dataset-fashion-mnist   # the Fashion-MNIST example
   libcpp-httplib-dev prometheus   # /metrics, and the server that scrapes it
   nodejs python3-yaml   # the Kubernetes manifests' schema and TF_CONFIG tests
+  libfaketime   # an agent whose clock is off, for the job log test
 )
 # Debian's nodejs comes without npm; other builds of it (NodeSource) bring
 # their own, which Debian's npm would conflict with.

@@ -1,6 +1,7 @@
 #include "client_lib/cohortctl/cluster_format.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -68,6 +69,8 @@ std::string PsTable(const v1::ClusterState& state, absl::Time now) {
   return rows.size() > 1 ? AlignColumns(rows) : "";
 }
 
+constexpr int64_t kClockWarningMs = 1000;
+
 std::string TaskDetail(const v1::TaskStatus& task) {
   std::vector<std::string> parts;
   if (task.devices_size() > 0) {
@@ -80,6 +83,12 @@ std::string TaskDetail(const v1::TaskStatus& task) {
     parts.push_back(absl::StrCat("shard ", task.ps().shard_id(), ", ",
                                  Bytes(task.ps().variable_bytes()), " vars, ",
                                  Bytes(task.ps().rss_bytes()), " rss"));
+  }
+  // A clock this far off misplaces the task's lines and spans; NTP keeps
+  // hosts within milliseconds.
+  if (std::abs(task.clock_offset_ms()) >= kClockWarningMs) {
+    parts.push_back(absl::StrFormat("clock %+.1fs off",
+                                    task.clock_offset_ms() / 1000.0));
   }
   if (task.state() != v1::READY && !task.last_error().empty()) {
     parts.push_back(task.last_error());
@@ -107,6 +116,7 @@ nlohmann::json ClusterStateToJson(const v1::ClusterState& state) {
         {"state", v1::TaskState_Name(task.state())},
         {"restart_count", task.restart_count()},
         {"last_heartbeat_age_ms", task.last_heartbeat_age_ms()},
+        {"clock_offset_ms", task.clock_offset_ms()},
         {"devices", devices},
         {"launched", task.launched()},
         {"last_error", task.last_error()},

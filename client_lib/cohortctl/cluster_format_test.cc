@@ -51,6 +51,15 @@ TEST(ClusterFormatTest, PsShardsGetTheirOwnTable) {
               HasSubstr("1520     -\n"));
 }
 
+TEST(ClusterFormatTest, AClockASecondOrMoreOffIsShown) {
+  v1::ClusterState state = StateWithPs(false);
+  state.mutable_tasks(0)->set_clock_offset_ms(-30012);
+  state.mutable_tasks(1)->set_clock_offset_ms(420);  // within NTP's reach
+  const std::string table = ClusterStateToTable(state, kNow);
+  EXPECT_THAT(table, HasSubstr("clock -30.0s off"));
+  EXPECT_THAT(table, Not(HasSubstr("clock +0.4s")));
+}
+
 TEST(ClusterFormatTest, NoPsTableWithoutPsTasks) {
   v1::ClusterState state = StateWithPs(true);
   state.mutable_tasks()->RemoveLast();

@@ -6,10 +6,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/file_util.h"
+#include "nlohmann/json.hpp"
 #include "tests/testing/http_get.h"
 #include "tests/testing/jobs.h"
 #include "tests/testing/status_matchers.h"
@@ -227,6 +230,76 @@ TEST_F(LogsE2eTest, AWatcherThatLeavesEndsTheStreamOnBothSides) {
   absl::StatusOr<v1::JobStatus> unknown =
       client_->WatchJob("job-999", [](const v1::JobStatus&) { return true; });
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+}
+
+// Hosts' clocks differ. A job's log holds what its tasks logged from its
+// submission on, each on its own clock, and relays it on the coordinator's:
+// an agent whose clock runs 30 s behind (libfaketime) still has its lines in
+// the job's log, at the coordinator's times.
+TEST(JobLogAcrossClocksE2eTest, AnAgentWhoseClockIsBehindKeepsItsLinesInTheJobLog) {
+  const std::string faketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+  if (!std::filesystem::exists(faketime)) {
+    GTEST_SKIP() << faketime << " is absent (Debian: libfaketime)";
+  }
+  ScratchDir dir;
+  const std::string spec_json = LocalSpec(/*workers=*/0, /*ps=*/0);
+  const std::string chief = nlohmann::json::parse(spec_json)["cluster"]["chief"][0]
+                                .get<std::string>();
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator =
+      CoordinatorProcess::Start(
+          dir, {"--cluster_spec=" + dir.Write("cluster.json", spec_json),
+                "--launch=none"});
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  absl::StatusOr<Subprocess> agent = Subprocess::Spawn(
+      {.argv = {Binary("cohort-agent"), "--task=chief:0",
+                "--coordinator=" + (*coordinator)->address(),
+                "--listen=" + chief, "--cpu_devices=2",
+                "--state_dir=" + dir.path() + "/agent"},
+       .env = {{"LD_PRELOAD", faketime}, {"FAKETIME", "-30s"}},
+       .output_file = dir.path() + "/agent.log"});
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  struct StopOnExit {
+    Subprocess& process;
+    ~StopOnExit() { process.Stop(absl::Seconds(5)); }
+  } stop_on_exit{*agent};
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      Client::Connect((*coordinator)->address());
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE((*client)->WaitForReady(absl::Seconds(60)).ok())
+      << ReadFile(dir.path() + "/agent.log").value_or("");
+
+  // The offset is known once a heartbeat has carried it.
+  std::optional<int64_t> offset;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        absl::StatusOr<v1::ClusterState> state = (*client)->GetClusterState();
+        if (!state.ok() || state->tasks().empty()) return false;
+        if (state->tasks(0).clock_offset_ms() == 0) return false;
+        offset = state->tasks(0).clock_offset_ms();
+        return true;
+      },
+      absl::Seconds(30)));
+  EXPECT_NEAR(static_cast<double>(*offset), -30000, 5000);
+
+  absl::StatusOr<std::string> id = (*client)->SubmitJob(
+      SlowLinearJob(StrategyKind::kMultiWorkerMirrored, 10, 0));
+  ASSERT_TRUE(id.ok()) << id.status();
+  const v1::JobStatus job = WaitForJobEnd(**client, *id, absl::Seconds(60));
+  ASSERT_EQ(job.state(), v1::JOB_SUCCEEDED) << job.error();
+
+  absl::Status status;
+  const std::vector<v1::LogLine> lines = ReadAll(**client, *id, &status);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(AnyLineHas(lines, absl::StrCat("job ", *id, " attempt 1")))
+      << lines.size() << " lines";
+  for (const v1::LogLine& line : lines) {
+    // On the coordinator's clock: within the job's run, give or take the
+    // offset's uncertainty (a heartbeat's one-way delay).
+    EXPECT_GE(line.time_unix_ms(), job.submit_time_unix_ms() - 2000)
+        << line.text();
+    EXPECT_LE(line.time_unix_ms(), job.end_time_unix_ms() + 2000)
+        << line.text();
+  }
 }
 
 }  // namespace
