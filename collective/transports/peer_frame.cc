@@ -2,9 +2,11 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace cohort::collective {
 namespace {
@@ -12,6 +14,19 @@ namespace {
 // PeerFrame.payload: field 4, length-delimited.
 constexpr uint8_t kPayloadKey = (4 << 3) | 2;
 constexpr size_t kMaxVarintBytes = 10;
+// The first byte of a batch of frames.
+constexpr uint8_t kBatchMarker = 0;
+
+void AppendVarint(uint64_t value, std::string* out) {
+  for (;; value >>= 7) {
+    const uint8_t low = value & 0x7f;
+    if (value < 0x80) {
+      out->push_back(static_cast<char>(low));
+      return;
+    }
+    out->push_back(static_cast<char>(low | 0x80));
+  }
+}
 
 // Reads bytes across the slices of one buffer, in order.
 class SliceReader {
@@ -75,30 +90,20 @@ absl::Status Corrupt(absl::string_view what) {
 
 grpc::ByteBuffer EncodePeerFrame(const v1::PeerFrame& header,
                                  grpc::Slice payload) {
-  const size_t bytes = payload.size();
-  char prefix[1 + kMaxVarintBytes];
-  size_t prefix_bytes = 0;
-  prefix[prefix_bytes++] = static_cast<char>(kPayloadKey);
-  for (uint64_t left = bytes;; left >>= 7) {
-    const uint8_t low = left & 0x7f;
-    if (left < 0x80) {
-      prefix[prefix_bytes++] = static_cast<char>(low);
-      break;
-    }
-    prefix[prefix_bytes++] = static_cast<char>(low | 0x80);
-  }
+  std::string prefix(1, static_cast<char>(kPayloadKey));
+  AppendVarint(payload.size(), &prefix);
   const std::string rest = header.SerializeAsString();
-  grpc::Slice slices[3] = {grpc::Slice(prefix, prefix_bytes),
+  grpc::Slice slices[3] = {grpc::Slice(prefix.data(), prefix.size()),
                            std::move(payload),
                            grpc::Slice(rest.data(), rest.size())};
   return grpc::ByteBuffer(slices, 3);
 }
 
-absl::Status DecodePeerFrame(const grpc::ByteBuffer& buffer,
-                             ReceivedFrame* frame) {
-  std::vector<grpc::Slice> slices;
-  if (!buffer.Dump(&slices).ok()) return Corrupt("unreadable buffer");
-  const size_t total = buffer.Length();
+namespace {
+
+// One frame's bytes, `total` of them in `slices`.
+absl::Status DecodeSlices(const std::vector<grpc::Slice>& slices, size_t total,
+                          ReceivedFrame* frame) {
   SliceReader reader(slices);
   uint8_t key = 0;
   uint64_t bytes = 0;
@@ -138,6 +143,65 @@ absl::Status DecodePeerFrame(const grpc::ByteBuffer& buffer,
   });
   if (!frame->header.ParseFromString(rest)) return Corrupt("bad header");
   if (!frame->header.payload().empty()) return Corrupt("two payloads");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status DecodePeerFrame(const grpc::ByteBuffer& buffer,
+                             ReceivedFrame* frame) {
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Dump(&slices).ok()) return Corrupt("unreadable buffer");
+  return DecodeSlices(slices, buffer.Length(), frame);
+}
+
+grpc::ByteBuffer BatchPeerFrames(const std::vector<grpc::ByteBuffer>& frames) {
+  std::vector<grpc::Slice> slices;
+  std::string prefixes;  // the marker and every length, one slice each
+  std::vector<std::pair<size_t, size_t>> prefix_at;  // offset, length
+  prefixes.push_back(static_cast<char>(kBatchMarker));
+  for (const grpc::ByteBuffer& frame : frames) {
+    const size_t at = prefixes.size();
+    AppendVarint(frame.Length(), &prefixes);
+    prefix_at.emplace_back(at, prefixes.size() - at);
+  }
+  slices.emplace_back(prefixes.data(), 1);
+  for (size_t i = 0; i < frames.size(); ++i) {
+    slices.emplace_back(prefixes.data() + prefix_at[i].first,
+                        prefix_at[i].second);
+    std::vector<grpc::Slice> pieces;
+    if (frames[i].Dump(&pieces).ok()) {
+      for (grpc::Slice& piece : pieces) slices.push_back(std::move(piece));
+    }
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+absl::Status DecodePeerFrames(const grpc::ByteBuffer& buffer,
+                              std::vector<ReceivedFrame>* frames) {
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Dump(&slices).ok()) return Corrupt("unreadable buffer");
+  const size_t total = buffer.Length();
+  SliceReader reader(slices);
+  uint8_t first = 0;
+  if (total == 0 || !reader.ReadByte(&first) || first != kBatchMarker) {
+    frames->emplace_back();
+    return DecodeSlices(slices, total, &frames->back());
+  }
+  while (reader.position() < total) {
+    uint64_t bytes = 0;
+    if (!reader.ReadVarint(&bytes) || bytes > total - reader.position()) {
+      return Corrupt(absl::StrCat("frame length ", bytes, " in a batch of ",
+                                  total, " bytes"));
+    }
+    // The frame's bytes, as slices of gRPC's buffers: no copy.
+    std::vector<grpc::Slice> pieces;
+    reader.Take(bytes, [&](const grpc::Slice& slice, size_t begin, size_t end) {
+      pieces.push_back(slice.sub(begin, end));
+    });
+    frames->emplace_back();
+    COHORT_RETURN_IF_ERROR(DecodeSlices(pieces, bytes, &frames->back()));
+  }
   return absl::OkStatus();
 }
 

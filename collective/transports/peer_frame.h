@@ -8,6 +8,7 @@
 #include <grpcpp/support/byte_buffer.h>
 
 #include <cstddef>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/cord.h"
@@ -30,5 +31,17 @@ grpc::ByteBuffer EncodePeerFrame(const v1::PeerFrame& header,
 // DATA_LOSS when the bytes are not a PeerFrame.
 absl::Status DecodePeerFrame(const grpc::ByteBuffer& buffer,
                              ReceivedFrame* frame);
+
+// Encoded frames as one message, in order, referencing their bytes: a zero
+// byte (no PeerFrame encoding starts with one: field 0 does not exist),
+// then each frame's length and bytes. A sender whose stream is busy sends
+// the frames that queued meanwhile as one message, so that the per-message
+// cost of gRPC is paid once for them all.
+grpc::ByteBuffer BatchPeerFrames(const std::vector<grpc::ByteBuffer>& frames);
+
+// Decodes one frame or a batch, appending the frames in order. Fails with
+// DATA_LOSS naming what is wrong.
+absl::Status DecodePeerFrames(const grpc::ByteBuffer& buffer,
+                              std::vector<ReceivedFrame>* frames);
 
 }  // namespace cohort::collective

@@ -115,5 +115,60 @@ TEST(PeerFrameTest, CorruptFramesAreDataLoss) {
   }
 }
 
+TEST(PeerFrameTest, ABatchDecodesToItsFramesInOrder) {
+  std::vector<grpc::ByteBuffer> frames;
+  std::vector<std::string> payloads;
+  for (int i = 0; i < 5; ++i) {
+    v1::PeerFrame header = Header();
+    header.mutable_tag()->set_chunk(i);
+    payloads.push_back(std::string(i == 2 ? 0 : 100 * i + 1, char('a' + i)));
+    frames.push_back(EncodePeerFrame(
+        header, grpc::Slice(payloads.back().data(), payloads.back().size())));
+  }
+  v1::PeerFrame hello;
+  hello.set_group("g");
+  frames.push_back(EncodePeerFrame(hello));
+  const std::string bytes = Flatten(BatchPeerFrames(frames));
+  ASSERT_EQ(bytes[0], '\0');
+  // Slices as gRPC may cut them: through lengths, headers and payloads.
+  for (size_t piece : {size_t{1}, size_t{7}, size_t{300}, bytes.size()}) {
+    std::vector<ReceivedFrame> decoded;
+    ASSERT_TRUE(DecodePeerFrames(Split(bytes, piece), &decoded).ok()) << piece;
+    ASSERT_EQ(decoded.size(), 6u) << piece;
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_EQ(decoded[i].header.tag().chunk(), static_cast<uint32_t>(i));
+      EXPECT_EQ(std::string(decoded[i].payload), payloads[i]) << piece;
+    }
+    EXPECT_EQ(decoded[5].header.group(), "g");
+  }
+  // A single frame decodes as one.
+  std::vector<ReceivedFrame> one;
+  ASSERT_TRUE(DecodePeerFrames(frames[1], &one).ok());
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(std::string(one[0].payload), payloads[1]);
+}
+
+TEST(PeerFrameTest, ACorruptBatchIsDataLoss) {
+  const std::string payload(50, 'p');
+  std::vector<grpc::ByteBuffer> frames = {
+      EncodePeerFrame(Header(), grpc::Slice(payload.data(), payload.size())),
+      EncodePeerFrame(Header())};
+  const std::string good = Flatten(BatchPeerFrames(frames));
+  // The first frame's length runs past the end.
+  std::string long_length = good;
+  long_length[1] = 0x7f;
+  // Cut in the middle of the second frame.
+  const std::string cut = good.substr(0, good.size() - 2);
+  // A frame inside that is not one.
+  const std::string garbage = std::string(1, '\0') + "\x04\x0a\xff\xff\xff";
+  for (const std::string& bytes : {long_length, cut, garbage}) {
+    std::vector<ReceivedFrame> decoded;
+    const absl::Status status = DecodePeerFrames(Split(bytes, 4), &decoded);
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+    EXPECT_NE(status.message().find("corrupt peer frame"), std::string::npos)
+        << status;
+  }
+}
+
 }  // namespace
 }  // namespace cohort::collective

@@ -1,10 +1,23 @@
 #include "collective/transports/peer_sender.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "collective/transports/peer_frame.h"
 #include "common/check.h"
 
 namespace cohort::collective {
+
+namespace {
+
+// The most bytes of frames one batch carries. A stream has one write in
+// flight at a time, and each costs a round of gRPC's threads, so frames
+// queued behind a write go together. Larger frames go alone: the receiver
+// takes in nothing of a message before all of it has come, and a batch of
+// them would hold back the work on the first.
+constexpr size_t kMaxBatchBytes = 1 << 20;
+
+}  // namespace
 
 PeerSender::PeerSender(const std::string& address,
                        const rpc::Security& security, v1::PeerFrame hello,
@@ -33,6 +46,21 @@ PeerSender::~PeerSender() { Close(absl::Seconds(1)); }
 
 void PeerSender::WriteNextLocked() {
   if (writing_ || !failed_.ok()) return;
+  if (queue_.size() > 1) {
+    // What queued while the last write was in flight, up to kMaxBatchBytes,
+    // goes as one message.
+    std::vector<grpc::ByteBuffer> frames;
+    size_t batched = 0;
+    while (!queue_.empty() &&
+           (frames.empty() ||
+            batched + queue_.front().Length() <= kMaxBatchBytes)) {
+      batched += queue_.front().Length();
+      frames.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    queue_.push_front(frames.size() == 1 ? std::move(frames.front())
+                                         : BatchPeerFrames(frames));
+  }
   if (!queue_.empty()) {
     writing_ = true;
     // Deque elements keep their address while others are appended.

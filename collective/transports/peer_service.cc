@@ -24,7 +24,8 @@ class PeerReceiver final
       Finish(grpc::Status::OK);
       return;
     }
-    if (absl::Status decoded = DecodePeerFrame(buffer_, &received_);
+    received_.clear();
+    if (absl::Status decoded = DecodePeerFrames(buffer_, &received_);
         !decoded.ok()) {
       // Nothing after a corrupt frame can be trusted: end the stream, which
       // the rank sees as its peer gone, with the reason.
@@ -34,26 +35,13 @@ class PeerReceiver final
       return;
     }
     buffer_.Clear();
-    const v1::PeerFrame& frame = received_.header;
-    if (source_ < 0) {
-      if (absl::Status hello = Hello(); !hello.ok()) {
-        Finish(rpc::ToGrpcStatus(hello));
+    for (ReceivedFrame& frame : received_) {
+      if (absl::Status taken = Take(frame); !taken.ok()) {
+        Finish(rpc::ToGrpcStatus(taken));
         return;
       }
-    } else if (!frame.abort().empty()) {
-      // The code is a number off the wire; an abort is never OK.
-      absl::Status reason =
-          rpc::FromWireStatus(frame.abort_code(), frame.abort());
-      if (reason.ok()) reason = absl::UnknownError(frame.abort());
-      service_->mailbox()->Abort(reason);
-    } else if (frame.has_tag()) {
-      const auto& tag = frame.tag();
-      service_->mailbox()->Deliver(
-          source_, Tag{tag.sequence(), tag.step(), tag.chunk()},
-          std::move(*received_.header.mutable_op_signature()),
-          std::move(received_.payload));
     }
-    received_.payload.Clear();
+    received_.clear();
     StartRead(&buffer_);
   }
 
@@ -68,13 +56,32 @@ class PeerReceiver final
                         peer_address_, ")");
   }
 
+  // Acts on one frame: the hello, an abort notice, or a chunk.
+  absl::Status Take(ReceivedFrame& received) {
+    const v1::PeerFrame& frame = received.header;
+    if (source_ < 0) return Hello(frame);
+    if (!frame.abort().empty()) {
+      // The code is a number off the wire; an abort is never OK.
+      absl::Status reason =
+          rpc::FromWireStatus(frame.abort_code(), frame.abort());
+      if (reason.ok()) reason = absl::UnknownError(frame.abort());
+      service_->mailbox()->Abort(reason);
+    } else if (frame.has_tag()) {
+      const auto& tag = frame.tag();
+      service_->mailbox()->Deliver(
+          source_, Tag{tag.sequence(), tag.step(), tag.chunk()},
+          std::move(*received.header.mutable_op_signature()),
+          std::move(received.payload));
+    }
+    return absl::OkStatus();
+  }
+
   void Gone(const absl::Status& status) {
     if (source_ >= 0) service_->mailbox()->PeerGone(source_, status);
   }
 
   // The first frame names the group and the sending rank.
-  absl::Status Hello() {
-    const v1::PeerFrame& frame = received_.header;
+  absl::Status Hello(const v1::PeerFrame& frame) {
     if (frame.group() != service_->group()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "stream for group \"", frame.group(), "\" reached rank ",
@@ -97,8 +104,8 @@ class PeerReceiver final
   int source_ = -1;
   std::string peer_address_;  // where the source serves, from its hello
   std::string peer_label_;    // what it is ("worker:1"), from its hello
-  grpc::ByteBuffer buffer_;   // the frame being read
-  ReceivedFrame received_;    // the last frame read, decoded
+  grpc::ByteBuffer buffer_;   // the message being read
+  std::vector<ReceivedFrame> received_;  // the last message's frames
 };
 
 // Refuses a stream whose call failed authentication.

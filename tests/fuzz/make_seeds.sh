@@ -97,7 +97,8 @@ msg PushRequest 'job_id: "1" worker: "worker:0" chunks { name: "w" offset: 0 tot
 msg PullRequest 'job_id: "1" names: "w" names: "mean" worker: "worker:0"' pull
 { frame 0 "$scratch/create"; frame 1 "$scratch/push"; frame 2 "$scratch/pull"; } | seed ps_requests_fuzzer create_push_pull
 # --- peer frames: [1 byte: slice size selector][the frame], payload first
-# (as EncodePeerFrame writes it) and as a plain PeerFrame encoding.
+# (as EncodePeerFrame writes it), as a plain PeerFrame encoding, and a batch
+# of frames (a zero byte, then each frame's length and bytes).
 msg PeerFrame 'group: "job1/epoch1" source_rank: 1 address: "127.0.0.1:4001" label: "worker:0"' hello
 msg PeerFrame 'tag { sequence: 3 step: 1 chunk: 0 } op_signature: "allreduce float32 sum 4"' data_header
 msg PeerFrame 'tag { sequence: 3 step: 1 chunk: 0 } op_signature: "allreduce float32 sum 4" payload: "\000\000\200?"' data_plain
@@ -109,8 +110,10 @@ os.makedirs(out, exist_ok=True)
 read = lambda name: open(os.path.join(scratch, name), "rb").read()
 payload = bytes(range(16)) * 4
 first = bytes([(4 << 3) | 2, len(payload)]) + payload + read("data_header")
+batch = bytes([0, len(read("hello"))]) + read("hello") + bytes([len(first)]) + first
 for name, cut, frame in [("hello", 7, read("hello")), ("payload_first", 13, first),
-                         ("plain", 3, read("data_plain")), ("abort", 60, read("abort"))]:
+                         ("plain", 3, read("data_plain")), ("abort", 60, read("abort")),
+                         ("batch", 5, batch)]:
     open(os.path.join(out, name), "wb").write(bytes([cut]) + frame)
 P
 

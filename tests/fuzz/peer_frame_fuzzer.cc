@@ -1,7 +1,8 @@
-// A Peer stream frame as the network delivers it: any bytes, cut into gRPC
-// slices anywhere, decode to a frame or fail with DATA_LOSS, never crash,
-// and a decoded payload never claims bytes the input did not carry. A frame
-// that decodes re-encodes to the same header and payload.
+// A Peer stream message as the network delivers it: any bytes, cut into
+// gRPC slices anywhere, decode to a frame or a batch of frames, or fail with
+// DATA_LOSS, never crash, and decoded payloads never claim bytes the input
+// did not carry. Frames that decode, batched again, decode to the same
+// headers and payloads.
 
 #include <cstdint>
 #include <string>
@@ -22,22 +23,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     slices.emplace_back(data + at, std::min(cut, size - at));
   }
   grpc::ByteBuffer buffer(slices.data(), slices.size());
-  cohort::collective::ReceivedFrame frame;
-  const absl::Status status = cohort::collective::DecodePeerFrame(buffer, &frame);
+  std::vector<cohort::collective::ReceivedFrame> frames;
+  const absl::Status status =
+      cohort::collective::DecodePeerFrames(buffer, &frames);
   if (!status.ok()) {
     COHORT_CHECK(status.code() == absl::StatusCode::kDataLoss);
     return 0;
   }
-  COHORT_CHECK(frame.header.payload().empty());
-  COHORT_CHECK(frame.payload.size() <= size);
+  size_t payload_bytes = 0;
+  std::vector<grpc::ByteBuffer> encoded;
+  for (const cohort::collective::ReceivedFrame& frame : frames) {
+    COHORT_CHECK(frame.header.payload().empty());
+    payload_bytes += frame.payload.size();
+    const std::string payload(frame.payload);
+    encoded.push_back(cohort::collective::EncodePeerFrame(
+        frame.header, grpc::Slice(payload.data(), payload.size())));
+  }
+  COHORT_CHECK(payload_bytes <= size);
 
-  const std::string payload(frame.payload);
-  grpc::ByteBuffer again = cohort::collective::EncodePeerFrame(
-      frame.header, grpc::Slice(payload.data(), payload.size()));
-  cohort::collective::ReceivedFrame round_trip;
-  COHORT_CHECK(cohort::collective::DecodePeerFrame(again, &round_trip).ok());
-  COHORT_CHECK(round_trip.payload == frame.payload);
-  COHORT_CHECK(round_trip.header.SerializeAsString() ==
-               frame.header.SerializeAsString());
+  // The frames, batched again, decode to the same headers and payloads.
+  std::vector<cohort::collective::ReceivedFrame> again;
+  COHORT_CHECK(cohort::collective::DecodePeerFrames(
+                   cohort::collective::BatchPeerFrames(encoded), &again)
+                   .ok());
+  COHORT_CHECK(again.size() == frames.size());
+  for (size_t i = 0; i < frames.size(); ++i) {
+    COHORT_CHECK(again[i].payload == frames[i].payload);
+    COHORT_CHECK(again[i].header.SerializeAsString() ==
+                 frames[i].header.SerializeAsString());
+  }
   return 0;
 }
