@@ -30,8 +30,10 @@ export XDG_STATE_HOME="$state"
 up_pid=$!
 trap 'kill -TERM "$up_pid" 2>/dev/null || true; wait "$up_pid" 2>/dev/null || true; rm -rf "$state"' EXIT
 for _ in $(seq 1 100); do
-  if "$bin/cohortctl" status >/dev/null 2>&1 &&
-     ! "$bin/cohortctl" status | grep -qE 'STARTING|RESTARTING|DEAD'; then
+  # Captured first: under pipefail, grep -q leaving early would fail the
+  # pipeline with the writer's SIGPIPE.
+  if status_text=$("$bin/cohortctl" status 2>/dev/null) &&
+     ! grep -qE 'STARTING|RESTARTING|DEAD' <<<"$status_text"; then
     break
   fi
   sleep 0.2

@@ -118,8 +118,10 @@ run() {
   up_pid=$!  # global: the EXIT trap runs after run() has returned
   trap 'kill -TERM "$up_pid" 2>/dev/null || true; wait "$up_pid" 2>/dev/null || true' EXIT
   for _ in $(seq 1 150); do
-    if "$bin/cohortctl" status >/dev/null 2>&1 &&
-       ! "$bin/cohortctl" status | grep -qE 'STARTING|RESTARTING|DEAD'; then
+    # Captured first: under pipefail, grep -q leaving early would fail the
+    # pipeline with the writer's SIGPIPE.
+    if status_text=$("$bin/cohortctl" status 2>/dev/null) &&
+       ! grep -qE 'STARTING|RESTARTING|DEAD' <<<"$status_text"; then
       break
     fi
     sleep 0.2

@@ -23,8 +23,10 @@ trap cleanup EXIT
 # Wait (bounded) for the cluster: `cohortctl up` writes the port, then the
 # tasks register.
 for _ in $(seq 1 100); do
-  if build/bin/cohortctl status >/dev/null 2>&1 &&
-     ! build/bin/cohortctl status | grep -qE 'STARTING|RESTARTING|DEAD'; then
+  # Captured first: under pipefail, grep -q leaving early would fail the
+  # pipeline with the writer's SIGPIPE.
+  if status_text=$(build/bin/cohortctl status 2>/dev/null) &&
+     ! grep -qE 'STARTING|RESTARTING|DEAD' <<<"$status_text"; then
     break
   fi
   if ! kill -0 "$up_pid" 2>/dev/null; then

@@ -394,7 +394,11 @@ submit_and_wait() {
     show_logs
     fail "job $name ($id) did not succeed (cohortctl exited $rc)"
   fi
-  ctl job "$id" --json | grep -q '"state": "JOB_SUCCEEDED"' ||
+  # Captured first: grep -q leaves early, and under pipefail the writer's
+  # SIGPIPE would fail the check.
+  local json
+  json=$(ctl job "$id" --json)
+  grep -q '"state": "JOB_SUCCEEDED"' <<<"$json" ||
     fail "job $name ($id) is not JOB_SUCCEEDED"
   log "job $name ($id): SUCCEEDED after $(elapsed)"
 }

@@ -71,7 +71,7 @@ done
 args=(verify --man=no)
 # Since systemd 250: do not fail on errors in units that ours merely pull in
 # (network-online.target's dependencies, say), which the host provides.
-if systemd-analyze --help 2>/dev/null | grep -q -- '--recursive-errors'; then
+if grep -q -- '--recursive-errors' <<<"$(systemd-analyze --help 2>/dev/null)"; then
   args+=(--recursive-errors=no)
 fi
 
