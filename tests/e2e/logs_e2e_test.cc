@@ -294,10 +294,11 @@ TEST(JobLogAcrossClocksE2eTest, AnAgentWhoseClockIsBehindKeepsItsLinesInTheJobLo
       << lines.size() << " lines";
   for (const v1::LogLine& line : lines) {
     // On the coordinator's clock: within the job's run, give or take the
-    // offset's uncertainty (a heartbeat's one-way delay).
-    EXPECT_GE(line.time_unix_ms(), job.submit_time_unix_ms() - 2000)
+    // offset's error (a heartbeat's one-way delay, however busy the
+    // machine), and far from the agent's own clock, 30 s off.
+    EXPECT_GE(line.time_unix_ms(), job.submit_time_unix_ms() - 10000)
         << line.text();
-    EXPECT_LE(line.time_unix_ms(), job.end_time_unix_ms() + 2000)
+    EXPECT_LE(line.time_unix_ms(), job.end_time_unix_ms() + 10000)
         << line.text();
   }
 }
