@@ -49,6 +49,12 @@ bool WantsHelp(int argc, char** argv) {
 
 std::vector<std::string> ParseCommandLine(int argc, char** argv,
                                           absl::string_view usage) {
+  // Before gRPC starts: poll(2) per completion queue, not one epoll set that
+  // every gRPC thread of the process polls. The Peer data path's loop then
+  // alone takes in its sockets' bytes, with no hand-off between threads: a
+  // 4 KiB all-reduce between two ranks took a third of the time
+  // (bench/RESULTS.md). An operator's GRPC_POLL_STRATEGY still wins.
+  setenv("GRPC_POLL_STRATEGY", "poll", /*overwrite=*/0);
   absl::FlagsUsageConfig config;
   config.normalize_filename = NormalizeFilename;
   config.version_string = [] {

@@ -18,6 +18,8 @@ namespace cohort {
 // Also turns off absl::Mutex's lock-order checking for the process: an absl
 // built without NDEBUG (Debian's) checks every acquisition, gRPC's included,
 // against a global graph. Unit tests, which do not come through here, keep it.
+// And selects gRPC's poll(2) poller, unless GRPC_POLL_STRATEGY is set
+// (flags.cc says why); it must run before anything starts gRPC.
 std::vector<std::string> ParseCommandLine(int argc, char** argv,
                                           absl::string_view usage);
 

@@ -42,9 +42,11 @@ absl::Status RpcServer::Start() {
   ApplyTransportTuning(builder);
   builder.experimental().SetInterceptorCreators(RpcMetricsInterceptors());
   for (grpc::Service* service : services_) builder.RegisterService(service);
+  if (options_.completion_queue) cq_ = builder.AddCompletionQueue();
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || bound_port == 0) {
     server_.reset();
+    cq_.reset();
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", listen.ToString(),
                      ": the address is in use or not an address of this host"));
@@ -84,6 +86,7 @@ void RpcServer::Shutdown(absl::Duration grace) {
   server_->GetHealthCheckService()->SetServingStatus(false);
   server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   server_->Wait();
+  if (cq_ != nullptr) cq_->Shutdown();
 }
 
 }  // namespace cohort::rpc

@@ -5,6 +5,7 @@
 // standard grpc.health.v1.Health service and server reflection, and shut down
 // with a deadline.
 
+#include <grpcpp/completion_queue.h>
 #include <grpcpp/server.h>
 
 #include <atomic>
@@ -22,6 +23,8 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:0";  // HOST:PORT
   std::string port_file;               // written once bound, when not empty
   Security security;
+  // Also make a completion queue for async services (completion_queue()).
+  bool completion_queue = false;
 };
 
 // Owns the grpc::Server. Services are not owned and must outlive Shutdown().
@@ -56,10 +59,15 @@ class RpcServer {
   bool AnswersHealthCheck(absl::Duration timeout);
 
   grpc::Server* grpc_server() { return server_.get(); }
+  // With ServerOptions::completion_queue, once started: the queue of the
+  // async services. Shutdown shuts it down after the server; whoever polls
+  // it must drain it before this object is destroyed.
+  grpc::ServerCompletionQueue* completion_queue() { return cq_.get(); }
 
  private:
   ServerOptions options_;
   std::vector<grpc::Service*> services_;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;  // outlives server_
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
   int port_ = 0;

@@ -89,10 +89,14 @@ absl::Status GrpcTransport::Connect(Store& store) {
   const std::string& group = options_.group;
   service_ = std::make_unique<PeerService>(group, options_.rank, options_.size,
                                            &mailbox_, &auth_);
-  server_ = std::make_unique<rpc::RpcServer>(rpc::ServerOptions{
-      .listen = options_.listen, .security = options_.security});
+  server_ = std::make_unique<rpc::RpcServer>(
+      rpc::ServerOptions{.listen = options_.listen,
+                         .security = options_.security,
+                         .completion_queue = true});
   server_->AddService(service_.get());
   COHORT_RETURN_IF_ERROR(server_->Start());
+  loop_ = std::make_unique<CompletionLoop>(server_->completion_queue());
+  service_->Serve(server_->completion_queue());
 
   addresses_[options_.rank] = AdvertisedAddress(*server_);
   COHORT_RETURN_IF_ERROR(
@@ -121,7 +125,8 @@ absl::Status GrpcTransport::Connect(Store& store) {
     hello.set_address(addresses_[options_.rank]);
     hello.set_label(options_.label);
     senders_[peer] = std::make_unique<PeerSender>(
-        addresses_[peer], options_.security, std::move(hello), Describe(peer));
+        addresses_[peer], options_.security, std::move(hello), Describe(peer),
+        server_->completion_queue());
   }
   const absl::Time connect_deadline = absl::Now() + options_.connect_timeout;
   for (const std::unique_ptr<PeerSender>& sender : senders_) {
@@ -177,7 +182,11 @@ GrpcTransport::~GrpcTransport() {
   for (auto& sender : senders_) {
     if (sender != nullptr) sender->Close(absl::Seconds(1));
   }
+  if (service_ != nullptr) service_->Stop();
+  // Cancels the incoming streams, then shuts the completion queue down; the
+  // loop drains it and ends.
   if (server_ != nullptr) server_->Shutdown(absl::ZeroDuration());
+  loop_.reset();
 }
 
 std::string GrpcTransport::Describe(int rank) const {

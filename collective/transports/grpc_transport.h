@@ -21,6 +21,7 @@
 #include "collective/mailbox.h"
 #include "collective/store.h"
 #include "collective/transport.h"
+#include "collective/transports/completion_loop.h"
 #include "collective/transports/lent_buffers.h"
 #include "collective/transports/shm_channel.h"
 #include "rpc/auth.h"
@@ -98,6 +99,9 @@ class GrpcTransport final : public Transport {
   rpc::Authenticator auth_;
   std::unique_ptr<PeerService> service_;
   std::unique_ptr<rpc::RpcServer> server_;
+  // Polls server_'s completion queue: every Peer stream's operations, in
+  // and out. Ends before server_ goes.
+  std::unique_ptr<CompletionLoop> loop_;
   std::vector<std::string> addresses_;                // by rank
   std::vector<std::string> labels_;                   // by rank
   std::vector<std::unique_ptr<PeerSender>> senders_;  // by rank; null for self

@@ -11,17 +11,20 @@ namespace cohort::collective {
 namespace {
 
 // The most bytes of frames one batch carries. A stream has one write in
-// flight at a time, and each costs a round of gRPC's threads, so frames
-// queued behind a write go together. Larger frames go alone: the receiver
-// takes in nothing of a message before all of it has come, and a batch of
-// them would hold back the work on the first.
+// flight at a time, and each costs a round of gRPC's work besides the
+// bytes, so frames queued behind a write go together. Larger frames go
+// alone: the receiver takes in nothing of a message before all of it has
+// come, and a batch of them would hold back the work on the first.
 constexpr size_t kMaxBatchBytes = 1 << 20;
+
+// How long a cancelled stream may take to end.
+constexpr absl::Duration kCancelGrace = absl::Seconds(30);
 
 }  // namespace
 
 PeerSender::PeerSender(const std::string& address,
                        const rpc::Security& security, v1::PeerFrame hello,
-                       std::string peer)
+                       std::string peer, grpc::CompletionQueue* cq)
     : peer_(std::move(peer)),
       // Its own connection, which Disconnect can close.
       connection_(std::in_place, address, security, /*dedicated=*/true),
@@ -31,21 +34,30 @@ PeerSender::PeerSender(const std::string& address,
   // A lost SYN on a lossy link must not fail the group: the stream waits
   // for the connection, and WaitConnected bounds that wait.
   context_->set_wait_for_ready(true);
-  stub_->PrepareBidiStreamingCall(context_.get(), "/cohort.v1.Peer/Exchange",
-                                 grpc::StubOptions(), this);
-  StartRead(&unused_read_);
-  {
-    absl::MutexLock lock(&mu_);
-    queue_.push_back(EncodePeerFrame(hello));
-    WriteNextLocked();
-  }
-  StartCall();
+  absl::MutexLock lock(&mu_);
+  queue_.push_back(EncodePeerFrame(hello));
+  stream_ = stub_->PrepareCall(context_.get(), "/cohort.v1.Peer/Exchange", cq);
+  stream_->StartCall(started_tag_.tag());
 }
 
 PeerSender::~PeerSender() { Close(absl::Seconds(1)); }
 
+void PeerSender::Started(bool ok) {
+  absl::MutexLock lock(&mu_);
+  started_ = true;
+  if (!ok) {
+    // Cancelled before the call was up: no read is pending.
+    read_ended_ = true;
+    FinishIfEndedLocked();
+    return;
+  }
+  // Nothing is expected back; the read ends when the stream does.
+  stream_->Read(&unused_read_, read_tag_.tag());
+  WriteNextLocked();
+}
+
 void PeerSender::WriteNextLocked() {
-  if (writing_ || !failed_.ok()) return;
+  if (!started_ || writing_ || read_ended_ || !failed_.ok()) return;
   if (queue_.size() > 1) {
     // What queued while the last write was in flight, up to kMaxBatchBytes,
     // goes as one message.
@@ -63,11 +75,56 @@ void PeerSender::WriteNextLocked() {
   }
   if (!queue_.empty()) {
     writing_ = true;
-    // Deque elements keep their address while others are appended.
-    StartWrite(&queue_.front());
+    stream_->Write(queue_.front(), written_tag_.tag());
   } else if (closing_ && !writes_done_) {
     writes_done_ = true;
-    StartWritesDone();
+    writing_ = true;
+    stream_->WritesDone(written_tag_.tag());
+  }
+}
+
+void PeerSender::Written(bool ok) {
+  absl::MutexLock lock(&mu_);
+  writing_ = false;
+  if (!ok) {
+    if (failed_.ok()) {
+      failed_ = absl::UnavailableError(
+          absl::StrCat(peer_, " is gone: the stream to it broke"));
+    }
+    queue_.clear();
+  } else if (!writes_done_) {
+    queue_.pop_front();
+    connected_ = true;  // the hello, at least, reached the peer's transport
+    WriteNextLocked();
+  }
+  FinishIfEndedLocked();
+}
+
+void PeerSender::Read(bool ok) {
+  absl::MutexLock lock(&mu_);
+  if (ok) {
+    // A frame would only mean a newer peer; keep reading until the end.
+    stream_->Read(&unused_read_, read_tag_.tag());
+    return;
+  }
+  read_ended_ = true;
+  FinishIfEndedLocked();
+}
+
+void PeerSender::FinishIfEndedLocked() {
+  if (!read_ended_ || writing_ || finishing_) return;
+  finishing_ = true;
+  stream_->Finish(&status_, finished_tag_.tag());
+}
+
+void PeerSender::Finished() {
+  absl::MutexLock lock(&mu_);
+  done_ = true;
+  queue_.clear();
+  if (failed_.ok() && !closing_) {
+    failed_ = absl::UnavailableError(absl::StrCat(
+        peer_, " is gone: ",
+        status_.ok() ? "it closed the stream" : status_.error_message()));
   }
 }
 
@@ -83,22 +140,6 @@ absl::Status PeerSender::Enqueue(grpc::ByteBuffer frame) {
   return absl::OkStatus();
 }
 
-void PeerSender::OnWriteDone(bool ok) {
-  absl::MutexLock lock(&mu_);
-  writing_ = false;
-  if (!ok) {
-    if (failed_.ok()) {
-      failed_ = absl::UnavailableError(
-          absl::StrCat(peer_, " is gone: the stream to it broke"));
-    }
-    queue_.clear();
-    return;
-  }
-  queue_.pop_front();
-  connected_ = true;  // the hello, at least, reached the peer's transport
-  WriteNextLocked();
-}
-
 absl::Status PeerSender::WaitConnected(absl::Time deadline) {
   auto settled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return connected_ || !failed_.ok();
@@ -111,33 +152,28 @@ absl::Status PeerSender::WaitConnected(absl::Time deadline) {
   return failed_;
 }
 
-void PeerSender::OnReadDone(bool ok) {
-  // Nothing is expected; a frame would only mean a newer peer. Keep reading
-  // until the stream ends.
-  if (ok) StartRead(&unused_read_);
-}
-
-void PeerSender::OnDone(const grpc::Status& status) {
+void PeerSender::AwaitDone(bool cancel) {
+  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; };
+  // Cancelling ends every pending operation at once; the stream must not
+  // be destroyed before the last has completed.
+  if (cancel) context_->TryCancel();
   absl::MutexLock lock(&mu_);
-  done_ = true;
-  if (failed_.ok() && !closing_) {
-    failed_ = absl::UnavailableError(absl::StrCat(
-        peer_, " is gone: ",
-        status.ok() ? "it closed the stream" : status.error_message()));
-  }
+  COHORT_CHECK(mu_.AwaitWithTimeout(absl::Condition(&done), kCancelGrace));
 }
 
 void PeerSender::Disconnect() {
-  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; };
-  context_->TryCancel();
+  AwaitDone(/*cancel=*/true);
   {
     absl::MutexLock lock(&mu_);
-    COHORT_CHECK(
-        mu_.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(30)));
+    if (failed_.ok()) {
+      failed_ = absl::UnavailableError(
+          absl::StrCat("the stream to ", peer_, " was disconnected"));
+    }
   }
   // The stream is over. Without the last references to the channel its
   // connection closes, and the socket writes still pending release their
-  // frames.
+  // frames. The stream lives in the call, which the context holds.
+  stream_.reset();
   context_.reset();
   stub_.reset();
   connection_.reset();
@@ -153,11 +189,7 @@ void PeerSender::Close(absl::Duration grace) {
     }
     if (mu_.AwaitWithTimeout(absl::Condition(&done), grace)) return;
   }
-  // The peer did not finish in time. Cancelling makes gRPC call OnDone
-  // promptly; the reactor must not be destroyed before that.
-  context_->TryCancel();
-  absl::MutexLock lock(&mu_);
-  COHORT_CHECK(mu_.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(30)));
+  AwaitDone(/*cancel=*/true);  // the peer did not finish in time
 }
 
 }  // namespace cohort::collective

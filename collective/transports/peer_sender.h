@@ -1,9 +1,10 @@
 #pragma once
 
 // The sending side of GrpcTransport: one client stream to one peer. Frames
-// are queued and written one at a time by gRPC's callback API, so a sender
-// never blocks on its peer. Frames travel as encoded buffers (peer_frame.h),
-// not as protobuf messages, so that payloads are not copied again.
+// are queued and written one at a time through gRPC's async API, on the
+// transport's completion queue, so a sender never blocks on its peer.
+// Frames travel as encoded buffers (peer_frame.h), not as protobuf
+// messages, so that payloads are not copied again.
 
 #include <grpcpp/generic/generic_stub.h>
 
@@ -17,19 +18,23 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cohort/v1/peer.pb.h"
+#include "collective/transports/completion_loop.h"
 #include "rpc/channel.h"
 
 namespace cohort::collective {
 
-// Thread-safe. Close() before destruction (the destructor does it).
-class PeerSender final
-    : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+// Thread-safe. Close() or Disconnect() before destruction (the destructor
+// closes), and before `cq` shuts down.
+class PeerSender final {
  public:
   // Opens the stream to `address` and queues `hello` as its first frame.
-  // `peer` names the peer in errors: "rank 1 (127.0.0.1:4001)".
+  // `peer` names the peer in errors: "rank 1 (127.0.0.1:4001)". The
+  // stream's operations complete on `cq`, which a CompletionLoop polls.
   PeerSender(const std::string& address, const rpc::Security& security,
-             v1::PeerFrame hello, std::string peer);
-  ~PeerSender() override;
+             v1::PeerFrame hello, std::string peer, grpc::CompletionQueue* cq);
+  ~PeerSender();
+  PeerSender(const PeerSender&) = delete;
+  PeerSender& operator=(const PeerSender&) = delete;
 
   // Queues an encoded frame; UNAVAILABLE naming the peer once the stream
   // failed.
@@ -47,26 +52,43 @@ class PeerSender final
   // break. Returns once the stream has ended. Not concurrently with itself.
   void Disconnect();
 
-  void OnWriteDone(bool ok) override;
-  void OnReadDone(bool ok) override;
-  void OnDone(const grpc::Status& status) override;
-
  private:
+  // Completions, on the loop's thread.
+  void Started(bool ok);
+  void Written(bool ok);
+  void Read(bool ok);
+  void Finished();
+
+  // Starts the next write, or the half-close once closing and drained.
   void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Asks for the stream's status once it has ended on both sides.
+  void FinishIfEndedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits for the stream's end; cancels it first when `cancel`.
+  void AwaitDone(bool cancel);
 
   const std::string peer_;
   // Dropped by Disconnect: the last references to the channel.
   std::optional<rpc::Connection> connection_;
   std::optional<grpc::GenericStub> stub_;
   std::unique_ptr<grpc::ClientContext> context_;
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> stream_;
   grpc::ByteBuffer unused_read_;  // the peer never writes back
+  grpc::Status status_;           // the stream's, once finished
+
+  CompletionTag started_tag_{[this](bool ok) { Started(ok); }};
+  CompletionTag written_tag_{[this](bool ok) { Written(ok); }};
+  CompletionTag read_tag_{[this](bool ok) { Read(ok); }};
+  CompletionTag finished_tag_{[this](bool) { Finished(); }};
 
   absl::Mutex mu_;
   std::deque<grpc::ByteBuffer> queue_ ABSL_GUARDED_BY(mu_);  // front: in flight
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;  // a write or the half-close
+  bool read_ended_ ABSL_GUARDED_BY(mu_) = false;
   bool connected_ ABSL_GUARDED_BY(mu_) = false;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool writes_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status failed_ ABSL_GUARDED_BY(mu_);
 };

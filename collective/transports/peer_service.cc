@@ -1,21 +1,61 @@
 #include "collective/transports/peer_service.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "collective/transports/completion_loop.h"
 #include "collective/transports/peer_frame.h"
 #include "rpc/status_conversion.h"
 
 namespace cohort::collective {
 namespace {
 
-// Reads one peer's stream until it ends. Deletes itself when done.
-class PeerReceiver final
-    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+// One incoming stream, from the wait for it until it ends: reads until the
+// peer closes it. Lives on the completion loop's thread; deletes itself
+// when its last operation has completed.
+class PeerReceiver final {
  public:
-  explicit PeerReceiver(const PeerService* service) : service_(service) {
-    StartRead(&buffer_);
+  // Waits for the next stream.
+  explicit PeerReceiver(PeerService* service) : service_(service) {
+    if (!service_->StartOp([this] {
+          service_->RequestExchange(&context_, &stream_, service_->cq(),
+                                    service_->cq(), accepted_.tag());
+        })) {
+      delete this;
+    }
   }
 
-  void OnReadDone(bool ok) override {
+ private:
+  ~PeerReceiver() = default;
+
+  void Accepted(bool ok) {
+    if (!ok) {  // the server is shutting down
+      delete this;
+      return;
+    }
+    new PeerReceiver(service_);  // for the stream after this one
+    if (absl::Status auth = service_->auth().Check(context_); !auth.ok()) {
+      Finish(rpc::ToGrpcStatus(auth));
+      return;
+    }
+    ReadNext();
+  }
+
+  void ReadNext() {
+    if (!service_->StartOp(
+            [this] { stream_.Read(&buffer_, read_.tag()); })) {
+      delete this;
+    }
+  }
+
+  void Finish(const grpc::Status& status) {
+    if (!service_->StartOp(
+            [&] { stream_.Finish(status, finished_.tag()); })) {
+      delete this;
+    }
+  }
+
+  void Read(bool ok) {
     if (!ok) {
       // The peer closed its stream or its process died.
       Gone(absl::UnavailableError(absl::StrCat(Peer(),
@@ -42,12 +82,9 @@ class PeerReceiver final
       }
     }
     received_.clear();
-    StartRead(&buffer_);
+    ReadNext();
   }
 
-  void OnDone() override { delete this; }
-
- private:
   // "rank 1 (worker:0 at 10.0.0.2:4001)", once the hello named it.
   std::string Peer() const {
     if (source_ < 0) return "a peer that has not said hello";
@@ -100,22 +137,19 @@ class PeerReceiver final
     return absl::OkStatus();
   }
 
-  const PeerService* const service_;
+  PeerService* const service_;
+  grpc::ServerContext context_;
+  grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer> stream_{
+      &context_};
+  CompletionTag accepted_{[this](bool ok) { Accepted(ok); }};
+  CompletionTag read_{[this](bool ok) { Read(ok); }};
+  // The stream is over, whether or not its status reached the peer.
+  CompletionTag finished_{[this](bool) { delete this; }};
   int source_ = -1;
   std::string peer_address_;  // where the source serves, from its hello
   std::string peer_label_;    // what it is ("worker:1"), from its hello
   grpc::ByteBuffer buffer_;   // the message being read
   std::vector<ReceivedFrame> received_;  // the last message's frames
-};
-
-// Refuses a stream whose call failed authentication.
-class Refusal final
-    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
- public:
-  explicit Refusal(const absl::Status& status) {
-    Finish(rpc::ToGrpcStatus(status));
-  }
-  void OnDone() override { delete this; }
 };
 
 }  // namespace
@@ -128,12 +162,14 @@ PeerService::PeerService(std::string group, int rank, int size,
       mailbox_(mailbox),
       auth_(auth) {}
 
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
-PeerService::Exchange(grpc::CallbackServerContext* context) {
-  if (absl::Status auth = auth_->Check(*context); !auth.ok()) {
-    return new Refusal(auth);
-  }
-  return new PeerReceiver(this);
+void PeerService::Serve(grpc::ServerCompletionQueue* cq) {
+  cq_ = cq;
+  new PeerReceiver(this);
+}
+
+void PeerService::Stop() {
+  absl::MutexLock lock(&mu_);
+  stopped_ = true;
 }
 
 }  // namespace cohort::collective
