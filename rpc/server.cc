@@ -1,5 +1,6 @@
 #include "rpc/server.h"
 
+#include <grpcpp/ext/health_check_service_server_builder_option.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/server_builder.h>
@@ -14,6 +15,25 @@
 #include "rpc/tuning.h"
 
 namespace cohort::rpc {
+namespace {
+
+// Leaves out the reflection service that the process-wide plugin adds to
+// every server.
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(
+      std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins)
+      override {
+    const std::string reflection =
+        grpc::reflection::ProtoServerReflectionPlugin().name();
+    std::erase_if(*plugins, [&](const auto& plugin) {
+      return plugin->name() == reflection;
+    });
+  }
+};
+
+}  // namespace
 
 RpcServer::RpcServer(ServerOptions options) : options_(std::move(options)) {}
 
@@ -42,7 +62,12 @@ absl::Status RpcServer::Start() {
   ApplyTransportTuning(builder);
   builder.experimental().SetInterceptorCreators(RpcMetricsInterceptors());
   for (grpc::Service* service : services_) builder.RegisterService(service);
-  if (options_.completion_queue) cq_ = builder.AddCompletionQueue();
+  if (options_.async_only) {
+    cq_ = builder.AddCompletionQueue();
+    builder.SetOption(
+        std::make_unique<grpc::HealthCheckServiceServerBuilderOption>(nullptr));
+    builder.SetOption(std::make_unique<WithoutReflection>());
+  }
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || bound_port == 0) {
     server_.reset();
@@ -53,7 +78,9 @@ absl::Status RpcServer::Start() {
   }
   port_ = bound_port;
   address_ = HostPort{listen.host, port_}.ToString();
-  server_->GetHealthCheckService()->SetServingStatus(true);
+  if (auto* health = server_->GetHealthCheckService()) {
+    health->SetServingStatus(true);
+  }
   if (!options_.port_file.empty()) {
     COHORT_RETURN_IF_ERROR(
         WriteFileAtomically(options_.port_file, absl::StrCat(port_, "\n")));
@@ -83,7 +110,9 @@ bool RpcServer::AnswersHealthCheck(absl::Duration timeout) {
 
 void RpcServer::Shutdown(absl::Duration grace) {
   if (server_ == nullptr || shut_down_.exchange(true)) return;
-  server_->GetHealthCheckService()->SetServingStatus(false);
+  if (auto* health = server_->GetHealthCheckService()) {
+    health->SetServingStatus(false);
+  }
   server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   server_->Wait();
   if (cq_ != nullptr) cq_->Shutdown();

@@ -2,8 +2,8 @@
 
 // The lifecycle of a daemon's gRPC server: bind (port 0 picks a free port,
 // which is written to a port file), serve the registered services plus the
-// standard grpc.health.v1.Health service and server reflection, and shut down
-// with a deadline.
+// standard grpc.health.v1.Health service and server reflection (unless
+// async_only), and shut down with a deadline.
 
 #include <grpcpp/completion_queue.h>
 #include <grpcpp/server.h>
@@ -23,8 +23,10 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:0";  // HOST:PORT
   std::string port_file;               // written once bound, when not empty
   Security security;
-  // Also make a completion queue for async services (completion_queue()).
-  bool completion_queue = false;
+  // The registered services are async, served on completion_queue(), whose
+  // poller is then the only one of the server's connections: no health or
+  // reflection service, whose threads would poll them too.
+  bool async_only = false;
 };
 
 // Owns the grpc::Server. Services are not owned and must outlive Shutdown().
@@ -59,8 +61,8 @@ class RpcServer {
   bool AnswersHealthCheck(absl::Duration timeout);
 
   grpc::Server* grpc_server() { return server_.get(); }
-  // With ServerOptions::completion_queue, once started: the queue of the
-  // async services. Shutdown shuts it down after the server; whoever polls
+  // With ServerOptions::async_only, once started: the queue of the async
+  // services. Shutdown shuts it down after the server; whoever polls
   // it must drain it before this object is destroyed.
   grpc::ServerCompletionQueue* completion_queue() { return cq_.get(); }
 

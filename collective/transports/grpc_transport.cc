@@ -92,7 +92,7 @@ absl::Status GrpcTransport::Connect(Store& store) {
   server_ = std::make_unique<rpc::RpcServer>(
       rpc::ServerOptions{.listen = options_.listen,
                          .security = options_.security,
-                         .completion_queue = true});
+                         .async_only = true});
   server_->AddService(service_.get());
   COHORT_RETURN_IF_ERROR(server_->Start());
   loop_ = std::make_unique<CompletionLoop>(server_->completion_queue());
