@@ -17,6 +17,13 @@ int Mod(int value, int n) { return ((value % n) + n) % n; }
 // time the transport reads it, and the transport holds more of them.
 constexpr size_t kMaxAheadBytes = 4 << 20;
 
+// Chunks of segments up to this size are lent to the transport, not copied
+// into it. A chunk goes out one segment after this rank last wrote it. While
+// that is within the cache, the transport reads it from there and the copy
+// is saved; beyond, the transport's read from memory (the kernel's, on
+// gRPC's thread) costs more than this thread's copy did (bench/RESULTS.md).
+constexpr size_t kMaxLentSegmentBytes = 8 << 20;
+
 // How far sends may run ahead of receives.
 size_t WindowBytes(const OpContext& ctx) {
   return std::min(ctx.transport->send_window_bytes(), kMaxAheadBytes);
@@ -103,9 +110,10 @@ absl::Status RingSteps(const OpContext& ctx, int steps, int shift,
     const auto [at, bytes] = piece(segment, sent.chunk);
     const auto step = static_cast<uint32_t>(sent.step);
     const auto index = static_cast<uint32_t>(sent.chunk);
-    // Lent, not copied: the pass writes a chunk again only after it has
-    // gone round the ring, and reclaims every chunk before it returns.
-    absl::Status status = ctx.SendLent(ctx.next(), step, index, at, bytes);
+    absl::Status status =
+        segment_bytes(segment) <= kMaxLentSegmentBytes
+            ? ctx.SendLent(ctx.next(), step, index, at, bytes)
+            : ctx.Send(ctx.next(), step, index, at, bytes);
     sent.Advance(chunks_in(segment));
     return status;
   };
