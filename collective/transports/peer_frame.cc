@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
 #include "common/status_macros.h"
 
 namespace cohort::collective {
@@ -170,9 +171,9 @@ grpc::ByteBuffer BatchPeerFrames(const std::vector<grpc::ByteBuffer>& frames) {
     slices.emplace_back(prefixes.data() + prefix_at[i].first,
                         prefix_at[i].second);
     std::vector<grpc::Slice> pieces;
-    if (frames[i].Dump(&pieces).ok()) {
-      for (grpc::Slice& piece : pieces) slices.push_back(std::move(piece));
-    }
+    // An encoded frame is never empty, so its buffer always reads.
+    COHORT_CHECK(frames[i].Dump(&pieces).ok());
+    for (grpc::Slice& piece : pieces) slices.push_back(std::move(piece));
   }
   return grpc::ByteBuffer(slices.data(), slices.size());
 }

@@ -15,17 +15,20 @@ namespace {
 // when its last operation has completed.
 class PeerReceiver final {
  public:
-  // Waits for the next stream.
-  explicit PeerReceiver(PeerService* service) : service_(service) {
-    if (!service_->StartOp([this] {
-          service_->RequestExchange(&context_, &stream_, service_->cq(),
-                                    service_->cq(), accepted_.tag());
+  // Waits for the next stream, unless the service has stopped.
+  static void Accept(PeerService* service) {
+    auto* receiver = new PeerReceiver(service);
+    if (!service->StartOp([&] {
+          service->RequestExchange(&receiver->context_, &receiver->stream_,
+                                   service->cq(), service->cq(),
+                                   receiver->accepted_.tag());
         })) {
-      delete this;
+      delete receiver;
     }
   }
 
  private:
+  explicit PeerReceiver(PeerService* service) : service_(service) {}
   ~PeerReceiver() = default;
 
   void Accepted(bool ok) {
@@ -33,7 +36,7 @@ class PeerReceiver final {
       delete this;
       return;
     }
-    new PeerReceiver(service_);  // for the stream after this one
+    Accept(service_);  // the stream after this one
     if (absl::Status auth = service_->auth().Check(context_); !auth.ok()) {
       Finish(rpc::ToGrpcStatus(auth));
       return;
@@ -164,7 +167,7 @@ PeerService::PeerService(std::string group, int rank, int size,
 
 void PeerService::Serve(grpc::ServerCompletionQueue* cq) {
   cq_ = cq;
-  new PeerReceiver(this);
+  PeerReceiver::Accept(this);
 }
 
 void PeerService::Stop() {
