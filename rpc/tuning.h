@@ -1,15 +1,19 @@
 #pragma once
 
 // HTTP/2 settings for bulk transfers (collective chunks are megabytes, not
-// the kilobytes gRPC's defaults are tuned for): larger flow-control windows
-// and frames, so that a stream is not throttled to a window per round trip.
+// the kilobytes gRPC's defaults are tuned for): a larger stream window and
+// frames, so that a stream is not throttled to a window per round trip.
 // Applied to every channel and server alike, so both ends agree.
 //
-// BDP probing is off: it replaces the fixed window below with one sized from
-// measured round trips, which on a fast link (loopback, one rack) comes out
-// far smaller than a collective chunk. Senders then stalled on WINDOW_UPDATEs:
-// 16 MiB all-reduces between two ranks took 11 to 88 ms with it, 9 to 26 ms
-// without (bench/RESULTS.md).
+// The connection's window is not raised: gRPC (1.51) grows it only from
+// BDP probing, and otherwise keeps it at 64 KiB beyond what its streams have
+// announced. Each message therefore goes out as its first 64 KiB, then the
+// rest once the receiver has seen its length and made room for it: one
+// round trip per message.
+// BDP probing raises it, and a message then goes out in one write, yet
+// 16 and 64 MiB all-reduces were slower with it (bench/RESULTS.md, "eighth
+// pass"); on an earlier data path it sized windows below a chunk, and 16 MiB
+// between two ranks took 11 to 88 ms, against 9 to 26 ms without.
 
 #include <grpcpp/server_builder.h>
 #include <grpcpp/support/channel_arguments.h>
