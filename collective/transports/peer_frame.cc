@@ -149,13 +149,6 @@ absl::Status DecodeSlices(const std::vector<grpc::Slice>& slices, size_t total,
 
 }  // namespace
 
-absl::Status DecodePeerFrame(const grpc::ByteBuffer& buffer,
-                             ReceivedFrame* frame) {
-  std::vector<grpc::Slice> slices;
-  if (!buffer.Dump(&slices).ok()) return Corrupt("unreadable buffer");
-  return DecodeSlices(slices, buffer.Length(), frame);
-}
-
 grpc::ByteBuffer BatchPeerFrames(const std::vector<grpc::ByteBuffer>& frames) {
   std::vector<grpc::Slice> slices;
   std::string prefixes;  // the marker and every length, one slice each

@@ -27,11 +27,6 @@ struct ReceivedFrame {
 grpc::ByteBuffer EncodePeerFrame(const v1::PeerFrame& header,
                                  grpc::Slice payload = grpc::Slice());
 
-// Decodes `buffer`, keeping a reference to its payload bytes. Fails with
-// DATA_LOSS when the bytes are not a PeerFrame.
-absl::Status DecodePeerFrame(const grpc::ByteBuffer& buffer,
-                             ReceivedFrame* frame);
-
 // Encoded frames as one message, in order, referencing their bytes: a zero
 // byte (no PeerFrame encoding starts with one: field 0 does not exist),
 // then each frame's length and bytes. A sender whose stream is busy sends
@@ -39,8 +34,8 @@ absl::Status DecodePeerFrame(const grpc::ByteBuffer& buffer,
 // cost of gRPC is paid once for them all.
 grpc::ByteBuffer BatchPeerFrames(const std::vector<grpc::ByteBuffer>& frames);
 
-// Decodes one frame or a batch, appending the frames in order. Fails with
-// DATA_LOSS naming what is wrong.
+// Decodes one frame or a batch, appending the frames in order; each keeps a
+// reference to its payload bytes. Fails with DATA_LOSS naming what is wrong.
 absl::Status DecodePeerFrames(const grpc::ByteBuffer& buffer,
                               std::vector<ReceivedFrame>* frames);
 

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace cohort::collective {
@@ -24,6 +25,18 @@ grpc::ByteBuffer Split(const std::string& bytes, size_t piece) {
     slices.emplace_back(bytes.data() + at, std::min(piece, bytes.size() - at));
   }
   return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+// Decodes a buffer that holds one frame, as the receiver does.
+absl::Status DecodePeerFrame(const grpc::ByteBuffer& buffer,
+                             ReceivedFrame* frame) {
+  std::vector<ReceivedFrame> frames;
+  absl::Status status = DecodePeerFrames(buffer, &frames);
+  if (status.ok() && frames.size() != 1) {
+    return absl::InternalError(absl::StrCat(frames.size(), " frames"));
+  }
+  if (status.ok()) *frame = std::move(frames.front());
+  return status;
 }
 
 std::string Flatten(const grpc::ByteBuffer& buffer) {
