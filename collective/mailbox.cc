@@ -25,7 +25,24 @@ absl::Status Mailbox::Await(const Transport& self, int source,
     return !abort_.ok() || condition() || !from.gone.ok();
   };
   ++waiting_;
-  const bool met = mu_.AwaitWithDeadline(absl::Condition(&done), deadline);
+  bool met = done();
+  // The driver runs the completions that file messages, so the one awaited
+  // is read off its socket on this thread.
+  if (driver_ != nullptr) {
+    while (!met && absl::Now() < deadline) {
+      mu_.Unlock();
+      const bool drove = driver_(
+          [&] {
+            absl::MutexLock lock(&mu_);
+            return done();
+          },
+          deadline);
+      mu_.Lock();
+      met = done();
+      if (!drove) break;
+    }
+  }
+  if (!met) met = mu_.AwaitWithDeadline(absl::Condition(&done), deadline);
   --waiting_;
   if (!abort_.ok()) return abort_;
   if (condition()) return absl::OkStatus();

@@ -4,11 +4,13 @@
 // waiting for them. Shared by every Transport: where bytes come from differs
 // (a thread's Send, a gRPC stream), how they are matched does not.
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/cord.h"
@@ -21,6 +23,15 @@ namespace cohort::collective {
 class Mailbox {
  public:
   explicit Mailbox(int size);
+
+  // Makes progress on a waiting thread (a transport's completion loop):
+  // runs until `done()` or `deadline` and returns true, or returns false
+  // when it no longer can (its queue has shut down), and the wait then
+  // blocks as without it.
+  using Driver =
+      std::function<bool(absl::FunctionRef<bool()> done, absl::Time deadline)>;
+  // Before the first Take.
+  void set_driver(Driver driver) { driver_ = std::move(driver); }
 
   // Files a message from `source`. A message for a tag already held
   // replaces it (only a misbehaving peer sends one twice). The payload is a
@@ -72,6 +83,7 @@ class Mailbox {
   std::vector<Source> sources_ ABSL_GUARDED_BY(mu_);
   absl::Status abort_ ABSL_GUARDED_BY(mu_);
   int waiting_ ABSL_GUARDED_BY(mu_) = 0;
+  Driver driver_;
 };
 
 }  // namespace cohort::collective

@@ -96,6 +96,10 @@ absl::Status GrpcTransport::Connect(Store& store) {
   server_->AddService(service_.get());
   COHORT_RETURN_IF_ERROR(server_->Start());
   loop_ = std::make_unique<CompletionLoop>(server_->completion_queue());
+  mailbox_.set_driver([this](absl::FunctionRef<bool()> done,
+                             absl::Time deadline) {
+    return loop_->RunUntil(done, deadline);
+  });
   service_->Serve(server_->completion_queue());
 
   addresses_[options_.rank] = AdvertisedAddress(*server_);
@@ -238,6 +242,15 @@ absl::Status GrpcTransport::SendFrame(int peer, const Envelope& envelope,
 }
 
 absl::Status GrpcTransport::ReclaimLent(absl::Time deadline) {
+  // Releasing them takes the queue's completions.
+  loop_->RunUntil(
+      [this] {
+        for (const LentBuffers& lent : lent_) {
+          if (lent.outstanding() > 0) return false;
+        }
+        return true;
+      },
+      deadline);
   std::vector<int> stuck;
   for (int peer = 0; peer < options_.size; ++peer) {
     if (!lent_[peer].AwaitReleased(deadline)) stuck.push_back(peer);
@@ -362,6 +375,8 @@ void GrpcTransport::Abort(const absl::Status& status) {
   const std::string reason = absl::StrCat(
       Describe(options_.rank), " aborted the group: ", status.message());
   mailbox_.Abort(absl::Status(status.code(), reason));
+  // A rank polling for a message sees the abort now, not at its next poll.
+  if (loop_ != nullptr) loop_->Wake();
   for (auto& sender : senders_) {
     if (sender == nullptr) continue;
     v1::PeerFrame notice;

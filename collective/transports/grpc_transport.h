@@ -99,8 +99,9 @@ class GrpcTransport final : public Transport {
   rpc::Authenticator auth_;
   std::unique_ptr<PeerService> service_;
   std::unique_ptr<rpc::RpcServer> server_;
-  // Polls server_'s completion queue: every Peer stream's operations, in
-  // and out. Ends before server_ goes.
+  // Runs server_'s completion queue: every Peer stream's operations, in
+  // and out. Waits for messages and for lent buffers run it themselves.
+  // Ends before server_ goes.
   std::unique_ptr<CompletionLoop> loop_;
   std::vector<std::string> addresses_;                // by rank
   std::vector<std::string> labels_;                   // by rank

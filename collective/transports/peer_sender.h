@@ -53,7 +53,7 @@ class PeerSender final {
   void Disconnect();
 
  private:
-  // Completions, on the loop's thread.
+  // Completions, run one at a time by whichever thread polls `cq`.
   void Started(bool ok);
   void Written(bool ok);
   void Read(bool ok);

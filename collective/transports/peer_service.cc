@@ -11,8 +11,8 @@ namespace cohort::collective {
 namespace {
 
 // One incoming stream, from the wait for it until it ends: reads until the
-// peer closes it. Lives on the completion loop's thread; deletes itself
-// when its last operation has completed.
+// peer closes it. Runs where the completion loop runs, one completion at
+// a time; deletes itself when its last operation has completed.
 class PeerReceiver final {
  public:
   // Waits for the next stream, unless the service has stopped.
