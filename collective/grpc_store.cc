@@ -8,6 +8,21 @@ namespace {
 const absl::Duration kSetTimeout =
     absl::Milliseconds(rpc::kDefaultRpcTimeoutMs);
 
+// The store answers a wait that runs out itself, naming what was missing.
+// When the call's own deadline passed instead, the store never answered
+// (it was unreachable): say what the wait was for.
+absl::Status NoAnswer(absl::Status status, const grpc::ClientContext& context,
+                      absl::string_view waited_for, absl::Duration timeout) {
+  if (!absl::IsDeadlineExceeded(status) ||
+      absl::Now() < absl::FromChrono(context.deadline())) {
+    return status;
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat(status.message(), " (no answer from the store within ",
+                   absl::FormatDuration(timeout), " while waiting for ",
+                   waited_for, ")"));
+}
+
 }  // namespace
 
 GrpcStore::GrpcStore(std::string address, rpc::Security security)
@@ -29,12 +44,14 @@ absl::StatusOr<std::string> GrpcStore::Get(const std::string& key,
   v1::StoreGetRequest request;
   request.set_key(key);
   v1::StoreGetResponse response;
-  auto context = connection_.NewContext(timeout);
+  auto context = connection_.NewContext(timeout + rpc::kStoreReplyGrace);
   // Wait for the coordinator to come up rather than failing at once.
   context->set_wait_for_ready(true);
   absl::Status status = connection_.Annotate(
       "Store.Get", stub_->Get(context.get(), request, &response));
-  if (!status.ok()) return status;
+  if (!status.ok()) {
+    return NoAnswer(status, *context, absl::StrCat("key \"", key, "\""), timeout);
+  }
   return std::move(*response.mutable_value());
 }
 
@@ -45,10 +62,12 @@ absl::Status GrpcStore::Barrier(const std::string& name, int participants,
   request.set_participants(participants);
   request.set_rank(rank);
   v1::StoreBarrierResponse response;
-  auto context = connection_.NewContext(timeout);
+  auto context = connection_.NewContext(timeout + rpc::kStoreReplyGrace);
   context->set_wait_for_ready(true);
-  return connection_.Annotate(
-      "Store.Barrier", stub_->Barrier(context.get(), request, &response));
+  return NoAnswer(
+      connection_.Annotate("Store.Barrier",
+                           stub_->Barrier(context.get(), request, &response)),
+      *context, absl::StrCat("barrier \"", name, "\""), timeout);
 }
 
 }  // namespace cohort::collective

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "rpc/limits.h"
 #include "rpc/unary.h"
 
 namespace cohort::coordinator {
@@ -10,8 +11,11 @@ namespace {
 // A wait without a client deadline still ends.
 constexpr absl::Duration kMaxWait = absl::Minutes(10);
 
+// Ends the wait early enough that its error (naming the key, or the ranks a
+// barrier lacks) reaches the client before the client's own deadline.
 absl::Time WaitDeadline(const grpc::CallbackServerContext& context) {
-  return std::min(absl::FromChrono(context.deadline()), absl::Now() + kMaxWait);
+  return std::min(absl::FromChrono(context.deadline()) - rpc::kStoreReplyGrace,
+                  absl::Now() + kMaxWait);
 }
 
 }  // namespace

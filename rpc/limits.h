@@ -12,6 +12,11 @@ inline constexpr int kMaxMessageBytes = 256 * 1024 * 1024;
 // Default deadline of a control-plane RPC.
 inline constexpr int kDefaultRpcTimeoutMs = 5000;
 
+// A store wait (Store.Get, Store.Barrier) has this much longer as its RPC
+// deadline than the server waits, so that the store's own answer (which key,
+// which ranks are missing) reaches the caller before its deadline fires.
+inline constexpr absl::Duration kStoreReplyGrace = absl::Seconds(1);
+
 // A server stream that has nothing new (WatchJob, a followed log) still
 // sends at least this often, so that its reader can tell a quiet stream from
 // a server that went away.

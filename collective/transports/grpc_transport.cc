@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/random/random.h"
@@ -52,6 +53,9 @@ struct ShmFrame {
   uint32_t reserved;
   uint64_t payload_bytes;
 };
+
+// How often a rank says whom it still waits for while its group gathers.
+constexpr absl::Duration kJoinReport = absl::Seconds(10);
 
 // The address peers dial: a wildcard listen host becomes our hostname.
 std::string AdvertisedAddress(const rpc::RpcServer& server) {
@@ -116,9 +120,7 @@ absl::Status GrpcTransport::Connect(Store& store) {
   labels_[options_.rank] = options_.label;
   for (int peer = 0; peer < options_.size; ++peer) {
     if (peer == options_.rank) continue;
-    COHORT_ASSIGN_OR_RETURN(
-        addresses_[peer],
-        store.Get(AddressKey(group, peer), options_.connect_timeout));
+    COHORT_ASSIGN_OR_RETURN(addresses_[peer], AwaitPeerAddress(store, peer));
     COHORT_ASSIGN_OR_RETURN(
         hosts[peer], store.Get(HostKey(group, peer), options_.connect_timeout));
     COHORT_ASSIGN_OR_RETURN(labels_[peer], store.Get(LabelKey(group, peer),
@@ -148,6 +150,35 @@ absl::Status GrpcTransport::Connect(Store& store) {
   // Both ends have the ring mapped; its name is no longer needed.
   if (shm_in_ != nullptr) shm_in_->Unlink();
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> GrpcTransport::AwaitPeerAddress(
+    Store& store, int peer) const {
+  // In slices, so that a rank that has not come (a wrong TF_CONFIG, a host
+  // that is down) is named while it is awaited, not only at the end.
+  const absl::Time deadline = absl::Now() + options_.connect_timeout;
+  for (;;) {
+    const absl::Duration slice =
+        std::min(kJoinReport, std::max(deadline - absl::Now(),
+                                       absl::ZeroDuration()));
+    absl::StatusOr<std::string> address =
+        store.Get(AddressKey(options_.group, peer), slice);
+    if (address.ok() || !absl::IsDeadlineExceeded(address.status())) {
+      return address;
+    }
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "rank ", peer, " of ", options_.size, " in group \"",
+          options_.group, "\" did not join within ",
+          absl::FormatDuration(options_.connect_timeout), ": ",
+          address.status().message()));
+    }
+    spdlog::info("rank {} of group \"{}\": waiting for rank {} of {} to join "
+                 "({} left)",
+                 options_.rank, options_.group, peer, options_.size,
+                 absl::FormatDuration(absl::Trunc(deadline - absl::Now(),
+                                                  absl::Seconds(1))));
+  }
 }
 
 absl::Status GrpcTransport::ConnectSharedMemory(

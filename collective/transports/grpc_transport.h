@@ -83,6 +83,9 @@ class GrpcTransport final : public Transport {
  private:
   explicit GrpcTransport(GrpcTransportOptions options);
   absl::Status Connect(Store& store);
+  // The address `peer` published, within connect_timeout; logs whom it
+  // waits for meanwhile, and names that rank if it never comes.
+  absl::StatusOr<std::string> AwaitPeerAddress(Store& store, int peer) const;
   // Sets up the shared-memory ring from prev (created here) and to next
   // (opened here), where the neighbours share this host.
   absl::Status ConnectSharedMemory(Store& store,

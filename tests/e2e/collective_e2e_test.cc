@@ -148,6 +148,29 @@ TEST(CollectiveFailureE2eTest, MismatchedCollectivesFailOnBothRanksNamingBoth) {
   StopAll(ranks);
 }
 
+TEST(CollectiveFailureE2eTest, ARankThatNeverJoinsIsNamedWhileAwaitedAndAtTheEnd) {
+  ScratchDir dir;
+  auto store = StartStore(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  // Rank 0 of 2 alone: rank 1 was never started (a wrong spec, a host down).
+  const std::string out = dir.path() + "/alone.log";
+  absl::StatusOr<Subprocess> rank = Subprocess::Spawn(
+      {.argv = {TestBinary("collective_rank"),
+                absl::StrCat("--store=", (*store)->address()), "--group=alone",
+                "--rank=0", "--size=2", "--timeout=11s"},
+       .output_file = out});
+  ASSERT_TRUE(rank.ok()) << rank.status();
+  std::optional<ExitStatus> exit = rank->Wait(absl::Seconds(60));
+  ASSERT_TRUE(exit.has_value()) << "a lone rank still waits";
+  EXPECT_TRUE(exit->exited() && exit->exit_code() == 1);
+  const std::string output = ReadFile(out).value_or("");
+  EXPECT_THAT(output, HasSubstr("rank 0 of group \"alone\": waiting for "
+                                "rank 1 of 2 to join"));
+  EXPECT_THAT(output, HasSubstr("ERROR DEADLINE_EXCEEDED: rank 1 of 2 in group "
+                                "\"alone\" did not join within 11s"));
+  EXPECT_THAT(output, HasSubstr("store key \"alone/address/1\" was not set"));
+}
+
 TEST(CollectiveFailureE2eTest, LentBuffersComeBackFromAStoppedPeer) {
   ScratchDir dir;
   auto store = StartStore(dir);
