@@ -52,9 +52,9 @@ class CompletionLoop {
   // Runs completions on the calling thread until `done()` holds or
   // `deadline` passes. While another thread runs them, waits for it to hand
   // the queue over, checking `done()` after each completion it runs and at
-  // least every 50 ms. Returns false
-  // once the queue has shut down: the caller then waits as it would
-  // without the loop. `done` is called with no lock of the loop's held.
+  // least every 50 ms. Returns false once the queue has shut down: the
+  // caller then waits as it would without the loop. `done` is called with
+  // no lock of the loop's held.
   bool RunUntil(absl::FunctionRef<bool()> done, absl::Time deadline);
   // Ends the current poll of whichever thread runs completions, so that a
   // RunUntil sees a condition another thread has just met (an abort).
