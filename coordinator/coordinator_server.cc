@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -126,6 +128,23 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   }
   if (config.ps_binary.empty()) {
     config.ps_binary = ExecutableDirectory() + "/cohort-ps";
+  }
+  if (config.launch == LaunchMode::kLocal) {
+    // Found now, not as a launch that fails for ever after startup.
+    for (const TaskId& task : config.spec->tasks()) {
+      const absl::StatusOr<HostPort> at =
+          ParseHostPort(*config.spec->address(task));
+      if (!at.ok() || !IsLocalHost(at->host)) continue;
+      const bool is_ps = task.type == kPs;
+      const std::string& binary =
+          is_ps ? config.ps_binary : config.agent_binary;
+      if (access(binary.c_str(), X_OK) != 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            is_ps ? "--ps_binary" : "--agent_binary", ": ", binary,
+            " is not an executable file (", strerror(errno), "); ",
+            task.ToString(), " is launched with it"));
+      }
+    }
   }
   if (config.task_log_dir.empty() && !config.state_dir.empty()) {
     config.task_log_dir = config.state_dir + "/logs";

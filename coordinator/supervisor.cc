@@ -3,10 +3,12 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/exit_codes.h"
 #include "common/host_info.h"
 #include "spdlog/spdlog.h"
@@ -25,6 +27,30 @@ bool RunsPlan(int64_t pid, const LaunchPlan& plan) {
     if (identifying && !absl::StrContains(cmdline, arg)) return false;
   }
   return true;
+}
+
+// What a child last logged as an error before it exited, else its last
+// line: usually why it exited (a port in use, a refused registration),
+// which otherwise only its log file shows. Lines are common/logging.cc's:
+// "<time> <level> [<task>] <message>".
+std::string LastLogLine(const std::string& path) {
+  constexpr std::streamoff kTail = 4096;
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return "";
+  file.seekg(0, std::ios::end);
+  const std::streamoff size = file.tellg();
+  file.seekg(std::max<std::streamoff>(0, size - kTail));
+  const std::string tail((std::istreambuf_iterator<char>(file)),
+                         std::istreambuf_iterator<char>());
+  std::vector<absl::string_view> lines =
+      absl::StrSplit(tail, absl::ByAnyChar("\r\n"), absl::SkipWhitespace());
+  if (size > kTail && !lines.empty()) lines.erase(lines.begin());  // cut
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    if (absl::StrContains(*it, " E [") || absl::StrContains(*it, " C [")) {
+      return std::string(*it);
+    }
+  }
+  return lines.empty() ? "" : std::string(lines.back());
 }
 
 }  // namespace
@@ -71,12 +97,11 @@ void Supervisor::Launch(Child& child, bool is_restart, absl::Time now) {
   child.adopted_pid = 0;
   absl::StatusOr<Subprocess> process = Subprocess::Spawn(child.plan.spawn);
   if (!process.ok()) {
-    // Most likely a missing binary; keep retrying with backoff like a crash.
-    spdlog::error("{}: launch failed: {}", task.ToString(),
-                  process.status().ToString());
-    manager_->MarkExited(task, std::string(process.status().message()), now);
-    ++child.consecutive_failures;
-    child.restart_at = now + options_.backoff_initial;
+    // Most likely a missing binary; retried with backoff like a crash.
+    const std::string reason =
+        absl::StrCat("launch failed: ", process.status().ToString());
+    manager_->MarkExited(task, reason, now);
+    ScheduleRestart(child, reason, now);
     return;
   }
   child.process = std::move(*process);
@@ -85,6 +110,23 @@ void Supervisor::Launch(Child& child, bool is_restart, absl::Time now) {
   spdlog::info("{}: {} pid {}: {}", task.ToString(),
                is_restart ? "restarted as" : "launched as",
                child.process->pid(), absl::StrJoin(child.plan.spawn.argv, " "));
+}
+
+void Supervisor::ScheduleRestart(Child& child, const std::string& reason,
+                                 absl::Time now) {
+  const std::string task = child.plan.task.ToString();
+  if (!options_.restart) {
+    spdlog::warn("{}: {}; restarts are disabled", task, reason);
+    return;
+  }
+  const absl::Duration backoff =
+      std::min(options_.backoff_max,
+               options_.backoff_initial *
+                   (1 << std::min(child.consecutive_failures, 16)));
+  ++child.consecutive_failures;
+  child.restart_at = now + backoff;
+  spdlog::warn("{}: {}; restarting in {}", task, reason,
+               absl::FormatDuration(backoff));
 }
 
 int64_t Supervisor::Pid(const Child& child) {
@@ -124,23 +166,16 @@ bool Supervisor::Tick(absl::Time now) {
     }
     if (exit_reason.has_value()) {
       changed = true;
-      const std::string reason = absl::StrCat("process ", *exit_reason);
+      std::string reason = absl::StrCat("process ", *exit_reason);
+      if (const std::string last = LastLogLine(child.plan.spawn.output_file);
+          !last.empty()) {
+        absl::StrAppend(&reason, "; its last log line: ", last);
+      }
       manager_->MarkExited(task, reason, now);
       if (now - child.launched_at >= options_.healthy_run) {
         child.consecutive_failures = 0;
       }
-      const absl::Duration backoff =
-          std::min(options_.backoff_max,
-                   options_.backoff_initial *
-                       (1 << std::min(child.consecutive_failures, 16)));
-      ++child.consecutive_failures;
-      if (options_.restart) {
-        child.restart_at = now + backoff;
-        spdlog::warn("{}: {}; restarting in {}", task.ToString(), reason,
-                     absl::FormatDuration(backoff));
-      } else {
-        spdlog::warn("{}: {}; restarts are disabled", task.ToString(), reason);
-      }
+      ScheduleRestart(child, reason, now);
     }
     if (child.restart_at.has_value() && now >= *child.restart_at) {
       Launch(child, /*is_restart=*/true, now);

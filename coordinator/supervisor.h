@@ -83,6 +83,9 @@ class Supervisor {
   // One pass of the monitor; returns true when something changed.
   bool Tick(absl::Time now);
   void Launch(Child& child, bool is_restart, absl::Time now);
+  // After a failed launch or an exit: relaunch after the backoff, which
+  // doubles with each failure in a row (unless restarts are off).
+  void ScheduleRestart(Child& child, const std::string& reason, absl::Time now);
   static int64_t Pid(const Child& child);
   // Publishes the children's pids for Tasks().
   void Publish();

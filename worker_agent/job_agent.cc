@@ -18,6 +18,8 @@ namespace cohort::agent {
 namespace {
 
 constexpr absl::Duration kSyncTimeout = absl::Seconds(2);
+// How long sync failures go unreported before the first sync succeeds.
+constexpr absl::Duration kFirstSyncGrace = absl::Seconds(30);
 constexpr absl::Duration kFetchTimeout = absl::Seconds(60);
 // How often a stopping runner is asked whether it has stopped.
 constexpr absl::Duration kStopPoll = absl::Milliseconds(20);
@@ -90,6 +92,8 @@ void JobAgent::StopRunner(const absl::Status& why) {
 void JobAgent::Run() {
   absl::Duration interval = absl::Milliseconds(200);
   absl::Time last_warning = absl::InfinitePast();
+  const absl::Time started = absl::Now();
+  bool ever_synced = false;
   do {
     v1::AgentJobReport report;
     if (runner_ != nullptr) report = runner_->Report();
@@ -99,12 +103,17 @@ void JobAgent::Run() {
         options_.job_control->Sync(report, kSyncTimeout);
     if (!synced.ok()) {
       // The coordinator may be restarting; the job keeps running meanwhile.
-      if (absl::Now() - last_warning > absl::Seconds(10)) {
+      // Until a first sync, the task's registration retries already say
+      // why the coordinator is unreachable: only a longer failure is news.
+      const bool news =
+          ever_synced || absl::Now() - started > kFirstSyncGrace;
+      if (news && absl::Now() - last_warning > absl::Seconds(10)) {
         spdlog::warn("job sync: {}", synced.status().ToString());
         last_warning = absl::Now();
       }
       continue;
     }
+    ever_synced = true;
     const v1::AgentSyncResponse& response = *synced;
     if (response.sync_interval_ms() > 0) {
       interval = absl::Milliseconds(response.sync_interval_ms());

@@ -1,7 +1,10 @@
 // End-to-end tests of the cluster: the real cohort-coordinator, cohort-agent,
 // cohort-ps and cohortctl binaries as child processes on loopback.
 
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -165,6 +168,69 @@ TEST(ClusterE2eTest, SigtermStopsEveryLaunchedProcessWithinFiveSeconds) {
   EXPECT_TRUE(exit->exited() && exit->exit_code() == 0) << exit->ToString();
   EXPECT_TRUE(WaitAllGone(pids, absl::Seconds(5) - (absl::Now() - sent)))
       << "launched processes outlived the coordinator";
+}
+
+TEST(ClusterE2eTest, ATaskThatExitsAtOnceIsDeadWithItsOwnErrorAndBacksOff) {
+  // Something else holds the chief's port, so the launched chief cannot
+  // serve: its reason is in its own log, and must reach the cluster state.
+  const int held = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(held, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(held, reinterpret_cast<sockaddr*>(&address), sizeof(address)),
+            0);
+  ASSERT_EQ(listen(held, 1), 0);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(
+      getsockname(held, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string chief = absl::StrCat("127.0.0.1:", ntohs(address.sin_port));
+  struct CloseOnExit {
+    int fd;
+    ~CloseOnExit() { close(fd); }
+  } close_on_exit{held};
+
+  ScratchDir dir;
+  const std::string spec = dir.Write(
+      "spec.json", absl::StrCat(R"({"cluster": {"chief": [")", chief, R"("]}})"));
+  auto c = CoordinatorProcess::Start(
+      dir, {absl::StrCat("--cluster_spec=", spec), "--restart_backoff=1s",
+            // Tasks' logs go to files there, which the coordinator reads.
+            absl::StrCat("--state_dir=", dir.path(), "/state")});
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<v1::ClusterState> state = (*c)->WaitForState(
+      [](const v1::ClusterState& s) {
+        const v1::TaskStatus* task = FindTask(s, "chief", 0);
+        return task->state() == v1::DEAD && task->restart_count() >= 2;
+      },
+      absl::Seconds(30));
+  ASSERT_TRUE(state.ok()) << state.status() << (*c)->Log();
+  EXPECT_THAT(FindTask(*state, "chief", 0)->last_error(),
+              HasSubstr(absl::StrCat("its last log line: ")));
+  EXPECT_THAT(FindTask(*state, "chief", 0)->last_error(),
+              HasSubstr(absl::StrCat("cannot listen on ", chief)));
+  // Each failure in a row doubles the wait before the next launch.
+  const std::string log = (*c)->Log();
+  EXPECT_THAT(log, HasSubstr("; restarting in 1s"));
+  EXPECT_THAT(log, HasSubstr("; restarting in 2s"));
+}
+
+TEST(ClusterE2eTest, AMissingTaskBinaryIsRefusedAtStartup) {
+  ScratchDir dir;
+  const std::string spec = dir.Write("spec.json", LocalSpec(1, 0));
+  CommandResult result = RunCommand(
+      {Binary("cohort-coordinator"), absl::StrCat("--cluster_spec=", spec),
+       "--listen=127.0.0.1:0", "--agent_binary=/nonexistent/cohort-agent"},
+      absl::Seconds(10));
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("--agent_binary: /nonexistent/cohort-agent is not an "
+                        "executable file"));
+  // Not needed where no task would be launched with it.
+  auto c = CoordinatorProcess::Start(
+      dir, {absl::StrCat("--cluster_spec=", spec), "--launch=none",
+            "--agent_binary=/nonexistent/cohort-agent"});
+  EXPECT_TRUE(c.ok()) << c.status();
 }
 
 TEST(ClusterE2eTest, MalformedSpecsExitTwoWithOneLineNamingThePath) {
