@@ -199,6 +199,7 @@ void JobManager::Place(Job& job, const std::vector<AgentView>& agents,
                        absl::Time now) {
   const v1::JobSpec& spec = job.status.spec();
   const Readiness readiness = CheckReady(JobTasks(spec_, spec), agents);
+  NoteWaiting(job, readiness.not_ready);
   if (!readiness.not_ready.empty()) {
     if (now - job.placing_since > options_.placement_timeout) {
       Finish(job, v1::JOB_FAILED,
@@ -315,9 +316,23 @@ void JobManager::EndAttempt(Job& job, const std::string& cause, bool permanent,
   job.placing_since = now;
 }
 
+void JobManager::NoteWaiting(Job& job,
+                             const std::vector<std::string>& not_ready) {
+  const std::string waiting_for =
+      not_ready.empty()
+          ? ""
+          : absl::StrCat(absl::StrJoin(not_ready, ", "),
+                         "; the attempt fails if they are not ready within ",
+                         absl::FormatDuration(options_.placement_timeout));
+  if (job.status.waiting_for() == waiting_for) return;
+  job.status.set_waiting_for(waiting_for);
+  job.changed = true;
+}
+
 void JobManager::Finish(Job& job, v1::JobState state, const std::string& error,
                         absl::Time now) {
   retired_.push_back(absl::StrCat("job-", job.status.job_id(), "/"));
+  job.status.clear_waiting_for();
   job.assignments.clear();
   job.reports.clear();
   job.failing_since.reset();

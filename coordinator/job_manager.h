@@ -114,6 +114,10 @@ class JobManager {
   void Finish(Job& job, v1::JobState state, const std::string& error,
               absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateProgress(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Says which tasks an attempt waiting to be placed waits for (none once
+  // it is placed); the job changes only when they do.
+  void NoteWaiting(Job& job, const std::vector<std::string>& not_ready)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The evaluator task's sync (job_manager_eval.cc): files its evaluations
   // with the job they are of, and hands it the job to evaluate, if any.
   void SyncEvaluator(const v1::AgentJobReport& report, absl::Time now,

@@ -28,6 +28,7 @@ void JobManager::PlaceParameterServer(Job& job,
   const size_t num_workers = tasks.size();
   tasks.insert(tasks.end(), ps_tasks.begin(), ps_tasks.end());
   Readiness readiness = CheckReady(tasks, agents);
+  NoteWaiting(job, readiness.not_ready);
   if (!readiness.not_ready.empty()) {
     if (now - job.placing_since > options_.placement_timeout) {
       Finish(job, v1::JOB_FAILED,

@@ -105,7 +105,7 @@ TEST_F(JobManagerPsTest, WaitsForPsTasksAndNamesThemWhenTheyNeverCome) {
   EXPECT_EQ(Job().state(), v1::JOB_PLACING);
   manager_.Tick(Views(v1::READY, v1::STARTING), now_ + absl::Seconds(31));
   EXPECT_EQ(Job().state(), v1::JOB_FAILED);
-  EXPECT_THAT(Job().error(), HasSubstr("ps:1 (STARTING)"));
+  EXPECT_THAT(Job().error(), HasSubstr("ps:1 (STARTING: not registered yet)"));
 }
 
 TEST_F(JobManagerPsTest, ClosuresOfALostWorkerRunAgainAndTheJobCompletes) {

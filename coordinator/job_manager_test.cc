@@ -177,6 +177,29 @@ TEST_F(JobManagerTest, DeadAgentRestartsTheJobThenFailsWhenRestartsAreSpent) {
   EXPECT_TRUE(manager_.TakeRetiredGroups().empty());
 }
 
+TEST_F(JobManagerTest, AJobWaitingToBePlacedSaysForWhomUntilItIsPlaced) {
+  absl::StatusOr<std::string> id = manager_.Submit(GoodSpec(), now_);
+  ASSERT_TRUE(id.ok()) << id.status();
+  std::vector<AgentView> agents = Ready();
+  agents[1].state = v1::DEAD;
+  agents[1].last_error = "process exited with code 1";
+  manager_.Tick(agents, now_);
+  v1::JobStatus status = *manager_.Get(*id);
+  EXPECT_EQ(status.state(), v1::JOB_PLACING);
+  EXPECT_EQ(status.waiting_for(),
+            "worker:0 (DEAD: process exited with code 1); the attempt fails "
+            "if they are not ready within 2m");
+  // Unchanged, it is not a change to save.
+  manager_.TakeSnapshotIfChanged(now_, absl::Hours(1));
+  manager_.Tick(agents, now_ + absl::Seconds(1));
+  EXPECT_FALSE(manager_.TakeSnapshotIfChanged(now_, absl::Hours(1)));
+
+  manager_.Tick(Ready(), now_ + absl::Seconds(2));
+  status = *manager_.Get(*id);
+  EXPECT_EQ(status.attempt(), 1);
+  EXPECT_EQ(status.waiting_for(), "");
+}
+
 TEST_F(JobManagerTest, PermanentErrorFailsAtOnce) {
   const std::string id = SubmitAndPlace();
   v1::AgentJobReport report =

@@ -189,6 +189,8 @@ std::string DescribeTask(const TaskId& task, const AgentView* view) {
       view == nullptr ? "unknown" : v1::TaskState_Name(view->state);
   if (view != nullptr && !view->last_error.empty()) {
     absl::StrAppend(&why, ": ", view->last_error);
+  } else if (view != nullptr && view->state == v1::STARTING) {
+    absl::StrAppend(&why, ": not registered yet");
   }
   return absl::StrCat(task.ToString(), " (", why, ")");
 }

@@ -186,6 +186,9 @@ std::string JobDetails(const v1::JobStatus& job, absl::Time now,
     step += absl::StrFormat(", %.1f steps/s", job.steps_per_second());
   }
   AddDetail(&out, "step", step);
+  if (!job.waiting_for().empty()) {
+    AddDetail(&out, "waiting for", job.waiting_for());
+  }
   if (job.stopped_at_step() > 0) {
     AddDetail(
         &out, "stopped",

@@ -180,6 +180,27 @@ TEST(WatchViewTest, TerminalRedrawsOneLineAndPrintsStateChanges) {
             "job 3 SUCCEEDED: 1000 steps in 2.0s with 1 restart; loss=1.5\n");
 }
 
+TEST(WatchViewTest, APlacingJobSaysWhatItWaitsForEachTimeThatChanges) {
+  WatchView view(/*terminal=*/false, 80);
+  v1::JobStatus placing = Job(v1::JOB_PLACING, 0);
+  placing.set_waiting_for("chief:0 (unknown), worker:0 (DEAD: exited)");
+  EXPECT_EQ(view.Update(placing, kSubmit),
+            "job 3 PLACING; waiting for chief:0 (unknown), worker:0 (DEAD: "
+            "exited)\n");
+  EXPECT_EQ(view.Update(placing, kSubmit), "");
+  placing.set_waiting_for("worker:0 (DEAD: exited)");
+  EXPECT_EQ(view.Update(placing, kSubmit),
+            "job 3 PLACING; waiting for worker:0 (DEAD: exited)\n");
+  // Placed: nothing to wait for, and nothing new to say until it runs.
+  placing.clear_waiting_for();
+  EXPECT_EQ(view.Update(placing, kSubmit), "");
+  EXPECT_THAT(JobDetails(placing, kSubmit, absl::UTCTimeZone()),
+              Not(HasSubstr("waiting for")));
+  placing.set_waiting_for("worker:0 (DEAD: exited)");
+  EXPECT_THAT(JobDetails(placing, kSubmit, absl::UTCTimeZone()),
+              HasSubstr("  waiting for worker:0 (DEAD: exited)\n"));
+}
+
 TEST(WatchViewTest, FinishAndInterruptEndALiveBar) {
   WatchView view(/*terminal=*/true, 100);
   view.Update(Job(v1::JOB_RUNNING, 10), kSubmit);

@@ -80,6 +80,9 @@ std::string StateLine(const v1::JobStatus& job) {
     default:
       break;
   }
+  if (!job.waiting_for().empty()) {
+    absl::StrAppend(&line, "; waiting for ", job.waiting_for());
+  }
   return line;
 }
 
@@ -190,7 +193,10 @@ std::string WatchView::Update(const v1::JobStatus& job, absl::Time now) {
     absl::StrAppend(&lines, RestartLine(job, job.restarts(restarts_seen_)),
                     "\n");
   }
-  const bool state_changed = first_ || job.state() != state_;
+  // A new set of tasks to wait for is news too: it says what holds the job.
+  const bool state_changed =
+      first_ || job.state() != state_ ||
+      (!job.waiting_for().empty() && job.waiting_for() != waiting_for_);
   const bool restart_said = job.state() == v1::JOB_RESTARTING && new_restarts;
   // The summary reports the end; Finish prints it.
   if (state_changed && !restart_said && !IsTerminal(job.state())) {
@@ -198,6 +204,7 @@ std::string WatchView::Update(const v1::JobStatus& job, absl::Time now) {
   }
   first_ = false;
   state_ = job.state();
+  waiting_for_ = job.waiting_for();
 
   std::string out = lines.empty() ? "" : absl::StrCat(ClearBar(), lines);
   if (job.state() != v1::JOB_RUNNING) return out;

@@ -48,6 +48,7 @@ class WatchView {
   bool first_ = true;
   bool bar_shown_ = false;
   v1::JobState state_ = v1::JOB_STATE_UNSPECIFIED;
+  std::string waiting_for_;
   int restarts_seen_ = 0;
   int64_t last_printed_step_ = -1;
   absl::Time last_progress_ = absl::InfinitePast();
