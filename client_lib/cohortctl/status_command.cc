@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client_lib/cohortctl/cluster_format.h"
 #include "client_lib/cohortctl/commands.h"
@@ -11,6 +12,12 @@ void PrintError(const absl::Status& status) {
   std::fprintf(stderr, "cohortctl: %s: %s\n",
                absl::StatusCodeToString(status.code()).c_str(),
                std::string(status.message()).c_str());
+  if (absl::IsUnavailable(status) &&
+      absl::StrContains(status.message(), "failed to connect")) {
+    std::fprintf(stderr,
+                 "cohortctl: no coordinator answers there: is it running, "
+                 "and do --coordinator or COHORT_COORDINATOR name it?\n");
+  }
 }
 
 std::unique_ptr<Client> ConnectOrReport(const CommonOptions& options) {

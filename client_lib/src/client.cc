@@ -366,6 +366,9 @@ absl::StatusOr<v1::JobStatus> Client::WatchJob(
   request.set_job_id(job_id);
   std::optional<v1::JobStatus> last;
   absl::Time last_heard = absl::Now();
+  // What broke a stream last, for the error if the watch gives up: a
+  // silent stream says less than the failure before it.
+  absl::Status last_failure = absl::UnavailableError("its stream stayed silent");
   // Each turn opens the stream once: a coordinator restarting or a network
   // blip breaks it, and the watch goes on over a new one.
   for (int attempt = 0;; ++attempt) {
@@ -393,9 +396,10 @@ absl::StatusOr<v1::JobStatus> Client::WatchJob(
             broken = absl::UnavailableError("the stream ended early");
           }
           if (!Retryable(broken.code())) return broken;
+          last_failure = broken;
           break;
         case StreamRead::kTimedOut:
-          broken = absl::UnavailableError("no status came");
+          broken = absl::UnavailableError("silent");
           break;
       }
     }
@@ -404,7 +408,8 @@ absl::StatusOr<v1::JobStatus> Client::WatchJob(
       return absl::UnavailableError(absl::StrCat(
           "watching job ", job_id, ": no answer from the coordinator for ",
           absl::FormatDuration(absl::Trunc(silent, absl::Milliseconds(100))),
-          " (", attempt + 1, " streams); last error: ", broken.message()));
+          " over ", attempt + 1, attempt == 0 ? " try" : " tries",
+          "; last error: ", last_failure.message()));
     }
     absl::SleepFor(absl::Milliseconds(200));
   }

@@ -195,6 +195,19 @@ TEST(CohortctlE2eTest, StatusAgainstNothingIsAClearError) {
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_THAT(result.output, HasSubstr("UNAVAILABLE"));
   EXPECT_THAT(result.output, HasSubstr("127.0.0.1:1"));
+  EXPECT_THAT(result.output,
+              HasSubstr("no coordinator answers there: is it running, and do "
+                        "--coordinator or COHORT_COORDINATOR name it?"));
+
+  // A watch retries for a while (a coordinator may be restarting), then
+  // says what failed, not merely that nothing came.
+  result = RunCommand({Binary("cohortctl"), "--coordinator=127.0.0.1:1",
+                       "--timeout=1s", "watch", "1"});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("watching job 1: no answer from the coordinator for "));
+  EXPECT_THAT(result.output, HasSubstr("; last error: Jobs.WatchJob to "
+                                       "127.0.0.1:1: failed to connect"));
 
   result = RunCommand({Binary("cohortctl"), "frobnicate"});
   EXPECT_EQ(result.exit_code, 2);
