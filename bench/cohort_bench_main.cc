@@ -255,7 +255,23 @@ int Main(int argc, char** argv) {
     ExitWithConfigError(
         absl::InvalidArgumentError("--ranks must be at least 1"));
   }
-  if (absl::GetFlag(FLAGS_rank) >= 0) return RunRank(*collective, *sizes);
+  if (absl::StatusOr<bool> csv = ParseCsvFormat(absl::GetFlag(FLAGS_format));
+      !csv.ok()) {
+    ExitWithConfigError(csv.status());
+  }
+  if (const int rank = absl::GetFlag(FLAGS_rank); rank >= 0) {
+    if (rank >= absl::GetFlag(FLAGS_ranks)) {
+      ExitWithConfigError(absl::InvalidArgumentError(
+          absl::StrCat("--rank=", rank, " is out of range for --ranks=",
+                       absl::GetFlag(FLAGS_ranks))));
+    }
+    if (absl::GetFlag(FLAGS_store).empty()) {
+      ExitWithConfigError(absl::InvalidArgumentError(
+          "--rank needs --store=HOST:PORT: the store its group meets at "
+          "(`cohort-bench store` serves one)"));
+    }
+    return RunRank(*collective, *sizes);
+  }
   return Launch(args[0]);
 }
 

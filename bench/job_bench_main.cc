@@ -15,6 +15,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "bench/sizes.h"
 #include "cohort/client.h"
 #include "common/file_util.h"
 #include "common/flags.h"
@@ -79,7 +80,7 @@ absl::StatusOr<Measured> Measure(const Client& client, const JobSpec& spec) {
 }
 
 int Main(int argc, char** argv) {
-  ParseCommandLine(argc, argv, kUsage);
+  ParseFlagsOnlyCommandLine(argc, argv, kUsage);
   absl::StatusOr<std::unique_ptr<Client>> client =
       Client::Connect(absl::GetFlag(FLAGS_coordinator));
   if (!client.ok()) {
@@ -89,7 +90,10 @@ int Main(int argc, char** argv) {
   }
   const std::string lib = ExecutableDirectory() + "/../lib/";
   const std::string tests = ExecutableDirectory() + "/../tests/";
-  const bool csv = absl::GetFlag(FLAGS_format) == "csv";
+  const absl::StatusOr<bool> format =
+      bench::ParseCsvFormat(absl::GetFlag(FLAGS_format));
+  if (!format.ok()) ExitWithConfigError(format.status());
+  const bool csv = *format;
   if (csv) std::printf("run,replicas,topology,steps_per_second,us_per_step\n");
   auto print = [&](const std::string& run, int replicas,
                    const std::string& topology, const Measured& m) {

@@ -292,7 +292,7 @@ absl::Status StartServers(int num_ps, Servers* servers) {
 }
 
 int Main(int argc, char** argv) {
-  ParseCommandLine(argc, argv, kUsage);
+  ParseFlagsOnlyCommandLine(argc, argv, kUsage);
   // The shards log to stderr, and only what is wrong: stdout is the table.
   if (absl::Status s = InitLogging("ps-bench", "", "warn"); !s.ok()) {
     ExitWithConfigError(s);
@@ -313,7 +313,10 @@ int Main(int argc, char** argv) {
   if (num_ps < 1) {
     ExitWithConfigError(absl::InvalidArgumentError("--ps must be >= 1"));
   }
-  const bool csv = absl::GetFlag(FLAGS_format) == "csv";
+  const absl::StatusOr<bool> format =
+      ParseCsvFormat(absl::GetFlag(FLAGS_format));
+  if (!format.ok()) ExitWithConfigError(format.status());
+  const bool csv = *format;
 
   Servers servers;
   if (absl::Status s = StartServers(num_ps, &servers); !s.ok()) {

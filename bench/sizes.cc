@@ -35,4 +35,11 @@ std::string SizeName(size_t bytes) {
   return absl::StrCat(bytes);
 }
 
+absl::StatusOr<bool> ParseCsvFormat(const std::string& format) {
+  if (format == "csv") return true;
+  if (format == "table") return false;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--format must be table or csv, not \"", format, "\""));
+}
+
 }  // namespace cohort::bench

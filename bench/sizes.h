@@ -1,6 +1,7 @@
 #pragma once
 
-// Byte sizes on benchmark command lines and in their tables: "4K", "16M".
+// What every benchmark's command line shares: byte sizes ("4K", "16M"),
+// also in their tables, and the output format.
 
 #include <cstddef>
 #include <string>
@@ -17,5 +18,8 @@ absl::StatusOr<std::vector<size_t>> ParseSizes(
 
 // 4096 -> "4K", 16777216 -> "16M", 1000 -> "1000".
 std::string SizeName(size_t bytes);
+
+// --format: true for "csv", false for "table"; INVALID_ARGUMENT otherwise.
+absl::StatusOr<bool> ParseCsvFormat(const std::string& format);
 
 }  // namespace cohort::bench

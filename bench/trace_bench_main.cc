@@ -39,7 +39,7 @@ double TimeSpans(int64_t n) {
 }
 
 int Main(int argc, char** argv) {
-  ParseCommandLine(argc, argv, kUsage);
+  ParseFlagsOnlyCommandLine(argc, argv, kUsage);
   const int64_t n = absl::GetFlag(FLAGS_spans);
   if (n <= 0) {
     std::fprintf(stderr, "cohort-trace-bench: --spans must be positive\n");

@@ -1,16 +1,20 @@
 #include "common/flags.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 
+#include "absl/flags/commandlineflag.h"
 #include "absl/flags/internal/program_name.h"
 #include "absl/flags/internal/usage.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/exit_codes.h"
@@ -45,6 +49,47 @@ bool WantsHelp(int argc, char** argv) {
   return false;
 }
 
+// absl::ParseCommandLine exits with code 1 on an unknown flag or a value
+// that does not parse; every configuration error here exits with 2. So the
+// "--name" and "--name=value" arguments are checked first. (A value given
+// as the next argument is still absl's to check.)
+void CheckFlags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") return;
+    if (!absl::ConsumePrefix(&arg, "--") && !absl::ConsumePrefix(&arg, "-")) {
+      continue;
+    }
+    const size_t equals = arg.find('=');
+    const absl::string_view name = arg.substr(0, equals);
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr && absl::StartsWith(name, "no") &&
+        equals == absl::string_view::npos) {
+      flag = absl::FindCommandLineFlag(name.substr(2));  // --nofoo
+    }
+    // absl's own flags, which its parser handles before any other.
+    constexpr absl::string_view kAbslFlags[] = {
+        "version",  "helpfull", "helpshort", "helppackage", "helpon",
+        "helpmatch", "only_check_args", "flagfile", "fromenv", "tryfromenv",
+        "undefok"};
+    if (flag == nullptr &&
+        std::find(std::begin(kAbslFlags), std::end(kAbslFlags), name) !=
+            std::end(kAbslFlags)) {
+      continue;
+    }
+    if (flag == nullptr) {
+      ExitWithConfigError(absl::InvalidArgumentError(
+          absl::StrCat("unknown flag --", name, " (see --help)")));
+    }
+    std::string error;
+    if (equals != absl::string_view::npos &&
+        !flag->ParseFrom(arg.substr(equals + 1), &error)) {
+      ExitWithConfigError(absl::InvalidArgumentError(
+          absl::StrCat("--", name, ": ", error)));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> ParseCommandLine(int argc, char** argv,
@@ -71,6 +116,8 @@ std::vector<std::string> ParseCommandLine(int argc, char** argv,
         usage);
     std::exit(0);
   }
+  absl::flags_internal::SetProgramInvocationName(argv[0]);
+  CheckFlags(argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   // Costs a global lock per acquisition on the data path (flags.h).
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
@@ -80,13 +127,12 @@ std::vector<std::string> ParseCommandLine(int argc, char** argv,
   return args;
 }
 
-void ParseDaemonCommandLine(int argc, char** argv, absl::string_view usage) {
+void ParseFlagsOnlyCommandLine(int argc, char** argv, absl::string_view usage) {
   const std::vector<std::string> args = ParseCommandLine(argc, argv, usage);
   if (!args.empty()) {
     ExitWithConfigError(absl::InvalidArgumentError(
         absl::StrCat("unexpected argument \"", args[0],
-                     "\" (this daemon takes flags only; "
-                     "see --help)")));
+                     "\" (it takes flags only; see --help)")));
   }
 }
 

@@ -23,9 +23,9 @@ namespace cohort {
 std::vector<std::string> ParseCommandLine(int argc, char** argv,
                                           absl::string_view usage);
 
-// For daemons, which take flags only: ParseCommandLine, then a configuration
-// error if anything positional is left.
-void ParseDaemonCommandLine(int argc, char** argv, absl::string_view usage);
+// For daemons and tools that take flags only: ParseCommandLine, then a
+// configuration error if anything positional is left.
+void ParseFlagsOnlyCommandLine(int argc, char** argv, absl::string_view usage);
 
 // Prints "<program>: <message>" as one line on stderr and exits with code 2,
 // the exit code of every configuration error.

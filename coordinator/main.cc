@@ -126,7 +126,7 @@ absl::StatusOr<CoordinatorConfig> ConfigFromFlags() {
 
 int Main(int argc, char** argv) {
   BlockTerminationSignals();
-  ParseDaemonCommandLine(argc, argv, kUsage);
+  ParseFlagsOnlyCommandLine(argc, argv, kUsage);
   absl::StatusOr<CoordinatorConfig> config = ConfigFromFlags();
   if (!config.ok()) ExitWithConfigError(config.status());
   if (absl::Status logging = InitLogging("coordinator", "", config->log_level);

@@ -113,7 +113,7 @@ TaskConfig InitTaskDaemon(int argc, char** argv, absl::string_view daemon,
                           const std::vector<std::string>& allowed_types) {
   KeepLargeAllocationsInTheHeap();
   BlockTerminationSignals();
-  ParseDaemonCommandLine(argc, argv, usage);
+  ParseFlagsOnlyCommandLine(argc, argv, usage);
   absl::StatusOr<TaskConfig> config = TaskConfigFromFlags(allowed_types);
   if (!config.ok()) ExitWithConfigError(config.status());
   if (absl::Status logging = InitLogging(daemon, config->task.ToString(),

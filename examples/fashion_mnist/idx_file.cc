@@ -23,8 +23,10 @@ absl::StatusOr<std::string> ReadGzip(const std::string& path) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) {
     return absl::NotFoundError(absl::StrCat(
-        path, ": no such file (install dataset-fashion-mnist, or point "
-              "\"source_dir\" at the directory of the IDX files)"));
+        path,
+        ": no such file (install dataset-fashion-mnist, or give the directory "
+        "of the IDX files: a job's \"source_dir\", "
+        "cohort-example-fmnist-data's --source)"));
   }
   std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
   if (file == nullptr) {

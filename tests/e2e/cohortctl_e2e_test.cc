@@ -214,6 +214,33 @@ TEST(CohortctlE2eTest, StatusAgainstNothingIsAClearError) {
   EXPECT_THAT(result.output, HasSubstr("unknown command \"frobnicate\""));
 }
 
+TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
+  struct Case {
+    std::vector<std::string> argv;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{Binary("cohortctl"), "status", "--bogus_flag"},
+       "cohortctl: unknown flag --bogus_flag (see --help)"},
+      {{Binary("cohort-coordinator"), "--heartbeat_timeout=abc"},
+       "cohort-coordinator: --heartbeat_timeout: Illegal value 'abc'"},
+      {{Binary("cohort-bench"), "allreduce", "--format=xml"},
+       "--format must be table or csv, not \"xml\""},
+      {{Binary("cohort-bench"), "allreduce", "--rank=0"},
+       "--rank needs --store=HOST:PORT"},
+      {{Binary("cohort-bench"), "allreduce", "--rank=2", "--ranks=2",
+        "--store=127.0.0.1:1"},
+       "--rank=2 is out of range for --ranks=2"},
+      {{Binary("cohort-ps-bench"), "help"},
+       "unexpected argument \"help\" (it takes flags only; see --help)"},
+  };
+  for (const Case& c : cases) {
+    const CommandResult result = RunCommand(c.argv, absl::Seconds(10));
+    EXPECT_EQ(result.exit_code, 2) << c.argv[0] << "\n" << result.output;
+    EXPECT_THAT(result.output, HasSubstr(c.expected));
+  }
+}
+
 TEST(CohortctlE2eTest, EveryBinaryHasHelp) {
   for (const char* binary :
        {"cohortctl", "cohort-coordinator", "cohort-agent", "cohort-ps"}) {
