@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "client_lib/cohortctl/cluster_format.h"
 #include "client_lib/cohortctl/commands.h"
+#include "common/exit_codes.h"
 #include "common/file_util.h"
 #include "common/host_info.h"
 #include "common/signals.h"
@@ -67,6 +68,11 @@ absl::StatusOr<int> WaitForPortFile(const std::string& path,
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
     if (auto exit = coordinator.Poll()) {
+      // Its own line above says what it refused; `up` exits as it did.
+      if (exit->exited() && exit->exit_code() == kExitConfigError) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the coordinator ", exit->ToString(), ": a configuration error"));
+      }
       return absl::FailedPreconditionError(
           absl::StrCat("the coordinator ", exit->ToString()));
     }
@@ -117,7 +123,8 @@ int UpCommand(const CommonOptions& options) {
     if (client.ok() && (*client)->GetClusterState().ok()) {
       PrintError(absl::FailedPreconditionError(absl::StrCat(
           "a cluster of ", state_dir, " is already up at ", running,
-          "; `cohortctl status` talks to it. Stop it first, or pass "
+          "; `cohortctl status` talks to it. Stop it first (^C where its "
+          "`cohortctl up` runs, or SIGTERM to its coordinator), or pass "
           "--state_dir=DIR for another one")));
       return kUsageError;
     }
@@ -174,7 +181,7 @@ int UpCommand(const CommonOptions& options) {
   if (!port.ok()) {
     PrintError(port.status());
     coordinator->Stop(absl::Seconds(4));
-    return 1;
+    return absl::IsInvalidArgument(port.status()) ? kUsageError : 1;
   }
   const std::string address = absl::StrCat("127.0.0.1:", *port);
   std::cout << "cohortctl up: coordinator listening on " << address << " (pid "

@@ -239,6 +239,15 @@ TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
     EXPECT_EQ(result.exit_code, 2) << c.argv[0] << "\n" << result.output;
     EXPECT_THAT(result.output, HasSubstr(c.expected));
   }
+  // `up` exits as its coordinator did when the spec is refused.
+  ScratchDir dir;
+  const std::string spec = dir.Write("bad.json", "{not json");
+  const CommandResult up = RunCommand(
+      {Binary("cohortctl"), "up", absl::StrCat("--cluster_spec=", spec),
+       absl::StrCat("--state_dir=", dir.path(), "/state")},
+      absl::Seconds(30));
+  EXPECT_EQ(up.exit_code, 2) << up.output;
+  EXPECT_THAT(up.output, HasSubstr("$: not valid JSON"));
 }
 
 TEST(CohortctlE2eTest, EveryBinaryHasHelp) {
