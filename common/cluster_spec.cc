@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -276,9 +277,40 @@ absl::StatusOr<TaskId> ParseTaskId(absl::string_view text) {
 }
 
 absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(absl::string_view json) {
-  const Json root = Json::parse(json.begin(), json.end(), nullptr,
+  // JSON lets a key repeat and the last one win: a second "worker" list
+  // would silently replace the first, so a repeated key is an error.
+  struct Object {
+    std::set<std::string> keys;
+    std::string current;
+  };
+  std::vector<Object> objects;
+  std::string duplicate;  // its path
+  const Json::parser_callback_t find_duplicate =
+      [&](int, Json::parse_event_t event, Json& parsed) {
+        if (event == Json::parse_event_t::object_start) {
+          objects.emplace_back();
+        } else if (event == Json::parse_event_t::object_end &&
+                   !objects.empty()) {
+          objects.pop_back();
+        } else if (event == Json::parse_event_t::key && !objects.empty()) {
+          objects.back().current = parsed.get<std::string>();
+          if (!objects.back().keys.insert(objects.back().current).second &&
+              duplicate.empty()) {
+            duplicate = "$";
+            for (const Object& object : objects) {
+              absl::StrAppend(&duplicate, ".", object.current);
+            }
+          }
+        }
+        return true;
+      };
+  const Json root = Json::parse(json.begin(), json.end(), find_duplicate,
                                 /*allow_exceptions=*/false);
   if (root.is_discarded()) return SyntaxError(json);
+  if (!duplicate.empty()) {
+    return PathError(duplicate,
+                     "appears twice in its object (only one may be given)");
+  }
   if (!root.is_object()) {
     return PathError(
         "$", absl::StrCat("expected an object, got ", root.type_name()));

@@ -141,6 +141,15 @@ const MalformedCase kMalformed[] = {
     {"TaskIndexHuge",
      R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 18446744073709551615}})",
      "$.task.index", "is out of range: cluster has 1 worker task"},
+    {"TaskTypeTwice",
+     R"({"cluster": {"worker": ["a:1", "a:2"], "chief": ["c:1"], "worker": ["a:3"]}})",
+     "$.cluster.worker", "appears twice in its object"},
+    {"ClusterTwice",
+     R"({"cluster": {"worker": ["a:1"]}, "cluster": {"chief": ["c:1"]}})",
+     "$.cluster", "appears twice in its object"},
+    {"TaskKeyTwice",
+     R"({"cluster": {"worker": ["a:1", "a:2"]}, "task": {"type": "worker", "index": 0, "index": 1}})",
+     "$.task.index", "appears twice in its object"},
 };
 
 INSTANTIATE_TEST_SUITE_P(
