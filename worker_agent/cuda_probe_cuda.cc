@@ -39,7 +39,13 @@ CudaProbe Probe() {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess) {
-    probe.note = absl::StrCat("no CUDA device: ", cudaGetErrorString(error));
+    // Without a GPU there is usually no driver either, which the runtime
+    // reports as a version mismatch.
+    probe.note =
+        error == cudaErrorInsufficientDriver
+            ? "no CUDA device: no NVIDIA driver, or one older than this "
+              "build's CUDA runtime"
+            : absl::StrCat("no CUDA device: ", cudaGetErrorString(error));
     return probe;
   }
   for (int i = 0; i < count; ++i) {
