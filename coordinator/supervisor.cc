@@ -29,22 +29,29 @@ bool RunsPlan(int64_t pid, const LaunchPlan& plan) {
   return true;
 }
 
-// What a child last logged as an error before it exited, else its last
-// line: usually why it exited (a port in use, a refused registration),
-// which otherwise only its log file shows. Lines are common/logging.cc's:
+// The size of a file, 0 if there is none.
+std::streamoff FileSize(const std::string& path) {
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
+  return file ? static_cast<std::streamoff>(file.tellg()) : 0;
+}
+
+// What a child last logged as an error since `from` (where its run began
+// in a log that earlier runs share), else its last line: usually why it
+// exited (a port in use, a refused registration), which otherwise only its
+// log file shows. Lines are common/logging.cc's:
 // "<time> <level> [<task>] <message>".
-std::string LastLogLine(const std::string& path) {
+std::string LastLogLine(const std::string& path, std::streamoff from) {
   constexpr std::streamoff kTail = 4096;
-  std::ifstream file(path, std::ios::binary);
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
   if (!file) return "";
-  file.seekg(0, std::ios::end);
   const std::streamoff size = file.tellg();
-  file.seekg(std::max<std::streamoff>(0, size - kTail));
+  const std::streamoff start = std::max(from, size - kTail);
+  file.seekg(start);
   const std::string tail((std::istreambuf_iterator<char>(file)),
                          std::istreambuf_iterator<char>());
   std::vector<absl::string_view> lines =
       absl::StrSplit(tail, absl::ByAnyChar("\r\n"), absl::SkipWhitespace());
-  if (size > kTail && !lines.empty()) lines.erase(lines.begin());  // cut
+  if (start > from && !lines.empty()) lines.erase(lines.begin());  // cut
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
     if (absl::StrContains(*it, " E [") || absl::StrContains(*it, " C [")) {
       return std::string(*it);
@@ -81,6 +88,7 @@ void Supervisor::Start() {
           "coordinator",
           task.ToString(), child.adopted_pid);
       child.launched_at = now;
+      child.log_start = FileSize(child.plan.spawn.output_file);
       manager_->MarkLaunched(task, child.adopted_pid, false, now);
     } else {
       Launch(child, /*is_restart=*/false, now);
@@ -95,6 +103,7 @@ void Supervisor::Launch(Child& child, bool is_restart, absl::Time now) {
   const TaskId& task = child.plan.task;
   child.restart_at.reset();
   child.adopted_pid = 0;
+  child.log_start = FileSize(child.plan.spawn.output_file);
   absl::StatusOr<Subprocess> process = Subprocess::Spawn(child.plan.spawn);
   if (!process.ok()) {
     // Most likely a missing binary; retried with backoff like a crash.
@@ -167,7 +176,8 @@ bool Supervisor::Tick(absl::Time now) {
     if (exit_reason.has_value()) {
       changed = true;
       std::string reason = absl::StrCat("process ", *exit_reason);
-      if (const std::string last = LastLogLine(child.plan.spawn.output_file);
+      if (const std::string last =
+              LastLogLine(child.plan.spawn.output_file, child.log_start);
           !last.empty()) {
         absl::StrAppend(&reason, "; its last log line: ", last);
       }

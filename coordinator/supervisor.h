@@ -75,6 +75,8 @@ class Supervisor {
     std::optional<Subprocess> process;
     int64_t adopted_pid = 0;  // a process we did not spawn
     absl::Time launched_at;
+    // Where this run's output begins in its log file (runs append to it).
+    int64_t log_start = 0;
     int consecutive_failures = 0;
     std::optional<absl::Time> restart_at;
   };
