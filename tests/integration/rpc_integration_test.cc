@@ -70,10 +70,22 @@ TEST(RpcServerTest, PortZeroBindsAFreePortAndWritesThePortFile) {
   const absl::Status status = clash.Start();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(status.message()),
-              HasSubstr(coordinator.server().address()));
+              HasSubstr(absl::StrCat("cannot listen on ",
+                                     coordinator.server().address(), ": port ",
+                                     port, " is in use by another process")));
 
   coordinator.server().Shutdown();
   EXPECT_FALSE(HealthCheck(coordinator.server().address()).ok());
+}
+
+TEST(RpcServerTest, AnAddressOfAnotherHostIsNamedAsSuch) {
+  // 198.18.0.0/15 is reserved for benchmarks; no test host here has .254.
+  rpc::RpcServer server({.listen = "198.19.255.254:0"});
+  const absl::Status status = server.Start();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("cannot listen on 198.19.255.254:0: 198.19.255.254 is "
+                        "not an address of this host"));
 }
 
 TEST(RpcServerTest, MalformedListenAddressIsRejected) {
