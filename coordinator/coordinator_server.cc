@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
@@ -25,6 +26,20 @@ std::string TfConfigFor(const ClusterSpec& spec, const TaskId& task) {
   nlohmann::json json = nlohmann::json::parse(spec.ToJson(), nullptr, false);
   json["task"] = {{"type", task.type}, {"index", task.index}};
   return json.dump();
+}
+
+// Tasks that are processes of their own: an agent or a ps server.
+bool IsProcessTask(const TaskId& task) {
+  return task.type == kPs || task.type == kWorker || task.type == kChief ||
+         task.type == kEvaluator;
+}
+
+// `task`'s address when it is on this host, where local launch starts it.
+std::optional<HostPort> AddressOnThisHost(const ClusterSpec& spec,
+                                          const TaskId& task) {
+  absl::StatusOr<HostPort> at = ParseHostPort(*spec.address(task));
+  if (!at.ok() || !IsLocalHost(at->host)) return std::nullopt;
+  return *std::move(at);
 }
 
 }  // namespace
@@ -132,9 +147,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   if (config.launch == LaunchMode::kLocal) {
     // Found now, not as a launch that fails for ever after startup.
     for (const TaskId& task : config.spec->tasks()) {
-      const absl::StatusOr<HostPort> at =
-          ParseHostPort(*config.spec->address(task));
-      if (!at.ok() || !IsLocalHost(at->host)) continue;
+      if (!IsProcessTask(task) || !AddressOnThisHost(*config.spec, task)) {
+        continue;
+      }
       const bool is_ps = task.type == kPs;
       const std::string& binary =
           is_ps ? config.ps_binary : config.agent_binary;
@@ -161,14 +176,11 @@ std::vector<LaunchPlan> CoordinatorServer::PlanLaunches() const {
   const std::vector<std::string> security =
       rpc::Security::ToFlags(config_.security_files);
   for (const TaskId& task : spec.tasks()) {
+    if (!IsProcessTask(task)) continue;
     const bool is_ps = task.type == kPs;
-    if (!is_ps && task.type != kWorker && task.type != kChief &&
-        task.type != kEvaluator) {
-      continue;
-    }
     const std::string address = *spec.address(task);
-    const absl::StatusOr<HostPort> host_port = ParseHostPort(address);
-    if (!host_port.ok() || !IsLocalHost(host_port->host)) {
+    const std::optional<HostPort> local = AddressOnThisHost(spec, task);
+    if (!local) {
       spdlog::info("{} at {} is not on this host; waiting for it to register",
                    task.ToString(), address);
       continue;
@@ -204,7 +216,7 @@ std::vector<LaunchPlan> CoordinatorServer::PlanLaunches() const {
     }
     if (!config_.metrics_listen.empty()) {
       argv.push_back(absl::StrCat("--metrics_listen=",
-                                  HostPort{host_port->host, 0}.ToString()));
+                                  HostPort{local->host, 0}.ToString()));
     }
     argv.insert(argv.end(), security.begin(), security.end());
     plan.spawn.env["TF_CONFIG"] = TfConfigFor(spec, task);
