@@ -14,8 +14,8 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "common/exit_codes.h"
 #include "common/version.h"
@@ -81,9 +81,21 @@ void CheckFlags(int argc, char** argv) {
       ExitWithConfigError(absl::InvalidArgumentError(
           absl::StrCat("unknown flag --", name, " (see --help)")));
     }
+    // A flag's value follows "=", or, as absl also takes it, is the next
+    // argument ("--flag value"; not for a bool, which needs none).
+    absl::string_view value;
+    if (equals != absl::string_view::npos) {
+      value = arg.substr(equals + 1);
+    } else if (flag->IsOfType<bool>()) {
+      continue;
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      ExitWithConfigError(absl::InvalidArgumentError(
+          absl::StrCat("--", name, " needs a value (--", name, "=VALUE)")));
+    }
     std::string error;
-    if (equals != absl::string_view::npos &&
-        !flag->ParseFrom(arg.substr(equals + 1), &error)) {
+    if (!flag->ParseFrom(value, &error)) {
       ExitWithConfigError(absl::InvalidArgumentError(
           absl::StrCat("--", name, ": ", error)));
     }
