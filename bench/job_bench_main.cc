@@ -50,9 +50,8 @@ absl::StatusOr<Measured> Measure(const Client& client, const JobSpec& spec) {
   if (!id.ok()) return id.status();
   int64_t first_step = -1, last_step = 0;
   absl::Time first_time, last_time;
-  absl::StatusOr<v1::JobStatus> final_status = client.WatchJob(
-      *id,
-      [&](const v1::JobStatus& status) {
+  absl::StatusOr<v1::JobStatus> final_status =
+      client.WatchJob(*id, [&](const v1::JobStatus& status) {
         if (status.step() <= 0) return true;
         const absl::Time now = absl::Now();
         if (first_step < 0) {
@@ -73,10 +72,10 @@ absl::StatusOr<Measured> Measure(const Client& client, const JobSpec& spec) {
     return absl::InternalError(
         "too few progress reports to time; raise the step count");
   }
-  return Measured{.steps_per_second =
-                      static_cast<double>(last_step - first_step) /
-                      absl::ToDoubleSeconds(last_time - first_time),
-                  .steps = last_step - first_step};
+  return Measured{
+      .steps_per_second = static_cast<double>(last_step - first_step) /
+                          absl::ToDoubleSeconds(last_time - first_time),
+      .steps = last_step - first_step};
 }
 
 int Main(int argc, char** argv) {
@@ -86,6 +85,15 @@ int Main(int argc, char** argv) {
   if (!client.ok()) {
     std::fprintf(stderr, "cohort-job-bench: %s\n",
                  client.status().ToString().c_str());
+    return 1;
+  }
+  // One error when the cluster is not there, not one per run.
+  absl::Status ready = (*client)->GetClusterState().status();
+  if (ready.ok()) ready = (*client)->WaitForReady(absl::Minutes(1)).status();
+  if (!ready.ok()) {
+    std::fprintf(stderr,
+                 "cohort-job-bench: the cluster at %s is not ready: %s\n",
+                 (*client)->address().c_str(), ready.ToString().c_str());
     return 1;
   }
   const std::string lib = ExecutableDirectory() + "/../lib/";

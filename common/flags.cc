@@ -69,9 +69,9 @@ void CheckFlags(int argc, char** argv) {
     }
     // absl's own flags, which its parser handles before any other.
     constexpr absl::string_view kAbslFlags[] = {
-        "version",  "helpfull", "helpshort", "helppackage", "helpon",
-        "helpmatch", "only_check_args", "flagfile", "fromenv", "tryfromenv",
-        "undefok"};
+        "version", "helpfull",   "helpshort",       "helppackage",
+        "helpon",  "helpmatch",  "only_check_args", "flagfile",
+        "fromenv", "tryfromenv", "undefok"};
     if (flag == nullptr &&
         std::find(std::begin(kAbslFlags), std::end(kAbslFlags), name) !=
             std::end(kAbslFlags)) {
@@ -96,8 +96,8 @@ void CheckFlags(int argc, char** argv) {
     }
     std::string error;
     if (!flag->ParseFrom(value, &error)) {
-      ExitWithConfigError(absl::InvalidArgumentError(
-          absl::StrCat("--", name, ": ", error)));
+      ExitWithConfigError(
+          absl::InvalidArgumentError(absl::StrCat("--", name, ": ", error)));
     }
   }
 }

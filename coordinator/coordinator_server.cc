@@ -154,10 +154,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
       const std::string& binary =
           is_ps ? config.ps_binary : config.agent_binary;
       if (access(binary.c_str(), X_OK) != 0) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            is_ps ? "--ps_binary" : "--agent_binary", ": ", binary,
-            " is not an executable file (", strerror(errno), "); ",
-            task.ToString(), " is launched with it"));
+        return absl::FailedPreconditionError(
+            absl::StrCat(is_ps ? "--ps_binary" : "--agent_binary", ": ", binary,
+                         " is not an executable file (", strerror(errno), "); ",
+                         task.ToString(), " is launched with it"));
       }
     }
   }
@@ -289,17 +289,16 @@ absl::Status CoordinatorServer::Start() {
 absl::Status CoordinatorServer::StartMetrics() {
   if (config_.metrics_listen.empty()) return absl::OkStatus();
   COHORT_ASSIGN_OR_RETURN(
-      metrics_,
-      rpc::MetricsHttpServer::Start(
-          {.listen = config_.metrics_listen,
-           .token = config_.server.security.token,
-           .json_pages = {{"/sd",
-                           [this] {
-                             return ServiceDiscoveryJson(
-                                 metrics_->address(),
-                                 manager_->Snapshot(absl::Now()));
-                           }}}},
-          &MetricRegistry::Default()));
+      metrics_, rpc::MetricsHttpServer::Start(
+                    {.listen = config_.metrics_listen,
+                     .token = config_.server.security.token,
+                     .json_pages = {{"/sd",
+                                     [this] {
+                                       return ServiceDiscoveryJson(
+                                           metrics_->address(),
+                                           manager_->Snapshot(absl::Now()));
+                                     }}}},
+                    &MetricRegistry::Default()));
   admin_service_->set_metrics_address(metrics_->address());
   cluster_metrics_ =
       ScopedCollector(&MetricRegistry::Default(), [this](MetricWriter& out) {

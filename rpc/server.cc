@@ -28,9 +28,8 @@ namespace {
 class WithoutReflection final : public grpc::ServerBuilderOption {
  public:
   void UpdateArguments(grpc::ChannelArguments*) override {}
-  void UpdatePlugins(
-      std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins)
-      override {
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>*
+                         plugins) override {
     const std::string reflection =
         grpc::reflection::ProtoServerReflectionPlugin().name();
     std::erase_if(*plugins, [&](const auto& plugin) {
@@ -54,10 +53,9 @@ absl::Status CheckCanListen(const HostPort& listen) {
   if (const int error =
           getaddrinfo(listen.host.c_str(), port.c_str(), &hints, &found);
       error != 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", listen.ToString(), ": host \"",
-                     listen.host, "\" does not resolve (", gai_strerror(error),
-                     ")"));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", listen.ToString(), ": host \"", listen.host,
+        "\" does not resolve (", gai_strerror(error), ")"));
   }
   int first_error = 0;
   for (const addrinfo* at = found; at != nullptr; at = at->ai_next) {
