@@ -23,6 +23,15 @@ std::string PeerListenHost(const std::string& listen) {
              : address->host;
 }
 
+// The host peers dial when the peer servers bind a wildcard (as under
+// Kubernetes, --listen=0.0.0.0:PORT): the one the cluster spec gives this
+// task (--advertise_address), not this machine's hostname, which other
+// machines may not resolve.
+std::string PeerAdvertiseHost(const std::string& advertise_address) {
+  const absl::StatusOr<HostPort> address = ParseHostPort(advertise_address);
+  return address.ok() ? address->host : "";
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Create(
@@ -50,6 +59,7 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Create(
                             .index = device.index()});
   }
   jobs.peer_listen_host = PeerListenHost(config.daemon.server.listen);
+  jobs.peer_advertise_host = PeerAdvertiseHost(config.advertise_address);
   std::string state_dir = options.state_dir;
   if (state_dir.empty()) {
     state_dir = absl::StrCat(TempDirectory(), "/cohort-agent-", getuid(), "/",

@@ -30,6 +30,9 @@ struct RunnerOptions {
   std::string coordinator;       // for the rendezvous store
   rpc::Security security;        // for the store and the peer servers
   std::string peer_listen_host;  // where this agent's peer servers bind
+  // What peers dial when peer_listen_host is a wildcard (see
+  // GrpcTransportOptions::advertise_host).
+  std::string peer_advertise_host;
   LibraryFetcher fetch_library;
   // The coordinator's JobControl; ParameterServer executors exchange
   // closures through it.

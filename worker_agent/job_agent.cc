@@ -105,8 +105,7 @@ void JobAgent::Run() {
       // The coordinator may be restarting; the job keeps running meanwhile.
       // Until a first sync, the task's registration retries already say
       // why the coordinator is unreachable: only a longer failure is news.
-      const bool news =
-          ever_synced || absl::Now() - started > kFirstSyncGrace;
+      const bool news = ever_synced || absl::Now() - started > kFirstSyncGrace;
       if (news && absl::Now() - last_warning > absl::Seconds(10)) {
         spdlog::warn("job sync: {}", synced.status().ToString());
         last_warning = absl::Now();
@@ -140,9 +139,9 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
               ? "the coordinator ended it"
               : absl::StrCat("attempt ", assignment.attempt(), " replaces it"));
     }
-    StopRunner(absl::AbortedError(absl::StrCat("job ", old.job_id(),
-                                               " attempt ", old.attempt(),
-                                               " was ended by the coordinator")));
+    StopRunner(absl::AbortedError(
+        absl::StrCat("job ", old.job_id(), " attempt ", old.attempt(),
+                     " was ended by the coordinator")));
   }
   if (assignment.job_id().empty()) return;
   RunnerOptions runner{
@@ -151,6 +150,7 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
       .coordinator = options_.coordinator,
       .security = options_.security,
       .peer_listen_host = options_.peer_listen_host,
+      .peer_advertise_host = options_.peer_advertise_host,
       .fetch_library =
           [this](const std::string& digest) { return FetchLibrary(digest); },
       .job_control = options_.job_control,

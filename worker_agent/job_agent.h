@@ -37,8 +37,9 @@ struct JobAgentOptions {
   std::shared_ptr<JobControlClient> job_control;
   RunnerFactory make_runner = MakeRunner;
   std::vector<Device> devices;
-  std::string peer_listen_host;
-  std::string cache_dir;  // where fetched libraries are kept
+  std::string peer_listen_host;     // see RunnerOptions
+  std::string peer_advertise_host;  // see RunnerOptions
+  std::string cache_dir;            // where fetched libraries are kept
   // Where this agent keeps its own copy of each job's checkpoints
   // (<checkpoint_copies>/<job id>-<uid>), unless it is the chief, which writes
   // the job's checkpoint_dir.

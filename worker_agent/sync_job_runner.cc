@@ -204,6 +204,7 @@ SyncJobRunner::Connect(int local, const Device& device) {
     o.rank = r;
     o.size = size;
     o.listen = absl::StrCat(options_.peer_listen_host, ":0");
+    o.advertise_host = options_.peer_advertise_host;
     o.label = options_.task.ToString();
     o.security = options_.security;
     o.connect_timeout = absl::Seconds(30);
@@ -386,9 +387,8 @@ void SyncJobRunner::RunReplica(int local) {
   // The input's own failures are the job's; an abort is someone else's.
   auto input_failure = [&](const absl::Status& status) {
     if (aborted_) return Fail(status, false);
-    Fail(absl::Status(status.code(),
-                      absl::StrCat("input of replica ", replica, ": ",
-                                   status.message())),
+    Fail(absl::Status(status.code(), absl::StrCat("input of replica ", replica,
+                                                  ": ", status.message())),
          status.code() != absl::StatusCode::kDeadlineExceeded);
   };
   const int64_t every = spec.checkpoint_every();

@@ -57,11 +57,15 @@ struct ShmFrame {
 // How often a rank says whom it still waits for while its group gathers.
 constexpr absl::Duration kJoinReport = absl::Seconds(10);
 
-// The address peers dial: a wildcard listen host becomes our hostname.
-std::string AdvertisedAddress(const rpc::RpcServer& server) {
+// The address peers dial: a wildcard listen host becomes `advertise_host`,
+// or our hostname.
+std::string AdvertisedAddress(const rpc::RpcServer& server,
+                              const std::string& advertise_host) {
   absl::StatusOr<HostPort> bound = ParseHostPort(server.address(), true);
   if (!bound.ok()) return server.address();
-  if (bound->host == "0.0.0.0" || bound->host == "::") bound->host = Hostname();
+  if (bound->host == "0.0.0.0" || bound->host == "::") {
+    bound->host = advertise_host.empty() ? Hostname() : advertise_host;
+  }
   return bound->ToString();
 }
 
@@ -100,13 +104,14 @@ absl::Status GrpcTransport::Connect(Store& store) {
   server_->AddService(service_.get());
   COHORT_RETURN_IF_ERROR(server_->Start());
   loop_ = std::make_unique<CompletionLoop>(server_->completion_queue());
-  mailbox_.set_driver([this](absl::FunctionRef<bool()> done,
-                             absl::Time deadline) {
-    return loop_->RunUntil(done, deadline);
-  });
+  mailbox_.set_driver(
+      [this](absl::FunctionRef<bool()> done, absl::Time deadline) {
+        return loop_->RunUntil(done, deadline);
+      });
   service_->Serve(server_->completion_queue());
 
-  addresses_[options_.rank] = AdvertisedAddress(*server_);
+  addresses_[options_.rank] =
+      AdvertisedAddress(*server_, options_.advertise_host);
   COHORT_RETURN_IF_ERROR(
       store.Set(AddressKey(group, options_.rank), addresses_[options_.rank]));
   // Neighbours share memory only where shm_open names are shared, which an
@@ -152,32 +157,32 @@ absl::Status GrpcTransport::Connect(Store& store) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> GrpcTransport::AwaitPeerAddress(
-    Store& store, int peer) const {
+absl::StatusOr<std::string> GrpcTransport::AwaitPeerAddress(Store& store,
+                                                            int peer) const {
   // In slices, so that a rank that has not come (a wrong TF_CONFIG, a host
   // that is down) is named while it is awaited, not only at the end.
   const absl::Time deadline = absl::Now() + options_.connect_timeout;
   for (;;) {
-    const absl::Duration slice =
-        std::min(kJoinReport, std::max(deadline - absl::Now(),
-                                       absl::ZeroDuration()));
+    const absl::Duration slice = std::min(
+        kJoinReport, std::max(deadline - absl::Now(), absl::ZeroDuration()));
     absl::StatusOr<std::string> address =
         store.Get(AddressKey(options_.group, peer), slice);
     if (address.ok() || !absl::IsDeadlineExceeded(address.status())) {
       return address;
     }
     if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "rank ", peer, " of ", options_.size, " in group \"",
-          options_.group, "\" did not join within ",
-          absl::FormatDuration(options_.connect_timeout), ": ",
-          address.status().message()));
+      return absl::DeadlineExceededError(
+          absl::StrCat("rank ", peer, " of ", options_.size, " in group \"",
+                       options_.group, "\" did not join within ",
+                       absl::FormatDuration(options_.connect_timeout), ": ",
+                       address.status().message()));
     }
-    spdlog::info("rank {} of group \"{}\": waiting for rank {} of {} to join "
-                 "({} left)",
-                 options_.rank, options_.group, peer, options_.size,
-                 absl::FormatDuration(absl::Trunc(deadline - absl::Now(),
-                                                  absl::Seconds(1))));
+    spdlog::info(
+        "rank {} of group \"{}\": waiting for rank {} of {} to join "
+        "({} left)",
+        options_.rank, options_.group, peer, options_.size,
+        absl::FormatDuration(
+            absl::Trunc(deadline - absl::Now(), absl::Seconds(1))));
   }
 }
 

@@ -35,6 +35,9 @@ struct GrpcTransportOptions {
   int rank = 0;
   int size = 1;
   std::string listen = "127.0.0.1:0";  // this rank's Peer server
+  // The host peers dial when `listen` is a wildcard (0.0.0.0, ::): the
+  // host's name in the cluster spec. Empty: this machine's hostname.
+  std::string advertise_host;
   // Names this rank in its peers' errors, e.g. its task "worker:1": a rank
   // that is gone is reported as "rank 3 (worker:1 at 10.0.0.3:4001)".
   std::string label;

@@ -115,11 +115,11 @@ TEST_F(MultiHostJobsE2eTest,
 
 TEST_F(MultiHostJobsE2eTest,
        ATraceAcrossHostsPutsEveryAgentOnTheCoordinatorsClock) {
-  absl::StatusOr<std::unique_ptr<HostCluster>> cluster = HostCluster::Start(
-      hosts_.get(), &dir_,
-      {.coordinator_host = 1,
-       .tasks = {{"chief", 0, 2}, {"worker", 0, 3}},
-       .agent_flags = {"--cpu_devices=2"}});
+  absl::StatusOr<std::unique_ptr<HostCluster>> cluster =
+      HostCluster::Start(hosts_.get(), &dir_,
+                         {.coordinator_host = 1,
+                          .tasks = {{"chief", 0, 2}, {"worker", 0, 3}},
+                          .agent_flags = {"--cpu_devices=2"}});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   JobSpec spec = SlowLinearJob(StrategyKind::kMultiWorkerMirrored, 30,
                                /*step_sleep_ms=*/1);
@@ -145,7 +145,35 @@ TEST_F(MultiHostJobsE2eTest,
   for (const v1::ReplicaTrace& replica : trace->replicas()) {
     EXPECT_EQ(replica.task(), replica.replica() < 2 ? "chief:0" : "worker:0");
     EXPECT_GT(replica.spans_size(), 10 * 4) << "steps, inputs, computes, "
-                                                "collectives";
+                                               "collectives";
+  }
+}
+
+// As deploy/kubernetes runs them: every task serves on 0.0.0.0 and
+// registers its spec address. The agents' peer servers then bind 0.0.0.0
+// too, and must give their peers the spec's host, not this machine's
+// hostname, which the other hosts do not resolve.
+TEST_F(MultiHostJobsE2eTest,
+       AgentsServingOnEveryInterfaceGiveTheirPeersTheSpecsHost) {
+  absl::StatusOr<std::unique_ptr<HostCluster>> cluster =
+      HostCluster::Start(hosts_.get(), &dir_,
+                         {.coordinator_host = 1,
+                          .tasks = {{"chief", 0, 2}, {"worker", 0, 3}},
+                          .agent_flags = {"--cpu_devices=2"},
+                          .listen_on_all_interfaces = true});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  absl::StatusOr<std::string> id = (*cluster)->client().SubmitJob(
+      MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 200, "data"));
+  ASSERT_TRUE(id.ok()) << id.status();
+  const v1::JobStatus status =
+      WaitForJobEnd((*cluster)->client(), *id, absl::Seconds(120));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED)
+      << status.error() << "\n"
+      << ReadFile((*cluster)->TaskLog("chief:0")).value_or("");
+  ASSERT_GT(status.links_size(), 0);
+  for (const v1::RingLink& link : status.links()) {
+    EXPECT_EQ(link.transport(), link.ring() == "agents" ? "grpc" : "in-process")
+        << link.ShortDebugString();
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "common/host_port.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -117,6 +118,14 @@ absl::Status HostCluster::StartTask(const std::string& task) {
       Binary(ps ? "cohort-ps" : "cohort-agent"),
       absl::StrCat("--coordinator=", coordinator_->address()),
       absl::StrCat("--state_dir=", StateDir(task))};
+  if (options_.listen_on_all_interfaces) {
+    const std::string address =
+        tf_config["cluster"][found->type][found->index].get<std::string>();
+    absl::StatusOr<HostPort> spec_address = ParseHostPort(address);
+    if (!spec_address.ok()) return spec_address.status();
+    argv.push_back(absl::StrCat("--listen=0.0.0.0:", spec_address->port));
+    argv.push_back(absl::StrCat("--advertise_address=", address));
+  }
   const std::vector<std::string>& extra =
       ps ? options_.ps_flags : options_.agent_flags;
   argv.insert(argv.end(), extra.begin(), extra.end());

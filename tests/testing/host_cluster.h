@@ -35,6 +35,10 @@ struct HostClusterOptions {
   std::vector<std::string> coordinator_flags;
   std::vector<std::string> agent_flags;  // e.g. --cpu_devices=2
   std::vector<std::string> ps_flags;
+  // Agents and ps tasks serve on every interface (--listen=0.0.0.0:PORT)
+  // and register their spec address (--advertise_address), as
+  // deploy/kubernetes runs them; otherwise they serve on their spec address.
+  bool listen_on_all_interfaces = false;
 };
 
 // Owns the processes it started; the destructor stops them by pid (SIGTERM,
