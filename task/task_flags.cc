@@ -79,6 +79,7 @@ absl::StatusOr<TaskConfig> TaskConfigFromFlags(
   }
   COHORT_ASSIGN_OR_RETURN(config.daemon,
                           rpc::DaemonFlagsFromFlags(default_listen));
+  config.listen_from_tf_config = !rpc::ListenFlagGiven();
 
   config.coordinator = absl::GetFlag(FLAGS_coordinator);
   if (config.coordinator.empty()) {

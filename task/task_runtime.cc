@@ -63,7 +63,15 @@ int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
   for (grpc::Service* service : services) server.AddService(service);
   server.AddService(&log_service);
   if (absl::Status started = server.Start(); !started.ok()) {
-    spdlog::error("cannot serve: {}", started.ToString());
+    // The usual cause: one TF_CONFIG copied to every host, its "task" left
+    // naming another host's entry.
+    spdlog::error(
+        "cannot serve: {}{}", started.ToString(),
+        config_.listen_from_tf_config
+            ? absl::StrCat(" (TF_CONFIG's address for ",
+                           config_.task.ToString(),
+                           ": does its \"task\" name this host's own entry?)")
+            : "");
     return 1;
   }
   address_ = config_.advertise_address.empty() ? server.address()

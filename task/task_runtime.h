@@ -28,6 +28,8 @@ struct TaskConfig {
   // Exit when the coordinator has not answered for this long.
   absl::Duration orphan_timeout = absl::InfiniteDuration();
   rpc::DaemonFlags daemon;
+  // The listen address is TF_CONFIG's for this task (no --listen).
+  bool listen_from_tf_config = false;
 };
 
 // Reads --task, --coordinator, --advertise_address, --heartbeat_interval and
@@ -70,7 +72,7 @@ class TaskRuntime {
   const rpc::Authenticator auth_;
   const absl::Time started_;
   std::atomic<bool> registered_{false};
-  std::string address_;  // set once, before the session starts
+  std::string address_;          // set once, before the session starts
   std::string metrics_address_;  // likewise; empty: no metrics endpoint
 };
 

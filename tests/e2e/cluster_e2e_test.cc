@@ -182,8 +182,8 @@ TEST(ClusterE2eTest, ATaskThatExitsAtOnceIsDeadWithItsOwnErrorAndBacksOff) {
             0);
   ASSERT_EQ(listen(held, 1), 0);
   socklen_t length = sizeof(address);
-  ASSERT_EQ(
-      getsockname(held, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  ASSERT_EQ(getsockname(held, reinterpret_cast<sockaddr*>(&address), &length),
+            0);
   const std::string chief = absl::StrCat("127.0.0.1:", ntohs(address.sin_port));
   struct CloseOnExit {
     int fd;
@@ -191,8 +191,9 @@ TEST(ClusterE2eTest, ATaskThatExitsAtOnceIsDeadWithItsOwnErrorAndBacksOff) {
   } close_on_exit{held};
 
   ScratchDir dir;
-  const std::string spec = dir.Write(
-      "spec.json", absl::StrCat(R"({"cluster": {"chief": [")", chief, R"("]}})"));
+  const std::string spec =
+      dir.Write("spec.json",
+                absl::StrCat(R"({"cluster": {"chief": [")", chief, R"("]}})"));
   auto c = CoordinatorProcess::Start(
       dir, {absl::StrCat("--cluster_spec=", spec), "--restart_backoff=1s",
             // Tasks' logs go to files there, which the coordinator reads.
@@ -266,6 +267,29 @@ TEST(ClusterE2eTest, MalformedSpecsExitTwoWithOneLineNamingThePath) {
       {{"TF_CONFIG", R"({"cluster": {"worker": ["a:1", "a:1"]}})"}});
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_THAT(result.output, HasSubstr("TF_CONFIG: $.cluster.worker[1]: "));
+}
+
+// One TF_CONFIG copied to every host, its "task" naming another host's
+// entry: the task says so at once instead of waiting to be reached.
+TEST(ClusterE2eTest, ATfConfigTaskOfAnotherHostIsNamedAtStartup) {
+  for (const std::string type : {"worker", "ps"}) {
+    // 198.18.0.0/15 is reserved for benchmarks; no test host has .253.
+    const std::string tf_config = absl::StrCat(
+        R"({"cluster": {")", type, R"(": ["198.19.255.253:2222"]},)",
+        R"("task": {"type": ")", type, R"(", "index": 0}})");
+    CommandResult result =
+        RunCommand({Binary(type == "ps" ? "cohort-ps" : "cohort-agent"),
+                    "--coordinator=127.0.0.1:1"},
+                   absl::Seconds(10), {{"TF_CONFIG", tf_config}});
+    EXPECT_EQ(result.exit_code, 1) << result.output;
+    EXPECT_THAT(result.output,
+                HasSubstr("cannot listen on 198.19.255.253:2222: "
+                          "198.19.255.253 is not an address of this host"));
+    EXPECT_THAT(result.output,
+                HasSubstr(absl::StrCat("(TF_CONFIG's address for ", type,
+                                       ":0: does its \"task\" name this "
+                                       "host's own entry?)")));
+  }
 }
 
 TEST(ClusterE2eTest, HealthServiceServesOnEveryDaemon) {
@@ -421,11 +445,12 @@ TEST(ClusterE2eTest, TasksOfACoordinatorGoneForGoodExitAfterTheOrphanTimeout) {
 // while a step never returns does not stay stuck behind it for ever, busy
 // with a job nobody wants: past its --stop_timeout it exits with code 3,
 // the coordinator says why and restarts it, and it takes the next job.
-TEST(ClusterE2eTest, AnAgentWhoseJobCodeNeverReturnsIsRestartedOnceTheJobIsEnded) {
+TEST(ClusterE2eTest,
+     AnAgentWhoseJobCodeNeverReturnsIsRestartedOnceTheJobIsEnded) {
   ScratchDir dir;
-  absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(
-      dir, /*workers=*/0, /*ps=*/0,
-      {"--agent_stop_timeout=2s", "--cpu_devices=2"});
+  absl::StatusOr<ReadyCluster> cluster =
+      StartReadyCluster(dir, /*workers=*/0, /*ps=*/0,
+                        {"--agent_stop_timeout=2s", "--cpu_devices=2"});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   CoordinatorProcess& c = *cluster->coordinator;
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(c.address());
