@@ -16,6 +16,8 @@ struct HostPort {
   int port = 0;
 
   std::string ToString() const;  // brackets an IPv6 host
+  // 0.0.0.0 or ::, which a server binds to serve on every interface.
+  bool IsWildcard() const { return host == "0.0.0.0" || host == "::"; }
 };
 
 // Parses "host:port". `allow_port_zero` is for listen addresses, where 0 means

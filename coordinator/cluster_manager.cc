@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/host_port.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 
@@ -61,11 +62,17 @@ absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
   COHORT_ASSIGN_OR_RETURN(Record * record, Find(report.task()));
   const std::string id = FromProto(report.task()).ToString();
   if (report.address() != record->address) {
+    const bool wildcard =
+        ParseHostPort(report.address(), true).value_or(HostPort{}).IsWildcard();
     return absl::InvalidArgumentError(absl::StrFormat(
         "task %s registered with address %s, but the cluster spec puts %s "
-        "at %s",
+        "at %s%s",
         id, report.address().empty() ? "(none)" : report.address(), id,
-        record->address));
+        record->address,
+        wildcard ? absl::StrCat("; a task serving on every interface needs "
+                                "--advertise_address=",
+                                record->address)
+                 : ""));
   }
   const bool holder_alive =
       record->state == v1::READY && !record->session_id.empty() &&

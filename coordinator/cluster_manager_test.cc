@@ -8,6 +8,7 @@ namespace cohort::coordinator {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kSpec[] = R"({"cluster": {
   "chief": ["127.0.0.1:2000"], "worker": ["127.0.0.1:2001", "127.0.0.1:2002"],
@@ -89,6 +90,14 @@ TEST_F(ClusterManagerTest, AddressOutsideTheSpecIsRefused) {
   EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(response.status().message()),
               HasSubstr("puts worker:1 at 127.0.0.1:2002"));
+  EXPECT_THAT(std::string(response.status().message()),
+              Not(HasSubstr("--advertise_address")));
+  // A task serving on every interface is told what to register.
+  response = manager_.Register(Report(kWorker1, "0.0.0.0:2002"), At(1));
+  EXPECT_THAT(std::string(response.status().message()),
+              HasSubstr("puts worker:1 at 127.0.0.1:2002; a task serving on "
+                        "every interface needs "
+                        "--advertise_address=127.0.0.1:2002"));
 }
 
 TEST_F(ClusterManagerTest, SecondLiveProcessForOneIdentityIsRefused) {

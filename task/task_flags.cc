@@ -6,6 +6,7 @@
 #include "common/allocator.h"
 #include "common/cluster_resolver.h"
 #include "common/flags.h"
+#include "common/host_port.h"
 #include "common/logging.h"
 #include "common/signals.h"
 #include "common/status_macros.h"
@@ -18,7 +19,8 @@ ABSL_FLAG(std::string, coordinator, "",
           "The coordinator's HOST:PORT. Default: $COHORT_COORDINATOR.");
 ABSL_FLAG(std::string, advertise_address, "",
           "The address registered with the coordinator, as the cluster spec "
-          "names it. Default: --listen.");
+          "names it. Default: --listen, or, where that is 0.0.0.0:PORT or "
+          "[::]:PORT, TF_CONFIG's address for this task.");
 ABSL_FLAG(absl::Duration, heartbeat_interval, absl::Seconds(1),
           "How often to heartbeat the coordinator.");
 ABSL_FLAG(absl::Duration, orphan_timeout, absl::ZeroDuration(),
@@ -96,6 +98,14 @@ absl::StatusOr<TaskConfig> TaskConfigFromFlags(
         absl::StrCat("--coordinator: ", parsed.status().message()));
   }
   config.advertise_address = absl::GetFlag(FLAGS_advertise_address);
+  // Serving on every interface, a task registers TF_CONFIG's address for
+  // it: TensorFlow's servers, too, bind every interface at the spec's port.
+  if (config.advertise_address.empty() && !default_listen.empty() &&
+      ParseHostPort(config.daemon.server.listen, /*allow_port_zero=*/true)
+          .value_or(HostPort{})
+          .IsWildcard()) {
+    config.advertise_address = default_listen;
+  }
   config.heartbeat_interval = absl::GetFlag(FLAGS_heartbeat_interval);
   if (config.heartbeat_interval <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--heartbeat_interval must be positive");

@@ -29,7 +29,7 @@ std::string AdvertisedAddress(const std::string& bound,
   absl::StatusOr<HostPort> b = ParseHostPort(bound, true);
   absl::StatusOr<HostPort> a = ParseHostPort(advertised, true);
   if (!b.ok() || !a.ok()) return bound;
-  if (b->host != "0.0.0.0" && b->host != "::") return bound;
+  if (!b->IsWildcard()) return bound;
   return HostPort{a->host, b->port}.ToString();
 }
 

@@ -63,7 +63,7 @@ std::string AdvertisedAddress(const rpc::RpcServer& server,
                               const std::string& advertise_host) {
   absl::StatusOr<HostPort> bound = ParseHostPort(server.address(), true);
   if (!bound.ok()) return server.address();
-  if (bound->host == "0.0.0.0" || bound->host == "::") {
+  if (bound->IsWildcard()) {
     bound->host = advertise_host.empty() ? Hostname() : advertise_host;
   }
   return bound->ToString();

@@ -12,6 +12,7 @@
 #include "common/cluster_spec.h"
 #include "common/file_util.h"
 #include "common/host_info.h"
+#include "common/host_port.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -325,14 +326,22 @@ TEST(ClusterE2eTest, LaunchNoneAdmitsTasksStartedByHandAndRefusesStrangers) {
   }
 
   // Start the three tasks by hand, as systemd would, identity from TF_CONFIG.
+  // The ps task serves on every interface at its port, as TensorFlow's
+  // servers do, and so registers TF_CONFIG's address for it.
   const ClusterSpec parsed = *ClusterSpec::FromJson(spec_json);
   std::vector<Subprocess> tasks;
   for (const TaskId& task : parsed.tasks()) {
     nlohmann::json tf_config = nlohmann::json::parse(spec_json);
     tf_config["task"] = {{"type", task.type}, {"index", task.index}};
+    std::vector<std::string> argv = {
+        Binary(task.type == "ps" ? "cohort-ps" : "cohort-agent"),
+        absl::StrCat("--coordinator=", c.address())};
+    if (task.type == "ps") {
+      argv.push_back(absl::StrCat("--listen=0.0.0.0:",
+                                  ParseHostPort(*parsed.address(task))->port));
+    }
     absl::StatusOr<Subprocess> child = Subprocess::Spawn(
-        {.argv = {Binary(task.type == "ps" ? "cohort-ps" : "cohort-agent"),
-                  absl::StrCat("--coordinator=", c.address())},
+        {.argv = argv,
          .env = {{"TF_CONFIG", tf_config.dump()}},
          .output_file = absl::StrCat(dir.path(), "/", task.type, ".log")});
     ASSERT_TRUE(child.ok()) << child.status();
