@@ -55,7 +55,8 @@ v1::TaskReport TaskRuntime::BaseReport() const {
 }
 
 int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
-                     std::function<v1::TaskReport()> report) {
+                     std::function<v1::TaskReport()> report,
+                     std::function<void()> on_signal) {
   // Every task serves its own log, which the coordinator relays.
   rpc::StreamPump log_pump(absl::Milliseconds(100));
   rpc::LogService log_service(&LogBuffer::Default(), &auth_, &log_pump);
@@ -132,6 +133,7 @@ int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
   int exit_code = 0;
   if (signal != 0) {
     spdlog::info("received signal {}; shutting down", signal);
+    if (on_signal != nullptr) on_signal();
   } else {
     spdlog::error("stopping: {}", waiter.stop_reason());
     exit_code = orphaned ? 1 : 2;

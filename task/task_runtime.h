@@ -63,8 +63,12 @@ class TaskRuntime {
   // Serves `services` (not owned), registers, and heartbeats with
   // `report()` until SIGTERM/SIGINT (exit code 0) or until the coordinator
   // refuses this task (exit code 2). Exit code 1 when it cannot serve.
+  // After a signal, `on_signal` (when set) runs before the task leaves the
+  // coordinator, still serving and heartbeating: the agent checkpoints its
+  // job there.
   int Run(const std::vector<grpc::Service*>& services,
-          std::function<v1::TaskReport()> report);
+          std::function<v1::TaskReport()> report,
+          std::function<void()> on_signal = nullptr);
 
  private:
   const std::string daemon_name_;

@@ -40,6 +40,11 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "--cpu_devices must be at least 1, got ", options.cpu_devices));
   }
+  if (options.leave_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--shutdown_checkpoint_timeout must not be negative, got ",
+                     absl::FormatDuration(options.leave_timeout)));
+  }
   if (options.stop_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--stop_timeout must be positive, got ",
@@ -51,7 +56,8 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Create(
   JobAgentOptions jobs{.task = config.task,
                        .coordinator = config.coordinator,
                        .security = config.daemon.server.security,
-                       .stop_timeout = options.stop_timeout};
+                       .stop_timeout = options.stop_timeout,
+                       .leave_timeout = options.leave_timeout};
   for (const v1::Device& device : devices.devices) {
     jobs.devices.push_back({.kind = device.kind() == v1::Device::CUDA
                                         ? Device::Kind::kCuda
@@ -88,8 +94,9 @@ int AgentServer::Run() {
   AgentService service(&runtime_, devices_);
   JobAgent job_agent(jobs_);
   job_agent.Start();
-  const int code =
-      runtime_.Run({&service}, [&service] { return service.Report(); });
+  const int code = runtime_.Run(
+      {&service}, [&service] { return service.Report(); },
+      [&job_agent] { job_agent.Leave(); });
   job_agent.Shutdown();
   return code;
 }

@@ -23,6 +23,10 @@ struct AgentServerOptions {
   std::string state_dir;
   std::string cache_dir;  // empty: <state_dir>/libraries
   absl::Duration stop_timeout = absl::Minutes(2);  // JobAgentOptions'
+  // On SIGTERM/SIGINT, how long a running job may take to checkpoint the
+  // step under way and end (JobAgentOptions::leave_timeout); 0: no
+  // checkpoint.
+  absl::Duration leave_timeout = absl::Seconds(10);
 };
 
 // Owns the service, the job agent and the runtime. Create and Run from one

@@ -26,9 +26,20 @@ TEST(AgentServerTest, TooFewCpuDevicesIsNamed) {
                HasSubstr("--cpu_devices must be at least 1, got 0")));
 }
 
+TEST(AgentServerTest, ANegativeShutdownCheckpointTimeoutIsNamed) {
+  EXPECT_THAT(AgentServer::Create(Worker("127.0.0.1:0"),
+                                  {.leave_timeout = absl::Seconds(-1)})
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--shutdown_checkpoint_timeout must not be "
+                                 "negative, got -1s")));
+}
+
 TEST(AgentServerTest, WiresTheJobAgentFromTheTaskAndItsStateDir) {
   absl::StatusOr<std::unique_ptr<AgentServer>> server = AgentServer::Create(
-      Worker("[::1]:0"), {.cpu_devices = 3, .state_dir = "/var/lib/a"});
+      Worker("[::1]:0"), {.cpu_devices = 3,
+                          .state_dir = "/var/lib/a",
+                          .leave_timeout = absl::Seconds(4)});
   ASSERT_TRUE(server.ok()) << server.status();
   const JobAgentOptions& jobs = (*server)->job_options();
   EXPECT_EQ(jobs.task, (TaskId{"worker", 2}));
@@ -37,6 +48,7 @@ TEST(AgentServerTest, WiresTheJobAgentFromTheTaskAndItsStateDir) {
   EXPECT_EQ(jobs.peer_listen_host, "[::1]");
   EXPECT_EQ(jobs.cache_dir, "/var/lib/a/libraries");
   EXPECT_EQ(jobs.checkpoint_copies, "/var/lib/a/checkpoints");
+  EXPECT_EQ(jobs.leave_timeout, absl::Seconds(4));
   EXPECT_THAT(jobs.origin, HasSubstr("worker:2 on "));
   // Without a GPU here, the CPU devices asked for; with one, its GPUs.
   ASSERT_FALSE(jobs.devices.empty());

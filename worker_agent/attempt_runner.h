@@ -43,7 +43,7 @@ struct RunnerOptions {
 };
 
 // Implementations own their threads between Start() and destruction (which
-// aborts and joins). Report(), Abort() and done() are thread-safe.
+// aborts and joins). Report(), Abort(), done() and Leave() are thread-safe.
 class AttemptRunner {
  public:
   virtual ~AttemptRunner() = default;
@@ -54,6 +54,12 @@ class AttemptRunner {
   virtual void Abort(const absl::Status& status) = 0;
   virtual v1::AgentJobReport Report() const = 0;
   virtual bool done() const = 0;
+  // The agent is shutting down: the attempt is to checkpoint the step under
+  // way on every replica and then end, so that the next attempt loses no
+  // steps. Returns at once, whether it will (done() then says when it has
+  // ended). By default it will not: the runner keeps no state of its own
+  // (parameter servers hold it).
+  virtual bool Leave() { return false; }
 };
 
 // Peers or servers that vanish or abort make a retryable failure; anything

@@ -64,10 +64,35 @@ void JobAgent::Start() {
   thread_ = std::thread([this] { Run(); });
 }
 
-void JobAgent::Shutdown() {
+void JobAgent::StopLoop() {
   if (!thread_.joinable()) return;
   stop_.Notify();
   thread_.join();
+}
+
+void JobAgent::Leave() {
+  StopLoop();
+  if (runner_ == nullptr || runner_->done() ||
+      options_.leave_timeout <= absl::ZeroDuration()) {
+    return;
+  }
+  if (!runner_->Leave()) return;
+  const v1::AgentJobAssignment& a = runner_->assignment();
+  spdlog::info(
+      "job {} attempt {}: checkpointing before shutting down (up to {})",
+      a.job_id(), a.attempt(), absl::FormatDuration(options_.leave_timeout));
+  const absl::Time deadline = absl::Now() + options_.leave_timeout;
+  while (!runner_->done() && absl::Now() < deadline) absl::SleepFor(kStopPoll);
+  if (!runner_->done()) {
+    spdlog::warn(
+        "job {} attempt {}: no checkpoint within {} of the shutdown; stopping "
+        "it without one",
+        a.job_id(), a.attempt(), absl::FormatDuration(options_.leave_timeout));
+  }
+}
+
+void JobAgent::Shutdown() {
+  StopLoop();
   if (runner_ != nullptr) {
     StopRunner(absl::CancelledError("the agent is shutting down"));
   }

@@ -55,20 +55,29 @@ struct JobAgentOptions {
   // than leave it running a job nobody wants. Should it return, the runner
   // is destroyed as usual, which waits for it.
   std::function<void(const std::string& why)> on_stuck;
+  // How long Leave() waits for the attempt to checkpoint and end.
+  absl::Duration leave_timeout = absl::Seconds(10);
 };
 
-// Owns its thread between Start() and Shutdown() (idempotent), and the
-// current runner; shares the JobControlClient with the runners. Start and
-// Shutdown from one thread.
+// Owns its thread between Start() and Leave() or Shutdown() (idempotent),
+// and the current runner; shares the JobControlClient with the runners.
+// Start, Leave and Shutdown from one thread.
 class JobAgent {
  public:
   explicit JobAgent(JobAgentOptions options);
   ~JobAgent();
 
   void Start();
+  // The agent is going away (SIGTERM): stops the loop, then gives the
+  // running attempt up to leave_timeout to checkpoint the step under way on
+  // every replica and end (AttemptRunner::Leave). Before Shutdown, while
+  // the task still heartbeats, so that the coordinator does not end the
+  // attempt first.
+  void Leave();
   void Shutdown();
 
  private:
+  void StopLoop();
   void Run();
   void Apply(const v1::AgentJobAssignment& assignment);
   // Aborts the runner with `why` and destroys it, once it has stopped or

@@ -97,6 +97,7 @@ struct RunnerLog {
   std::map<int, bool> started ABSL_GUARDED_BY(mu);
   std::map<int, absl::Status> aborted ABSL_GUARDED_BY(mu);
   std::map<int, bool> destroyed ABSL_GUARDED_BY(mu);
+  std::map<int, bool> left ABSL_GUARDED_BY(mu);  // asked to Leave
   RunnerOptions last_options ABSL_GUARDED_BY(mu);
   // Runners ignore aborts, as one inside a job's function that never
   // returns would.
@@ -120,6 +121,10 @@ struct RunnerLog {
     absl::MutexLock lock(&mu);
     auto it = aborted.find(attempt);
     return it == aborted.end() ? absl::OkStatus() : it->second;
+  }
+  bool Left(int attempt) {
+    absl::MutexLock lock(&mu);
+    return left[attempt];
   }
   bool Destroyed(int attempt) {
     absl::MutexLock lock(&mu);
@@ -156,10 +161,17 @@ class FakeRunner final : public AttemptRunner {
     report.set_state(v1::AgentJobReport::RUNNING);
     return report;
   }
-  // Done once aborted, unless stuck.
+  // Done once aborted or asked to leave (as if it had checkpointed),
+  // unless stuck.
   bool done() const override {
     absl::MutexLock lock(&log_->mu);
-    return !log_->stuck && log_->aborted.contains(attempt());
+    return !log_->stuck &&
+           (log_->aborted.contains(attempt()) || log_->left[attempt()]);
+  }
+  bool Leave() override {
+    absl::MutexLock lock(&log_->mu);
+    log_->left[attempt()] = true;
+    return true;
   }
 
  private:
@@ -186,7 +198,8 @@ class JobAgentTest : public ::testing::Test {
               absl::MutexLock lock(&log->mu);
               log->stuck_reports.push_back(why);
               log->stuck = false;  // lets the agent destroy the runner
-            }});
+            },
+        .leave_timeout = absl::Milliseconds(200)});
     agent_->Start();
   }
   void TearDown() override {
@@ -251,6 +264,33 @@ TEST_F(JobAgentTest, AnAttemptThatDoesNotStopInTimeIsReportedAsStuck) {
                   HasSubstr("(init, step, dataset or stream) has not "
                             "returned"))));
   EXPECT_TRUE(log_->Destroyed(1));
+}
+
+TEST_F(JobAgentTest, LeavingLetsTheAttemptEndOnItsOwnBeforeItIsStopped) {
+  coordinator_->Assign("4", 1);
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
+  agent_->Leave();
+  EXPECT_TRUE(log_->Left(1));
+  // It ended on its own: nothing aborted it.
+  EXPECT_OK(log_->Aborted(1));
+  agent_->Shutdown();
+  EXPECT_TRUE(log_->Destroyed(1));
+  EXPECT_THAT(log_->StuckReports(), IsEmpty());
+}
+
+TEST_F(JobAgentTest, LeavingWaitsNoLongerThanItsTimeout) {
+  log_->SetStuck(true);
+  coordinator_->Assign("4", 1);
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
+  const absl::Time start = absl::Now();
+  agent_->Leave();
+  EXPECT_TRUE(log_->Left(1));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(200));
+  EXPECT_FALSE(log_->Destroyed(1));
+  // Shutdown then stops it as any ended attempt.
+  agent_->Shutdown();
+  EXPECT_TRUE(log_->Destroyed(1));
+  EXPECT_THAT(log_->StuckReports(), ElementsAre(HasSubstr("job 4 attempt 1")));
 }
 
 TEST_F(JobAgentTest, AnUnreachableCoordinatorLeavesTheJobRunning) {

@@ -23,6 +23,14 @@ ABSL_FLAG(absl::Duration, stop_timeout, absl::Minutes(2),
           "code has not returned from a call (init, step, dataset, stream), "
           "which nothing can interrupt: the agent exits with code 3, so that "
           "its supervisor restarts it clean.");
+ABSL_FLAG(absl::Duration, shutdown_checkpoint_timeout, absl::Seconds(10),
+          "On SIGTERM or SIGINT, how long a running synchronous job may take "
+          "to checkpoint the step under way on every replica and end its "
+          "attempt, so that the next attempt (on a replacement, or once this "
+          "agent is back) loses no steps. Past it, or with 0, the attempt "
+          "stops without that checkpoint. Keep it under the supervisor's "
+          "stop timeout (systemd's TimeoutStopSec, Kubernetes' "
+          "terminationGracePeriodSeconds).");
 ABSL_FLAG(std::string, cache_dir, "",
           "Where fetched step libraries are kept. Default: "
           "<state_dir>/libraries.");
@@ -48,11 +56,12 @@ int main(int argc, char** argv) {
       {std::string(kWorker), std::string(kChief), std::string(kEvaluator)});
   absl::StatusOr<std::unique_ptr<agent::AgentServer>> server =
       agent::AgentServer::Create(
-          std::move(config), {.cpu_devices = absl::GetFlag(FLAGS_cpu_devices),
-                              .state_dir = absl::GetFlag(FLAGS_state_dir),
-                              .cache_dir = absl::GetFlag(FLAGS_cache_dir),
-                              .stop_timeout =
-                                  absl::GetFlag(FLAGS_stop_timeout)});
+          std::move(config),
+          {.cpu_devices = absl::GetFlag(FLAGS_cpu_devices),
+           .state_dir = absl::GetFlag(FLAGS_state_dir),
+           .cache_dir = absl::GetFlag(FLAGS_cache_dir),
+           .stop_timeout = absl::GetFlag(FLAGS_stop_timeout),
+           .leave_timeout = absl::GetFlag(FLAGS_shutdown_checkpoint_timeout)});
   if (!server.ok()) ExitWithConfigError(server.status());
   return (*server)->Run();
 }

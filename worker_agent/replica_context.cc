@@ -433,13 +433,15 @@ absl::StatusOr<StepEnd> ReplicaContextImpl::EndStep() {
         break;
     }
   }
-  std::vector<double> sums = {stop_reason_.has_value() ? 1.0 : 0.0};
+  constexpr size_t kVotes = 2;  // stop, leaving
+  std::vector<double> sums = {stop_reason_.has_value() ? 1.0 : 0.0,
+                              leaving_ ? 1.0 : 0.0};
   for (const std::string& name : summed)
     sums.push_back(to_reduce_[name].second);
   COHORT_RETURN_IF_ERROR(reduce(ReduceOp::kSum, sums));
   std::map<std::string, double> reduced;
   for (size_t i = 0; i < summed.size(); ++i) {
-    double value = sums[i + 1];
+    double value = sums[i + kVotes];
     if (to_reduce_[summed[i]].first == ReduceOp::kMean) {
       value /= job_->num_replicas;
     }
@@ -454,6 +456,12 @@ absl::StatusOr<StepEnd> ReplicaContextImpl::EndStep() {
   }
 
   StepEnd end;
+  if (sums[1] > 0) {
+    double first = leaving_ ? replica_id_ : job_->num_replicas;
+    COHORT_RETURN_IF_ERROR(
+        reduce(ReduceOp::kMin, std::span<double>(&first, 1)));
+    end.leaving = static_cast<int>(first);
+  }
   if (sums[0] > 0) {
     // Name the lowest replica that asked; only its own agent knows why.
     double first = stop_reason_.has_value() ? replica_id_ : job_->num_replicas;

@@ -54,6 +54,9 @@ struct StepEnd {
   // so. Empty when another replica asked.
   std::string reason;
   int stopped_by = -1;  // the lowest replica that asked; -1: the rule
+  // The lowest replica whose agent is shutting down (leave()); -1: none.
+  // Every replica then checkpoints this step and ends the attempt.
+  int leaving = -1;
 };
 
 // One replica. `job`, `comm` and `central` are not owned and
@@ -126,10 +129,13 @@ class ReplicaContextImpl final : public ReplicaContext {
   void set_step(int64_t step) { step_ = step; }
   void set_loss_reduction(ReduceOp op) { loss_reduction_ = op; }
   // After each step: reduces the step's reduced metrics and agrees whether
-  // any replica asked to stop, in one fused collective (one more per MIN or
-  // MAX metric, and one to name the replica that asked), then applies the
-  // job's early-stopping rule. Collective.
+  // any replica asked to stop or is leaving, in one fused collective (one
+  // more per MIN or MAX metric, and one to name each replica that asked),
+  // then applies the job's early-stopping rule. Collective.
   absl::StatusOr<StepEnd> EndStep();
+  // This replica's agent is shutting down: the next EndStep says so to
+  // every replica (StepEnd::leaving).
+  void leave() { leaving_ = true; }
   int local_index() const { return local_index_; }
   const LogicalDevices& logical_devices() const { return logical_; }
   // Whether ON_WRITE variables are one copy shared by the local replicas.
@@ -198,6 +204,7 @@ class ReplicaContextImpl final : public ReplicaContext {
   // This step's metrics to reduce, and whether this replica asked to stop.
   std::map<std::string, std::pair<ReduceOp, double>> to_reduce_;
   std::optional<std::string> stop_reason_;
+  bool leaving_ = false;
   EarlyStoppingRule early_stopping_;
   absl::Status collective_status_;
   std::vector<std::unique_ptr<VariableImpl>> variables_;  // creation order

@@ -268,6 +268,33 @@ TEST(ReplicaContextTest, EndStepReducesReportedMetricsAndAgreesToStop) {
   EXPECT_EQ(second[0].reason, "");
 }
 
+TEST(ReplicaContextTest, EndStepTellsEveryReplicaWhichOneIsLeaving) {
+  Replicas replicas(4, "");
+  std::vector<StepEnd> first(4), second(4);
+  std::vector<std::map<std::string, double>> metrics(4);
+  ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+    const int me = ctx.replica_id_in_sync_group();
+    ctx.set_step(0);
+    absl::StatusOr<StepEnd> end = ctx.EndStep();
+    if (!end.ok()) return end.status();
+    first[me] = *end;
+    ctx.set_step(1);
+    if (me == 3 || me == 1) ctx.leave();
+    ctx.report("loss", me, ReduceOp::kSum);  // still reduced beside the votes
+    end = ctx.EndStep();
+    if (!end.ok()) return end.status();
+    second[me] = *end;
+    metrics[me] = ctx.last_metrics();
+    return absl::OkStatus();
+  }));
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(first[r].leaving, -1) << r;
+    EXPECT_EQ(second[r].leaving, 1) << r;
+    EXPECT_FALSE(second[r].stop) << r;
+    EXPECT_EQ(metrics[r]["loss"], 6.0) << r;
+  }
+}
+
 TEST(ReplicaContextTest, EarlyStoppingRuleStopsEveryReplicaAtTheSameStep) {
   v1::EarlyStopping rule;
   rule.set_metric("loss");

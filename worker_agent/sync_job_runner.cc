@@ -442,6 +442,7 @@ void SyncJobRunner::RunReplica(int local) {
                                        " ended after step ", step));
       }
     }
+    if (leaving_) ctx.leave();
     absl::StatusOr<StepEnd> end = [&] {
       ScopedSpan end_span("end_step");
       return ctx.EndStep();
@@ -451,7 +452,8 @@ void SyncJobRunner::RunReplica(int local) {
     }
     const int64_t done = step + 1;
     if (end->stop) Stopped(done, *end);
-    if (end->stop || done == job_.steps || (every > 0 && done % every == 0)) {
+    const bool last = end->stop || done == job_.steps;
+    if (last || end->leaving >= 0 || (every > 0 && done % every == 0)) {
       ScopedSpan checkpoint_span("checkpoint");
       if (absl::Status saved = ctx.SaveCheckpoint(done); !saved.ok()) {
         return Fail(
@@ -465,7 +467,20 @@ void SyncJobRunner::RunReplica(int local) {
       }
     }
     Progress(local, done);
-    if (end->stop) return;
+    if (last) return;
+    if (end->leaving >= 0) {
+      // Retryable: the next attempt resumes from this step, without the
+      // agent that left or with its replacement.
+      if (leaving_ && local == 0) {
+        spdlog::info("job {}: checkpointed step {} before shutting down",
+                     a.job_id(), done);
+      }
+      return Fail(absl::UnavailableError(absl::StrCat(
+                      "the agent of replica ", end->leaving,
+                      " is shutting down; every replica checkpointed step ",
+                      done, " first")),
+                  false);
+    }
   }
 }
 

@@ -33,8 +33,8 @@
 
 namespace cohort::agent {
 
-// Owns its threads between Start() and destruction. Report() and Abort()
-// are thread-safe.
+// Owns its threads between Start() and destruction. Report(), Abort() and
+// Leave() are thread-safe.
 class SyncJobRunner final : public AttemptRunner {
  public:
   explicit SyncJobRunner(RunnerOptions options);
@@ -51,6 +51,12 @@ class SyncJobRunner final : public AttemptRunner {
   void Abort(const absl::Status& status) override;
   v1::AgentJobReport Report() const override;
   bool done() const override;
+  // Every replica checkpoints at the end of the step under way and the
+  // attempt fails as retryable, naming the leaving replica.
+  bool Leave() override {
+    leaving_ = true;
+    return true;
+  }
 
  private:
   // The attempt's thread; true when every local replica finished.
@@ -73,13 +79,14 @@ class SyncJobRunner final : public AttemptRunner {
   JobInfo job_;
   StepFunctions functions_;
   std::unique_ptr<StepInput> input_;  // null without a dataset_fn
-  CentralStorage central_;  // used by CENTRAL_STORAGE jobs only
+  CentralStorage central_;            // used by CENTRAL_STORAGE jobs only
   std::unique_ptr<collective::Store> store_;
   std::unique_ptr<collective::LocalHub> hub_;  // hierarchical: this agent's
   std::vector<std::unique_ptr<collective::Communicator>> comm_owners_;
   std::vector<std::unique_ptr<ReplicaContextImpl>> replicas_;
   AttemptLifecycle lifecycle_{&options_.assignment};
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> leaving_{false};
 
   mutable absl::Mutex mu_;
   std::vector<int64_t> steps_done_ ABSL_GUARDED_BY(mu_);

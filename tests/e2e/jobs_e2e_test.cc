@@ -261,6 +261,38 @@ TEST_F(JobsE2eTest, KilledWorkerAgentRestartsTheJobFromItsCheckpoint) {
   EXPECT_NEAR(params[4], kTrueB, 1e-3);
 }
 
+TEST_F(JobsE2eTest, ASigtermedAgentHasEveryReplicaCheckpointBeforeItLeaves) {
+  // No periodic checkpoints: only the one the shutdown asks for.
+  JobSpec spec = LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 300);
+  spec.max_restarts = 2;
+  spec.config_json =
+      std::string(kLinearConfig).replace(1, 0, R"("step_sleep_ms": 10, )");
+  absl::StatusOr<std::string> id = client_->SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        absl::StatusOr<v1::JobStatus> s = client_->GetJob(*id);
+        return s.ok() && s->step() >= 40;
+      },
+      absl::Seconds(30)));
+  absl::StatusOr<v1::ClusterState> state = coordinator_->State();
+  ASSERT_TRUE(state.ok());
+  const v1::TaskStatus* worker = FindTask(*state, "worker", 0);
+  ASSERT_NE(worker, nullptr);
+  ASSERT_EQ(kill(static_cast<pid_t>(worker->pid()), SIGTERM), 0);
+
+  const v1::JobStatus status = WaitForEnd(*id, absl::Seconds(60));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  ASSERT_GE(status.restarts_size(), 1);
+  EXPECT_GE(status.restarts(0).resumed_from_step(), 40)
+      << status.restarts(0).cause();
+  EXPECT_THAT(status.restarts(0).cause(), HasSubstr("signal 15"));
+  const std::vector<double> params = LinearParameters(status);
+  ASSERT_EQ(params.size(), 5u);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(params[i], kTrueW[i], 1e-3) << i;
+  EXPECT_NEAR(params[4], kTrueB, 1e-3);
+}
+
 struct BadJob {
   std::string name;
   std::function<JobSpec(const ScratchDir&)> spec;
