@@ -90,6 +90,16 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   if (spec.checkpoint_every() < 0) {
     return bad("checkpoint_every must be >= 0, got ", spec.checkpoint_every());
   }
+  if (spec.checkpoint_interval_ms() < 0) {
+    return bad("checkpoint_interval_ms must be >= 0, got ",
+               spec.checkpoint_interval_ms());
+  }
+  if (spec.checkpoint_interval_ms() > 0 &&
+      spec.strategy() == v1::PARAMETER_SERVER) {
+    return bad(
+        "checkpoint_interval_ms applies to the synchronous strategies; a "
+        "ParameterServer job's state is its ps tasks' snapshots");
+  }
   if (spec.max_restarts() < 0) {
     return bad("max_restarts must be >= 0, got ", spec.max_restarts());
   }

@@ -433,9 +433,11 @@ absl::StatusOr<StepEnd> ReplicaContextImpl::EndStep() {
         break;
     }
   }
-  constexpr size_t kVotes = 2;  // stop, leaving
+  constexpr size_t kVotes = 3;  // stop, leaving, checkpoint
   std::vector<double> sums = {stop_reason_.has_value() ? 1.0 : 0.0,
-                              leaving_ ? 1.0 : 0.0};
+                              leaving_ ? 1.0 : 0.0,
+                              checkpoint_wanted_ ? 1.0 : 0.0};
+  checkpoint_wanted_ = false;
   for (const std::string& name : summed)
     sums.push_back(to_reduce_[name].second);
   COHORT_RETURN_IF_ERROR(reduce(ReduceOp::kSum, sums));
@@ -456,6 +458,7 @@ absl::StatusOr<StepEnd> ReplicaContextImpl::EndStep() {
   }
 
   StepEnd end;
+  end.checkpoint = sums[2] > 0;
   if (sums[1] > 0) {
     double first = leaving_ ? replica_id_ : job_->num_replicas;
     COHORT_RETURN_IF_ERROR(

@@ -57,6 +57,8 @@ struct StepEnd {
   // The lowest replica whose agent is shutting down (leave()); -1: none.
   // Every replica then checkpoints this step and ends the attempt.
   int leaving = -1;
+  // Some replica asked for a checkpoint of this step (want_checkpoint()).
+  bool checkpoint = false;
 };
 
 // One replica. `job`, `comm` and `central` are not owned and
@@ -136,6 +138,9 @@ class ReplicaContextImpl final : public ReplicaContext {
   // This replica's agent is shutting down: the next EndStep says so to
   // every replica (StepEnd::leaving).
   void leave() { leaving_ = true; }
+  // Asks the next EndStep to have every replica checkpoint its step
+  // (StepEnd::checkpoint).
+  void want_checkpoint() { checkpoint_wanted_ = true; }
   int local_index() const { return local_index_; }
   const LogicalDevices& logical_devices() const { return logical_; }
   // Whether ON_WRITE variables are one copy shared by the local replicas.
@@ -205,6 +210,7 @@ class ReplicaContextImpl final : public ReplicaContext {
   std::map<std::string, std::pair<ReduceOp, double>> to_reduce_;
   std::optional<std::string> stop_reason_;
   bool leaving_ = false;
+  bool checkpoint_wanted_ = false;  // until the next EndStep
   EarlyStoppingRule early_stopping_;
   absl::Status collective_status_;
   std::vector<std::unique_ptr<VariableImpl>> variables_;  // creation order

@@ -268,13 +268,14 @@ TEST(ReplicaContextTest, EndStepReducesReportedMetricsAndAgreesToStop) {
   EXPECT_EQ(second[0].reason, "");
 }
 
-TEST(ReplicaContextTest, EndStepTellsEveryReplicaWhichOneIsLeaving) {
+TEST(ReplicaContextTest, EndStepTellsEveryReplicaOfACheckpointOrALeaver) {
   Replicas replicas(4, "");
   std::vector<StepEnd> first(4), second(4);
   std::vector<std::map<std::string, double>> metrics(4);
   ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
     const int me = ctx.replica_id_in_sync_group();
     ctx.set_step(0);
+    if (me == 2) ctx.want_checkpoint();
     absl::StatusOr<StepEnd> end = ctx.EndStep();
     if (!end.ok()) return end.status();
     first[me] = *end;
@@ -288,7 +289,10 @@ TEST(ReplicaContextTest, EndStepTellsEveryReplicaWhichOneIsLeaving) {
     return absl::OkStatus();
   }));
   for (int r = 0; r < 4; ++r) {
+    EXPECT_TRUE(first[r].checkpoint) << r;
     EXPECT_EQ(first[r].leaving, -1) << r;
+    // A wish for a checkpoint lasts one step; leaving, until the end.
+    EXPECT_FALSE(second[r].checkpoint) << r;
     EXPECT_EQ(second[r].leaving, 1) << r;
     EXPECT_FALSE(second[r].stop) << r;
     EXPECT_EQ(metrics[r]["loss"], 6.0) << r;

@@ -392,6 +392,9 @@ void SyncJobRunner::RunReplica(int local) {
          status.code() != absl::StatusCode::kDeadlineExceeded);
   };
   const int64_t every = spec.checkpoint_every();
+  const absl::Duration interval =
+      absl::Milliseconds(spec.checkpoint_interval_ms());
+  absl::Time last_checkpoint = absl::Now();
   // Tracing: this thread records the attempt's first trace_steps steps.
   std::shared_ptr<TraceRecorder> recorder;
   if (spec.trace_steps() > 0) {
@@ -443,6 +446,10 @@ void SyncJobRunner::RunReplica(int local) {
       }
     }
     if (leaving_) ctx.leave();
+    if (interval > absl::ZeroDuration() &&
+        absl::Now() - last_checkpoint >= interval) {
+      ctx.want_checkpoint();
+    }
     absl::StatusOr<StepEnd> end = [&] {
       ScopedSpan end_span("end_step");
       return ctx.EndStep();
@@ -453,7 +460,8 @@ void SyncJobRunner::RunReplica(int local) {
     const int64_t done = step + 1;
     if (end->stop) Stopped(done, *end);
     const bool last = end->stop || done == job_.steps;
-    if (last || end->leaving >= 0 || (every > 0 && done % every == 0)) {
+    if (last || end->leaving >= 0 || end->checkpoint ||
+        (every > 0 && done % every == 0)) {
       ScopedSpan checkpoint_span("checkpoint");
       if (absl::Status saved = ctx.SaveCheckpoint(done); !saved.ok()) {
         return Fail(
@@ -465,6 +473,7 @@ void SyncJobRunner::RunReplica(int local) {
         absl::MutexLock lock(&mu_);
         checkpoint_step_ = done;
       }
+      last_checkpoint = absl::Now();
     }
     Progress(local, done);
     if (last) return;

@@ -287,11 +287,18 @@ std::string JobDetails(const v1::JobStatus& job, absl::Time now,
   if (job.checkpoint_step() > 0) {
     absl::StrAppend(&checkpoint, ", last at step ", job.checkpoint_step());
   }
-  absl::StrAppend(
-      &checkpoint,
-      spec.checkpoint_every() > 0
-          ? absl::StrCat(", every ", spec.checkpoint_every(), " steps")
-          : ", at the end only");
+  std::vector<std::string> every;
+  if (spec.checkpoint_every() > 0) {
+    every.push_back(absl::StrCat(spec.checkpoint_every(), " steps"));
+  }
+  if (spec.checkpoint_interval_ms() > 0) {
+    every.push_back(absl::FormatDuration(
+        absl::Milliseconds(spec.checkpoint_interval_ms())));
+  }
+  absl::StrAppend(&checkpoint,
+                  every.empty()
+                      ? ", at the end only"
+                      : absl::StrCat(", every ", absl::StrJoin(every, " or ")));
   AddDetail(&out, "checkpoint", checkpoint);
 
   if (job.submit_time_unix_ms() > 0) {

@@ -278,6 +278,7 @@ TEST(JobDetailsTest, ShowsHistoryPlacementAndError) {
   job.mutable_spec()->set_library_digest(std::string(64, 'a'));
   job.mutable_spec()->set_init_fn("init");
   job.mutable_spec()->set_checkpoint_every(100);
+  job.mutable_spec()->set_checkpoint_interval_ms(600000);
   job.set_num_replicas(4);
   job.add_placement("chief:0 (2 replicas)");
   job.add_placement("worker:0 (2 replicas)");
@@ -307,7 +308,7 @@ TEST(JobDetailsTest, ShowsHistoryPlacementAndError) {
       details,
       HasSubstr("  link        agents 0->1 chief:0 -> worker:0 grpc\n"));
   EXPECT_THAT(details,
-              HasSubstr("/ckpt/3, last at step 600, every 100 steps\n"));
+              HasSubstr("/ckpt/3, last at step 600, every 100 steps or 10m\n"));
   EXPECT_THAT(details, HasSubstr("2023-11-14 22:13:20 (1m30s ago)"));
   EXPECT_THAT(details, HasSubstr("1 of at most 3 (+1 not counted)\n"));
   EXPECT_THAT(details,

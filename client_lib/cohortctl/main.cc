@@ -33,7 +33,8 @@ constexpr char kUsage[] =
     "  submit --library=PATH --step=NAME --steps=N --global_batch=B\n"
     "         [--init=NAME] [--dataset=NAME] [--strategy=S]\n"
     "         [--communication=C] [--seed=S] [--checkpoint_every=N]\n"
-    "         [--max_restarts=N] [--devices_per_agent=N]\n"
+    "         [--checkpoint_interval=10m] [--max_restarts=N]\n"
+    "         [--devices_per_agent=N]\n"
     "         [--logical_devices_per_replica=N]\n"
     "         [--checkpoint_dir=DIR] [--config=JSON|@FILE] [--name=TEXT]\n"
     "         [--collective_timeout=60s] [--early_stop_metric=M\n"
@@ -132,10 +133,9 @@ int Main(int argc, char** argv) {
     return kUsageError;
   }
   if (args.size() < wanted + 1) {
-    std::fprintf(stderr, "cohortctl %s: expected %s (try --help)\n",
-                 command.c_str(),
-                 command == "logs" ? "a task, a job id or coordinator"
-                                   : "a JOB id");
+    std::fprintf(
+        stderr, "cohortctl %s: expected %s (try --help)\n", command.c_str(),
+        command == "logs" ? "a task, a job id or coordinator" : "a JOB id");
     return kUsageError;
   }
   if (command == "status") return StatusCommand(options);

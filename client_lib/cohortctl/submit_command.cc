@@ -55,6 +55,9 @@ ABSL_FLAG(std::string, communication, "auto",
 ABSL_FLAG(uint64_t, seed, 0, "submit: the job's random seed.");
 ABSL_FLAG(int64_t, checkpoint_every, 0,
           "submit: checkpoint every N steps; 0: only at the end.");
+ABSL_FLAG(absl::Duration, checkpoint_interval, absl::ZeroDuration(),
+          "submit: also checkpoint when this long has passed since the last "
+          "checkpoint (e.g. 10m); 0: by --checkpoint_every alone.");
 ABSL_FLAG(int, max_restarts, 0,
           "submit: how many times to resume after a lost worker.");
 ABSL_FLAG(int, logical_devices_per_replica, 1,
@@ -161,6 +164,7 @@ absl::StatusOr<JobSpec> SpecFromFlags() {
   spec.dataset_fn = absl::GetFlag(FLAGS_dataset);
   spec.seed = absl::GetFlag(FLAGS_seed);
   spec.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  spec.checkpoint_interval = absl::GetFlag(FLAGS_checkpoint_interval);
   spec.max_restarts = absl::GetFlag(FLAGS_max_restarts);
   spec.devices_per_agent = absl::GetFlag(FLAGS_devices_per_agent);
   spec.logical_devices_per_replica =

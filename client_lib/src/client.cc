@@ -111,6 +111,13 @@ absl::Status ValidateSpec(const JobSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat(
         "checkpoint_every: must not be negative, got ", spec.checkpoint_every));
   }
+  if (spec.checkpoint_interval < absl::ZeroDuration() ||
+      spec.checkpoint_interval == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint_interval: must be a finite duration, 0 or "
+                     "more, got ",
+                     absl::FormatDuration(spec.checkpoint_interval)));
+  }
   if (spec.trace_steps < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "trace_steps: must not be negative, got ", spec.trace_steps));
@@ -259,6 +266,8 @@ absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
   proto.set_global_batch_size(spec.global_batch_size);
   proto.set_seed(spec.seed);
   proto.set_checkpoint_every(spec.checkpoint_every);
+  proto.set_checkpoint_interval_ms(
+      absl::ToInt64Milliseconds(spec.checkpoint_interval));
   proto.set_max_restarts(spec.max_restarts);
   proto.set_config_json(spec.config_json.empty() ? "{}" : spec.config_json);
   proto.set_devices_per_agent(spec.devices_per_agent);
@@ -368,7 +377,8 @@ absl::StatusOr<v1::JobStatus> Client::WatchJob(
   absl::Time last_heard = absl::Now();
   // What broke a stream last, for the error if the watch gives up: a
   // silent stream says less than the failure before it.
-  absl::Status last_failure = absl::UnavailableError("its stream stayed silent");
+  absl::Status last_failure =
+      absl::UnavailableError("its stream stayed silent");
   // Each turn opens the stream once: a coordinator restarting or a network
   // blip breaks it, and the watch goes on over a new one.
   for (int attempt = 0;; ++attempt) {
@@ -458,10 +468,10 @@ absl::Status Client::StreamLogs(
       case StreamRead::kEnded:
         return impl_->connection.Annotate("Admin.StreamLogs", reader.status());
       case StreamRead::kTimedOut:
-        return absl::UnavailableError(absl::StrCat(
-            "logs of ", target, ": the coordinator at ",
-            impl_->connection.address(), " sent nothing for ",
-            absl::FormatDuration(silence_limit)));
+        return absl::UnavailableError(
+            absl::StrCat("logs of ", target, ": the coordinator at ",
+                         impl_->connection.address(), " sent nothing for ",
+                         absl::FormatDuration(silence_limit)));
     }
   }
 }

@@ -261,6 +261,45 @@ TEST_F(JobsE2eTest, KilledWorkerAgentRestartsTheJobFromItsCheckpoint) {
   EXPECT_NEAR(params[4], kTrueB, 1e-3);
 }
 
+TEST_F(JobsE2eTest, ACheckpointIntervalBoundsWhatAKilledAgentCosts) {
+  JobSpec spec = LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 300);
+  spec.checkpoint_interval = absl::Seconds(-1);
+  EXPECT_THAT(client_->SubmitJob(spec).status().message(),
+              HasSubstr("checkpoint_interval: must be a finite duration, 0 "
+                        "or more, got -1s"));
+  spec.checkpoint_interval = absl::Milliseconds(100);
+  spec.strategy = StrategyKind::kParameterServer;
+  EXPECT_THAT(client_->SubmitJob(spec).status().message(),
+              HasSubstr("checkpoint_interval_ms applies to the synchronous "
+                        "strategies"));
+
+  // No checkpoints by steps: the ones before the end come from the
+  // interval alone.
+  spec.strategy = StrategyKind::kMultiWorkerMirrored;
+  spec.max_restarts = 2;
+  spec.config_json =
+      std::string(kLinearConfig).replace(1, 0, R"("step_sleep_ms": 10, )");
+  absl::StatusOr<std::string> id = client_->SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        absl::StatusOr<v1::JobStatus> s = client_->GetJob(*id);
+        return s.ok() && s->checkpoint_step() >= 40;
+      },
+      absl::Seconds(30)));
+  absl::StatusOr<v1::ClusterState> state = coordinator_->State();
+  ASSERT_TRUE(state.ok());
+  const v1::TaskStatus* worker = FindTask(*state, "worker", 0);
+  ASSERT_NE(worker, nullptr);
+  ASSERT_EQ(kill(static_cast<pid_t>(worker->pid()), SIGKILL), 0);
+
+  const v1::JobStatus status = WaitForEnd(*id, absl::Seconds(60));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  ASSERT_GE(status.restarts_size(), 1);
+  EXPECT_GE(status.restarts(0).resumed_from_step(), 40);
+  EXPECT_EQ(status.spec().checkpoint_interval_ms(), 100);
+}
+
 TEST_F(JobsE2eTest, ASigtermedAgentHasEveryReplicaCheckpointBeforeItLeaves) {
   // No periodic checkpoints: only the one the shutdown asks for.
   JobSpec spec = LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 300);

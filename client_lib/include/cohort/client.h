@@ -110,7 +110,10 @@ struct JobSpec {
   int64_t steps = 0;
   int64_t global_batch_size = 0;  // split evenly over the replicas
   uint64_t seed = 0;
-  int64_t checkpoint_every = 0;    // steps; 0: only the final checkpoint
+  int64_t checkpoint_every = 0;  // steps; 0: only the final checkpoint
+  // Also checkpoint when this long has passed since the last one; 0: by
+  // steps only. The synchronous strategies only.
+  absl::Duration checkpoint_interval = absl::ZeroDuration();
   int max_restarts = 0;            // after a lost worker
   std::string config_json = "{}";  // handed to the library as is
   int devices_per_agent = 0;       // 0: every device of each agent
@@ -121,7 +124,7 @@ struct JobSpec {
   // Timeline tracing (GetTrace, cohortctl trace): each replica records its
   // first trace_steps steps of every attempt. 0: off.
   int64_t trace_steps = 0;
-  std::string checkpoint_dir;      // default: under the coordinator's state
+  std::string checkpoint_dir;  // default: under the coordinator's state
   absl::Duration collective_timeout = absl::Seconds(60);
   ParameterServerOptions ps;     // kParameterServer only
   EarlyStopping early_stopping;  // the synchronous strategies only
