@@ -533,5 +533,42 @@ TEST_F(JobsE2eTest, AnAcknowledgedSubmissionSurvivesACoordinatorKilledAtOnce) {
   EXPECT_EQ(ended.state(), v1::JOB_SUCCEEDED) << ended.error();
 }
 
+TEST_F(JobsE2eTest, AClusterStoppedMidJobResumesItFromTheStepItStoppedAt) {
+  ScratchDir dir;
+  const std::string state = dir.path() + "/state";
+  absl::StatusOr<ReadyCluster> cluster =
+      StartReadyCluster(dir, 1, 0, {"--state_dir=" + state, "--cpu_devices=2"});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  std::unique_ptr<Client> client =
+      *Client::Connect(cluster->coordinator->address());
+  // No periodic checkpoints, and no restarts to spend.
+  JobSpec spec = LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 300);
+  spec.config_json =
+      std::string(kLinearConfig).replace(1, 0, R"("step_sleep_ms": 10, )");
+  absl::StatusOr<std::string> id = client->SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        absl::StatusOr<v1::JobStatus> s = client->GetJob(*id);
+        return s.ok() && s->step() >= 40;
+      },
+      absl::Seconds(30)));
+  // As `cohortctl up` on Ctrl-C: the coordinator stops its tasks.
+  cluster->coordinator->process().Signal(SIGTERM);
+  ASSERT_TRUE(
+      cluster->coordinator->process().Wait(absl::Seconds(15)).has_value());
+
+  absl::StatusOr<ReadyCluster> again =
+      StartReadyCluster(dir, 1, 0, {"--state_dir=" + state, "--cpu_devices=2"});
+  ASSERT_TRUE(again.ok()) << again.status();
+  client = *Client::Connect(again->coordinator->address());
+  const v1::JobStatus ended = WaitForJobEnd(*client, *id, absl::Seconds(60));
+  ASSERT_EQ(ended.state(), v1::JOB_SUCCEEDED) << ended.error();
+  ASSERT_GE(ended.restarts_size(), 1);
+  const v1::RestartRecord& resumed = ended.restarts(ended.restarts_size() - 1);
+  EXPECT_GE(resumed.resumed_from_step(), 40) << resumed.cause();
+  EXPECT_FALSE(resumed.spent()) << resumed.cause();
+}
+
 }  // namespace
 }  // namespace cohort::testing
