@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <cmath>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
@@ -219,50 +220,80 @@ TEST_F(JobsE2eTest, CentralStorageMlpLearnsAndMatchesMirrored) {
   EXPECT_EQ(central.placement_size(), 1);
 }
 
-TEST_F(JobsE2eTest, KilledWorkerAgentRestartsTheJobFromItsCheckpoint) {
+// The linear job at 10 ms a step, long enough to lose an agent mid-job,
+// with restarts to spend and no checkpoints by steps.
+JobSpec SlowLinearJob() {
   JobSpec spec = LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 300);
-  spec.checkpoint_every = 20;
   spec.max_restarts = 2;
   spec.config_json =
       std::string(kLinearConfig).replace(1, 0, R"("step_sleep_ms": 10, )");
-  absl::StatusOr<std::string> id = client_->SubmitJob(spec);
-  ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        absl::StatusOr<v1::JobStatus> s = client_->GetJob(*id);
-        return s.ok() && s->checkpoint_step() >= 40;
-      },
-      absl::Seconds(30)));
-  absl::StatusOr<v1::ClusterState> state = coordinator_->State();
-  ASSERT_TRUE(state.ok());
-  const v1::TaskStatus* worker = FindTask(*state, "worker", 0);
-  ASSERT_NE(worker, nullptr);
-  ASSERT_EQ(kill(static_cast<pid_t>(worker->pid()), SIGKILL), 0);
-  const absl::Time killed = absl::Now();
+  return spec;
+}
 
-  // The chief's replicas stop within 5 s: the attempt ends, the job waits.
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        absl::StatusOr<v1::JobStatus> s = client_->GetJob(*id);
-        return s.ok() && s->restarts_size() >= 1;
-      },
-      absl::Seconds(5)))
-      << "the job did not notice the lost agent in 5 s";
-  EXPECT_LT(absl::Now() - killed, absl::Seconds(5));
-
-  const v1::JobStatus status = WaitForEnd(*id, absl::Seconds(60));
-  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
-  ASSERT_GE(status.restarts_size(), 1);
-  EXPECT_THAT(status.restarts(0).cause(), HasSubstr("worker:0 died"));
-  EXPECT_GE(status.restarts(0).resumed_from_step(), 40);
+void ExpectTrueWeights(const v1::JobStatus& status) {
   const std::vector<double> params = LinearParameters(status);
   ASSERT_EQ(params.size(), 5u);
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(params[i], kTrueW[i], 1e-3) << i;
   EXPECT_NEAR(params[4], kTrueB, 1e-3);
 }
 
+// Submits `spec` and waits, up to 30 s, until its status satisfies `until`;
+// the job's id, or "" after a test failure.
+std::string SubmitAndWaitUntil(
+    Client& client, const JobSpec& spec,
+    const std::function<bool(const v1::JobStatus&)>& until) {
+  absl::StatusOr<std::string> id = client.SubmitJob(spec);
+  EXPECT_TRUE(id.ok()) << id.status();
+  if (!id.ok()) return "";
+  const bool reached = WaitUntil(
+      [&] {
+        absl::StatusOr<v1::JobStatus> s = client.GetJob(*id);
+        return s.ok() && until(*s);
+      },
+      absl::Seconds(30));
+  EXPECT_TRUE(reached) << "job " << *id;
+  return reached ? *id : "";
+}
+
+// Sends `signal` to worker:0, by the pid the coordinator reports.
+void SignalWorker(CoordinatorProcess& coordinator, int signal) {
+  absl::StatusOr<v1::ClusterState> state = coordinator.State();
+  ASSERT_TRUE(state.ok()) << state.status();
+  const v1::TaskStatus* worker = FindTask(*state, "worker", 0);
+  ASSERT_NE(worker, nullptr);
+  ASSERT_EQ(kill(static_cast<pid_t>(worker->pid()), signal), 0);
+}
+
+TEST_F(JobsE2eTest, KilledWorkerAgentRestartsTheJobFromItsCheckpoint) {
+  JobSpec spec = SlowLinearJob();
+  spec.checkpoint_every = 20;
+  const std::string id = SubmitAndWaitUntil(
+      *client_, spec,
+      [](const v1::JobStatus& s) { return s.checkpoint_step() >= 40; });
+  ASSERT_FALSE(id.empty());
+  ASSERT_NO_FATAL_FAILURE(SignalWorker(*coordinator_, SIGKILL));
+  const absl::Time killed = absl::Now();
+
+  // The chief's replicas stop within 5 s: the attempt ends, the job waits.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        absl::StatusOr<v1::JobStatus> s = client_->GetJob(id);
+        return s.ok() && s->restarts_size() >= 1;
+      },
+      absl::Seconds(5)))
+      << "the job did not notice the lost agent in 5 s";
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(5));
+
+  const v1::JobStatus status = WaitForEnd(id, absl::Seconds(60));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  ASSERT_GE(status.restarts_size(), 1);
+  EXPECT_THAT(status.restarts(0).cause(), HasSubstr("worker:0 died"));
+  EXPECT_GE(status.restarts(0).resumed_from_step(), 40);
+  ExpectTrueWeights(status);
+}
+
 TEST_F(JobsE2eTest, ACheckpointIntervalBoundsWhatAKilledAgentCosts) {
-  JobSpec spec = LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 300);
+  JobSpec spec = SlowLinearJob();
   spec.checkpoint_interval = absl::Seconds(-1);
   EXPECT_THAT(client_->SubmitJob(spec).status().message(),
               HasSubstr("checkpoint_interval: must be a finite duration, 0 "
@@ -273,27 +304,15 @@ TEST_F(JobsE2eTest, ACheckpointIntervalBoundsWhatAKilledAgentCosts) {
               HasSubstr("checkpoint_interval_ms applies to the synchronous "
                         "strategies"));
 
-  // No checkpoints by steps: the ones before the end come from the
-  // interval alone.
+  // The checkpoints before the end come from the interval alone.
   spec.strategy = StrategyKind::kMultiWorkerMirrored;
-  spec.max_restarts = 2;
-  spec.config_json =
-      std::string(kLinearConfig).replace(1, 0, R"("step_sleep_ms": 10, )");
-  absl::StatusOr<std::string> id = client_->SubmitJob(spec);
-  ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        absl::StatusOr<v1::JobStatus> s = client_->GetJob(*id);
-        return s.ok() && s->checkpoint_step() >= 40;
-      },
-      absl::Seconds(30)));
-  absl::StatusOr<v1::ClusterState> state = coordinator_->State();
-  ASSERT_TRUE(state.ok());
-  const v1::TaskStatus* worker = FindTask(*state, "worker", 0);
-  ASSERT_NE(worker, nullptr);
-  ASSERT_EQ(kill(static_cast<pid_t>(worker->pid()), SIGKILL), 0);
+  const std::string id = SubmitAndWaitUntil(
+      *client_, spec,
+      [](const v1::JobStatus& s) { return s.checkpoint_step() >= 40; });
+  ASSERT_FALSE(id.empty());
+  ASSERT_NO_FATAL_FAILURE(SignalWorker(*coordinator_, SIGKILL));
 
-  const v1::JobStatus status = WaitForEnd(*id, absl::Seconds(60));
+  const v1::JobStatus status = WaitForEnd(id, absl::Seconds(60));
   ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
   ASSERT_GE(status.restarts_size(), 1);
   EXPECT_GE(status.restarts(0).resumed_from_step(), 40);
@@ -301,35 +320,20 @@ TEST_F(JobsE2eTest, ACheckpointIntervalBoundsWhatAKilledAgentCosts) {
 }
 
 TEST_F(JobsE2eTest, ASigtermedAgentHasEveryReplicaCheckpointBeforeItLeaves) {
-  // No periodic checkpoints: only the one the shutdown asks for.
-  JobSpec spec = LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 300);
-  spec.max_restarts = 2;
-  spec.config_json =
-      std::string(kLinearConfig).replace(1, 0, R"("step_sleep_ms": 10, )");
-  absl::StatusOr<std::string> id = client_->SubmitJob(spec);
-  ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        absl::StatusOr<v1::JobStatus> s = client_->GetJob(*id);
-        return s.ok() && s->step() >= 40;
-      },
-      absl::Seconds(30)));
-  absl::StatusOr<v1::ClusterState> state = coordinator_->State();
-  ASSERT_TRUE(state.ok());
-  const v1::TaskStatus* worker = FindTask(*state, "worker", 0);
-  ASSERT_NE(worker, nullptr);
-  ASSERT_EQ(kill(static_cast<pid_t>(worker->pid()), SIGTERM), 0);
+  // No checkpoints but the one the shutdown asks for.
+  const std::string id =
+      SubmitAndWaitUntil(*client_, SlowLinearJob(),
+                         [](const v1::JobStatus& s) { return s.step() >= 40; });
+  ASSERT_FALSE(id.empty());
+  ASSERT_NO_FATAL_FAILURE(SignalWorker(*coordinator_, SIGTERM));
 
-  const v1::JobStatus status = WaitForEnd(*id, absl::Seconds(60));
+  const v1::JobStatus status = WaitForEnd(id, absl::Seconds(60));
   ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
   ASSERT_GE(status.restarts_size(), 1);
   EXPECT_GE(status.restarts(0).resumed_from_step(), 40)
       << status.restarts(0).cause();
   EXPECT_THAT(status.restarts(0).cause(), HasSubstr("signal 15"));
-  const std::vector<double> params = LinearParameters(status);
-  ASSERT_EQ(params.size(), 5u);
-  for (int i = 0; i < 4; ++i) EXPECT_NEAR(params[i], kTrueW[i], 1e-3) << i;
-  EXPECT_NEAR(params[4], kTrueB, 1e-3);
+  ExpectTrueWeights(status);
 }
 
 struct BadJob {
@@ -541,18 +545,12 @@ TEST_F(JobsE2eTest, AClusterStoppedMidJobResumesItFromTheStepItStoppedAt) {
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   std::unique_ptr<Client> client =
       *Client::Connect(cluster->coordinator->address());
-  // No periodic checkpoints, and no restarts to spend.
-  JobSpec spec = LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 300);
-  spec.config_json =
-      std::string(kLinearConfig).replace(1, 0, R"("step_sleep_ms": 10, )");
-  absl::StatusOr<std::string> id = client->SubmitJob(spec);
-  ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        absl::StatusOr<v1::JobStatus> s = client->GetJob(*id);
-        return s.ok() && s->step() >= 40;
-      },
-      absl::Seconds(30)));
+  // No checkpoints by steps, and no restarts to spend.
+  JobSpec spec = SlowLinearJob();
+  spec.max_restarts = 0;
+  const std::string id = SubmitAndWaitUntil(
+      *client, spec, [](const v1::JobStatus& s) { return s.step() >= 40; });
+  ASSERT_FALSE(id.empty());
   // As `cohortctl up` on Ctrl-C: the coordinator stops its tasks.
   cluster->coordinator->process().Signal(SIGTERM);
   ASSERT_TRUE(
@@ -562,7 +560,7 @@ TEST_F(JobsE2eTest, AClusterStoppedMidJobResumesItFromTheStepItStoppedAt) {
       StartReadyCluster(dir, 1, 0, {"--state_dir=" + state, "--cpu_devices=2"});
   ASSERT_TRUE(again.ok()) << again.status();
   client = *Client::Connect(again->coordinator->address());
-  const v1::JobStatus ended = WaitForJobEnd(*client, *id, absl::Seconds(60));
+  const v1::JobStatus ended = WaitForJobEnd(*client, id, absl::Seconds(60));
   ASSERT_EQ(ended.state(), v1::JOB_SUCCEEDED) << ended.error();
   ASSERT_GE(ended.restarts_size(), 1);
   const v1::RestartRecord& resumed = ended.restarts(ended.restarts_size() - 1);
