@@ -1,5 +1,6 @@
 #include "coordinator/sync_monitor.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -90,9 +91,11 @@ SyncVerdict JudgeSyncAttempt(const Job& job,
     verdict.cause =
         absl::StrCat(ReportTask(*permanent), ": ", permanent->error());
   } else if (dead != nullptr) {
-    verdict.cause = absl::StrCat(dead->task.ToString(), " died",
-                                 dead->last_error.empty() ? "" : ": ",
-                                 dead->last_error, at_step);
+    // A task that deregistered was stopped (SIGTERM), not lost.
+    const bool stopped = absl::StartsWith(dead->last_error, "deregistered");
+    verdict.cause = absl::StrCat(
+        dead->task.ToString(), stopped ? " stopped" : " died",
+        dead->last_error.empty() ? "" : ": ", dead->last_error, at_step);
   } else {
     verdict.cause =
         absl::StrCat(ReportTask(*failed), ": ", failed->error(), at_step);

@@ -79,6 +79,10 @@ TEST_F(SyncMonitorTest, ADeadTaskIsNamedAfterTheGraceNotItsPeersBrokenRing) {
   EXPECT_EQ(v.kind, Kind::kEnd);
   EXPECT_FALSE(v.permanent);
   EXPECT_EQ(v.cause, "worker:0 died: killed by signal 9 (at step 40)");
+
+  agents_[1].last_error = "deregistered: signal 15";
+  v = Judge();
+  EXPECT_EQ(v.cause, "worker:0 stopped: deregistered: signal 15 (at step 40)");
 }
 
 TEST_F(SyncMonitorTest, APermanentFailureEndsAtOnce) {

@@ -332,7 +332,8 @@ TEST_F(JobsE2eTest, ASigtermedAgentHasEveryReplicaCheckpointBeforeItLeaves) {
   ASSERT_GE(status.restarts_size(), 1);
   EXPECT_GE(status.restarts(0).resumed_from_step(), 40)
       << status.restarts(0).cause();
-  EXPECT_THAT(status.restarts(0).cause(), HasSubstr("signal 15"));
+  EXPECT_THAT(status.restarts(0).cause(),
+              HasSubstr("worker:0 stopped: deregistered: signal 15"));
   ExpectTrueWeights(status);
 }
 
