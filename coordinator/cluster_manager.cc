@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "common/host_port.h"
 #include "common/status_macros.h"
+#include "coordinator/placement.h"
 #include "spdlog/spdlog.h"
 
 namespace cohort::coordinator {
@@ -134,7 +135,7 @@ absl::Status ClusterManager::Deregister(const v1::DeregisterRequest& request,
         FromProto(request.task()).ToString(), "; nothing deregistered"));
   }
   record->session_id.clear();
-  record->last_error = absl::StrCat("deregistered: ", request.reason());
+  record->last_error = absl::StrCat(kDeregisteredError, request.reason());
   SetState(*record, v1::DEAD, now);
   spdlog::info("{} deregistered ({})", FromProto(request.task()).ToString(),
                request.reason());

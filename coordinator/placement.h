@@ -21,13 +21,17 @@ struct AgentView {
   TaskId task;
   v1::TaskState state = v1::STARTING;
   int num_devices = 0;
-  bool cuda = false;       // its devices are CUDA GPUs
-  bool nccl = false;       // it was built with NCCL
+  bool cuda = false;  // its devices are CUDA GPUs
+  bool nccl = false;  // it was built with NCCL
   // Each device's GPU UUID, in device order ("" for CPU devices): NCCL
   // takes one rank per GPU, so agents that share one must not use it.
   std::vector<std::string> gpu_uuids;
   std::string last_error;  // why it last died
 };
+
+// How last_error begins when the task deregistered itself (it was stopped,
+// by SIGTERM or its orphan timeout), rather than being lost.
+inline constexpr char kDeregisteredError[] = "deregistered: ";
 
 // The agents a job runs on, in rank order: every chief and worker for
 // MultiWorkerMirrored and ParameterServer, the first of them otherwise.

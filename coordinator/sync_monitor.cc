@@ -92,7 +92,7 @@ SyncVerdict JudgeSyncAttempt(const Job& job,
         absl::StrCat(ReportTask(*permanent), ": ", permanent->error());
   } else if (dead != nullptr) {
     // A task that deregistered was stopped (SIGTERM), not lost.
-    const bool stopped = absl::StartsWith(dead->last_error, "deregistered");
+    const bool stopped = absl::StartsWith(dead->last_error, kDeregisteredError);
     verdict.cause = absl::StrCat(
         dead->task.ToString(), stopped ? " stopped" : " died",
         dead->last_error.empty() ? "" : ": ", dead->last_error, at_step);

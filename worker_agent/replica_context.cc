@@ -433,7 +433,8 @@ absl::StatusOr<StepEnd> ReplicaContextImpl::EndStep() {
         break;
     }
   }
-  constexpr size_t kVotes = 3;  // stop, leaving, checkpoint
+  // The votes' slots in `sums`, before the summed metrics.
+  enum : size_t { kStopVote, kLeaveVote, kCheckpointVote, kVotes };
   std::vector<double> sums = {stop_reason_.has_value() ? 1.0 : 0.0,
                               leaving_ ? 1.0 : 0.0,
                               checkpoint_wanted_ ? 1.0 : 0.0};
@@ -458,14 +459,14 @@ absl::StatusOr<StepEnd> ReplicaContextImpl::EndStep() {
   }
 
   StepEnd end;
-  end.checkpoint = sums[2] > 0;
-  if (sums[1] > 0) {
+  end.checkpoint = sums[kCheckpointVote] > 0;
+  if (sums[kLeaveVote] > 0) {
     double first = leaving_ ? replica_id_ : job_->num_replicas;
     COHORT_RETURN_IF_ERROR(
         reduce(ReduceOp::kMin, std::span<double>(&first, 1)));
     end.leaving = static_cast<int>(first);
   }
-  if (sums[0] > 0) {
+  if (sums[kStopVote] > 0) {
     // Name the lowest replica that asked; only its own agent knows why.
     double first = stop_reason_.has_value() ? replica_id_ : job_->num_replicas;
     COHORT_RETURN_IF_ERROR(
