@@ -15,6 +15,15 @@ namespace cohort {
 
 void BlockTerminationSignals();
 
+// How long a launcher (the coordinator, `cohortctl up`) gives a task between
+// SIGTERM and SIGKILL by default. An agent spends up to two thirds of it
+// checkpointing the step under way (StopGraceCheckpointShare), the rest
+// deregistering and exiting.
+inline constexpr absl::Duration kDefaultStopGrace = absl::Seconds(15);
+inline absl::Duration StopGraceCheckpointShare(absl::Duration stop_grace) {
+  return stop_grace * 2 / 3;
+}
+
 // Waits for SIGTERM, SIGINT or SIGHUP, or for RequestStop() from any thread.
 // Thread-safe.
 class TerminationWaiter {

@@ -11,6 +11,7 @@
 #include "common/file_util.h"
 #include "common/host_info.h"
 #include "common/host_port.h"
+#include "common/signals.h"
 #include "common/status_macros.h"
 #include "coordinator/cluster_metrics.h"
 #include "coordinator/previous_cluster.h"
@@ -197,6 +198,11 @@ std::vector<LaunchPlan> CoordinatorServer::PlanLaunches() const {
       argv.push_back(absl::StrCat("--cpu_devices=", config_.cpu_devices));
       argv.push_back(absl::StrCat(
           "--stop_timeout=", absl::FormatDuration(config_.agent_stop_timeout)));
+      // So that a stopped cluster's agents checkpoint within the grace the
+      // supervisor gives them, not past it.
+      argv.push_back(absl::StrCat("--shutdown_checkpoint_timeout=",
+                                  absl::FormatDuration(StopGraceCheckpointShare(
+                                      config_.supervisor.stop_grace))));
       // Its library cache and checkpoint copies, kept with the cluster.
       if (!config_.state_dir.empty()) {
         argv.push_back(absl::StrCat("--state_dir=", config_.state_dir,

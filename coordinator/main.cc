@@ -41,6 +41,10 @@ ABSL_FLAG(absl::Duration, agent_stop_timeout, absl::Minutes(2),
           "--stop_timeout for launched agents: how long a job's code may "
           "take to return once the job's attempt is ended, before the agent "
           "exits (code 3) and is restarted.");
+ABSL_FLAG(absl::Duration, task_stop_grace, cohort::kDefaultStopGrace,
+          "On shutdown, how long launched tasks have between SIGTERM and "
+          "SIGKILL. Launched agents spend up to two thirds of it "
+          "checkpointing a running job (their --shutdown_checkpoint_timeout).");
 ABSL_FLAG(absl::Duration, task_orphan_timeout, absl::Seconds(60),
           "Launched tasks exit when this coordinator has not answered them "
           "for this long, so that none outlives it for good; a coordinator "
@@ -104,6 +108,12 @@ absl::StatusOr<CoordinatorConfig> ConfigFromFlags() {
   config.supervisor.restart = absl::GetFlag(FLAGS_restart);
   config.supervisor.backoff_initial = absl::GetFlag(FLAGS_restart_backoff);
   config.supervisor.backoff_max = absl::GetFlag(FLAGS_restart_backoff_max);
+  config.supervisor.stop_grace = absl::GetFlag(FLAGS_task_stop_grace);
+  if (config.supervisor.stop_grace <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--task_stop_grace must be positive, got ",
+                     absl::FormatDuration(config.supervisor.stop_grace)));
+  }
   config.agent_binary = absl::GetFlag(FLAGS_agent_binary);
   config.ps_binary = absl::GetFlag(FLAGS_ps_binary);
   config.cpu_devices = absl::GetFlag(FLAGS_cpu_devices);

@@ -237,19 +237,31 @@ void Supervisor::Shutdown() {
   }
   const absl::Time deadline = absl::Now() + options_.stop_grace;
   for (auto& [task, child] : children_) {
-    if (child.process.has_value()) {
+    bool killed = false;
+    std::string how = "stopped";
+    if (child.process.has_value() && child.process->running()) {
       const absl::Duration left =
           std::max(absl::ZeroDuration(), deadline - absl::Now());
-      child.process->Stop(left);
+      const ExitStatus exit = child.process->Stop(left);
+      killed = exit.signaled() && exit.term_signal() == SIGKILL;
+      how = exit.ToString();
     } else if (child.adopted_pid > 0) {
       while (ProcessAlive(child.adopted_pid) && absl::Now() < deadline) {
         absl::SleepFor(absl::Milliseconds(20));
       }
       if (ProcessAlive(child.adopted_pid)) {
         kill(static_cast<pid_t>(child.adopted_pid), SIGKILL);
+        killed = true;
+        how = "killed by signal 9";
       }
     }
-    spdlog::info("{}: stopped", task.ToString());
+    if (killed) {
+      // A checkpoint it was writing is lost; the previous one stands.
+      spdlog::warn("{}: did not stop within {} of SIGTERM; {}", task.ToString(),
+                   absl::FormatDuration(options_.stop_grace), how);
+    } else {
+      spdlog::info("{}: {}", task.ToString(), how);
+    }
   }
   Publish();
 }

@@ -19,6 +19,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/signals.h"
 #include "common/subprocess.h"
 #include "coordinator/cluster_manager.h"
 #include "coordinator/state_store.h"
@@ -31,8 +32,9 @@ struct SupervisorOptions {
   absl::Duration backoff_max = absl::Seconds(30);
   // A child that lived this long before exiting starts its backoff afresh.
   absl::Duration healthy_run = absl::Seconds(30);
-  // SIGTERM to SIGKILL on shutdown. The coordinator's own exit budget is 5 s.
-  absl::Duration stop_grace = absl::Seconds(3);
+  // SIGTERM to SIGKILL on shutdown: long enough for an agent to checkpoint
+  // the step under way (see kDefaultStopGrace).
+  absl::Duration stop_grace = kDefaultStopGrace;
   absl::Duration poll_interval = absl::Milliseconds(100);
 };
 

@@ -211,8 +211,10 @@ int UpCommand(const CommonOptions& options) {
       return exit->exited() && exit->exit_code() == 0 ? 0 : 1;
     }
     if (waiter.WaitFor(absl::Milliseconds(200)).has_value()) {
-      // The coordinator stops its tasks within 5 s; allow it twice that.
-      const ExitStatus exit = coordinator->Stop(absl::Seconds(10));
+      // The coordinator gives its tasks kDefaultStopGrace to checkpoint and
+      // exit, then needs a few seconds of its own.
+      const ExitStatus exit =
+          coordinator->Stop(kDefaultStopGrace + absl::Seconds(10));
       std::cout << "cohortctl up: coordinator " << exit.ToString() << std::endl;
       return 0;
     }
