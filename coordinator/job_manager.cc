@@ -273,13 +273,14 @@ void JobManager::CheckSync(Job& job, const std::vector<AgentView>& agents,
       if (job.abort.empty()) job.abort = verdict.abort;
       return;
     case SyncVerdict::Kind::kEnd:
-      EndAttempt(job, verdict.cause, verdict.permanent, now);
+      EndAttempt(job, verdict.cause, verdict.permanent, now,
+                 /*spent=*/!verdict.agent_left);
       return;
   }
 }
 
 void JobManager::EndAttempt(Job& job, const std::string& cause, bool permanent,
-                            absl::Time now) {
+                            absl::Time now, bool spent) {
   retired_.push_back(absl::StrCat("job-", job.status.job_id(), "/attempt-",
                                   job.status.attempt(), "/"));
   job.assignments.clear();
@@ -297,7 +298,7 @@ void JobManager::EndAttempt(Job& job, const std::string& cause, bool permanent,
     return;
   }
   const int max_restarts = job.status.spec().max_restarts();
-  if (SpentRestarts(job.status) >= max_restarts) {
+  if (spent && SpentRestarts(job.status) >= max_restarts) {
     Finish(job, v1::JOB_FAILED,
            absl::StrCat(cause,
                         "; no restarts left (max_restarts=", max_restarts, ")"),
@@ -309,7 +310,7 @@ void JobManager::EndAttempt(Job& job, const std::string& cause, bool permanent,
   record->set_time_unix_ms(UnixMillis(now));
   record->set_cause(cause);
   record->set_resumed_from_step(job.status.checkpoint_step());
-  record->set_spent(true);
+  record->set_spent(spent);
   job.status.set_state(v1::JOB_RESTARTING);
   job.status.set_steps_per_second(0);
   job.status.set_step(job.status.checkpoint_step());

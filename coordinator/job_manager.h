@@ -13,7 +13,8 @@
 // When an attempt fails because a task died or a collective broke, the job
 // restarts from its last checkpoint while restarts are left; a failure the
 // job itself caused (a bad library, a step that returned an error) fails it
-// at once.
+// at once. An attempt that ended because an agent was stopped, after every
+// replica checkpointed, restarts without counting: it is no failure.
 //
 // The manager owns the table and applies decisions made elsewhere:
 // job_validation.h checks a spec, placement.h places an attempt (and makes
@@ -108,9 +109,11 @@ class JobManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CheckSync(Job& job, const std::vector<AgentView>& agents, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends the current attempt with `cause`: restart or fail.
+  // Ends the current attempt with `cause`: restart or fail. A restart that
+  // is not `spent` is not counted against max_restarts.
   void EndAttempt(Job& job, const std::string& cause, bool permanent,
-                  absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                  absl::Time now, bool spent)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Finish(Job& job, v1::JobState state, const std::string& error,
               absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateProgress(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -177,6 +177,39 @@ TEST_F(JobManagerTest, DeadAgentRestartsTheJobThenFailsWhenRestartsAreSpent) {
   EXPECT_TRUE(manager_.TakeRetiredGroups().empty());
 }
 
+TEST_F(JobManagerTest, AnAgentThatLeftRestartsTheJobWithoutSpendingARestart) {
+  v1::JobSpec spec = GoodSpec();
+  spec.set_max_restarts(0);
+  const std::string id = SubmitAndPlace(spec);
+  for (int round = 1; round <= 2; ++round) {
+    for (const char* task : {"chief", "worker"}) {
+      v1::AgentJobReport left =
+          Report(task, id, round, v1::AgentJobReport::FAILED, 5);
+      left.set_error("the agent of replica 2 is shutting down");
+      left.set_agent_left(true);
+      manager_.Sync(left, now_);
+    }
+    manager_.Tick(Ready(), now_);
+    now_ += absl::Seconds(1);
+    manager_.Tick(Ready(), now_);  // ends the attempt
+    manager_.Tick(Ready(), now_);  // places the next
+    const v1::JobStatus status = *manager_.Get(id);
+    ASSERT_EQ(status.restarts_size(), round);
+    EXPECT_FALSE(status.restarts(round - 1).spent());
+    EXPECT_EQ(status.attempt(), round + 1);
+    EXPECT_NE(status.state(), v1::JOB_FAILED) << status.error();
+  }
+
+  // A failure still counts: none is left.
+  manager_.Sync(Report("worker", id, 3, v1::AgentJobReport::FAILED), now_);
+  manager_.Tick(Ready(), now_);
+  now_ += absl::Seconds(1);
+  manager_.Tick(Ready(), now_);
+  EXPECT_EQ(State(id), v1::JOB_FAILED);
+  EXPECT_THAT(manager_.Get(id)->error(),
+              HasSubstr("no restarts left (max_restarts=0)"));
+}
+
 TEST_F(JobManagerTest, AJobWaitingToBePlacedSaysForWhomUntilItIsPlaced) {
   absl::StatusOr<std::string> id = manager_.Submit(GoodSpec(), now_);
   ASSERT_TRUE(id.ok()) << id.status();

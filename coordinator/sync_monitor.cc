@@ -21,6 +21,7 @@ SyncVerdict JudgeSyncAttempt(const Job& job,
   const v1::AgentJobReport* permanent = nullptr;
   const v1::AgentJobReport* failed = nullptr;
   const AgentView* dead = nullptr;
+  SyncVerdict verdict;
   for (const auto& [task, assignment] : job.assignments) {
     const AgentView* view =
         FindView(agents, ParseTaskId(task).value_or(TaskId{}));
@@ -40,12 +41,12 @@ SyncVerdict JudgeSyncAttempt(const Job& job,
       case v1::AgentJobReport::FAILED:
         if (report.permanent() && permanent == nullptr) permanent = &report;
         if (failed == nullptr) failed = &report;
+        verdict.agent_left = verdict.agent_left || report.agent_left();
         break;
       default:
         break;
     }
   }
-  SyncVerdict verdict;
   const int agents_in_job = static_cast<int>(job.assignments.size());
   if (finished == agents_in_job) {
     verdict.kind = Kind::kSucceeded;

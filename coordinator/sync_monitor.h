@@ -27,6 +27,9 @@ struct SyncVerdict {
   std::string abort;
   std::string cause;
   bool permanent = false;  // the job caused it: no restart helps
+  // An agent was stopped after every replica checkpointed: an operator's
+  // stop, not a failure, so the restart is not counted against max_restarts.
+  bool agent_left = false;
 };
 
 // A failure is decided at once when permanent, otherwise once

@@ -83,6 +83,23 @@ TEST_F(SyncMonitorTest, ADeadTaskIsNamedAfterTheGraceNotItsPeersBrokenRing) {
   agents_[1].last_error = "deregistered: signal 15";
   v = Judge();
   EXPECT_EQ(v.cause, "worker:0 stopped: deregistered: signal 15 (at step 40)");
+  EXPECT_FALSE(v.agent_left) << "no report said the replicas checkpointed";
+}
+
+TEST_F(SyncMonitorTest,
+       AnAgentThatLeftAfterACheckpointEndsTheAttemptUncounted) {
+  Report("chief", v1::AgentJobReport::FAILED,
+         "the agent of replica 1 is shutting down; every replica "
+         "checkpointed step 40 first");
+  job_.reports["chief:0"].set_agent_left(true);
+  agents_[1].state = v1::DEAD;
+  agents_[1].last_error = "deregistered: signal 15";
+  job_.failing_since = now_ - absl::Seconds(1);
+  const SyncVerdict v = Judge();
+  EXPECT_EQ(v.kind, Kind::kEnd);
+  EXPECT_FALSE(v.permanent);
+  EXPECT_TRUE(v.agent_left);
+  EXPECT_EQ(v.cause, "worker:0 stopped: deregistered: signal 15 (at step 40)");
 }
 
 TEST_F(SyncMonitorTest, APermanentFailureEndsAtOnce) {

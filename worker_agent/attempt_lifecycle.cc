@@ -22,11 +22,13 @@ void AttemptLifecycle::SetRunning() {
   }
 }
 
-bool AttemptLifecycle::RecordError(const absl::Status& status, bool permanent) {
+bool AttemptLifecycle::RecordError(const absl::Status& status, bool permanent,
+                                   bool agent_left) {
   absl::MutexLock lock(&mu_);
   if (!error_.ok()) return false;
   error_ = status;
   permanent_ = permanent;
+  agent_left_ = agent_left;
   return true;
 }
 
@@ -51,6 +53,7 @@ v1::AgentJobReport AttemptLifecycle::Report() const {
   if (!error_.ok()) {
     report.set_error(std::string(error_.message()));
     report.set_permanent(permanent_);
+    report.set_agent_left(agent_left_);
   }
   return report;
 }

@@ -31,8 +31,10 @@ class AttemptLifecycle {
   // LOADING becomes RUNNING; any other state stays.
   void SetRunning();
   // Records the attempt's first error; false when one was recorded before.
-  // `permanent`: retrying the attempt cannot help.
-  bool RecordError(const absl::Status& status, bool permanent);
+  // `permanent`: retrying the attempt cannot help. `agent_left`: it ended
+  // because an agent is stopping, after every replica checkpointed.
+  bool RecordError(const absl::Status& status, bool permanent,
+                   bool agent_left = false);
   absl::Status error() const;
   bool done() const;
 
@@ -47,6 +49,7 @@ class AttemptLifecycle {
       v1::AgentJobReport::LOADING;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool permanent_ ABSL_GUARDED_BY(mu_) = false;
+  bool agent_left_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace cohort::agent

@@ -88,6 +88,14 @@ void JobAgent::Leave() {
         "job {} attempt {}: no checkpoint within {} of the shutdown; stopping "
         "it without one",
         a.job_id(), a.attempt(), absl::FormatDuration(options_.leave_timeout));
+    return;
+  }
+  // The loop is stopped, so the coordinator would not otherwise hear how
+  // the attempt ended: that an agent left, which costs the job no restart,
+  // even when this agent was the job's only one.
+  if (absl::Status sent = SyncOnce().status(); !sent.ok()) {
+    spdlog::warn("job {}: cannot report the checkpoint before leaving: {}",
+                 a.job_id(), sent.ToString());
   }
 }
 
@@ -114,18 +122,21 @@ void JobAgent::StopRunner(const absl::Status& why) {
   runner_.reset();  // joins
 }
 
+absl::StatusOr<v1::AgentSyncResponse> JobAgent::SyncOnce() {
+  v1::AgentJobReport report;
+  if (runner_ != nullptr) report = runner_->Report();
+  report.mutable_task()->set_type(options_.task.type);
+  report.mutable_task()->set_index(options_.task.index);
+  return options_.job_control->Sync(report, kSyncTimeout);
+}
+
 void JobAgent::Run() {
   absl::Duration interval = absl::Milliseconds(200);
   absl::Time last_warning = absl::InfinitePast();
   const absl::Time started = absl::Now();
   bool ever_synced = false;
   do {
-    v1::AgentJobReport report;
-    if (runner_ != nullptr) report = runner_->Report();
-    report.mutable_task()->set_type(options_.task.type);
-    report.mutable_task()->set_index(options_.task.index);
-    absl::StatusOr<v1::AgentSyncResponse> synced =
-        options_.job_control->Sync(report, kSyncTimeout);
+    absl::StatusOr<v1::AgentSyncResponse> synced = SyncOnce();
     if (!synced.ok()) {
       // The coordinator may be restarting; the job keeps running meanwhile.
       // Until a first sync, the task's registration retries already say

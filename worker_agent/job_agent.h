@@ -70,15 +70,17 @@ class JobAgent {
   void Start();
   // The agent is going away (SIGTERM): stops the loop, then gives the
   // running attempt up to leave_timeout to checkpoint the step under way on
-  // every replica and end (AttemptRunner::Leave). Before Shutdown, while
-  // the task still heartbeats, so that the coordinator does not end the
-  // attempt first.
+  // every replica and end (AttemptRunner::Leave), and reports that end.
+  // Before Shutdown, while the task still heartbeats, so that the
+  // coordinator does not end the attempt first.
   void Leave();
   void Shutdown();
 
  private:
   void StopLoop();
   void Run();
+  // Reports the runner's state and learns the assignment, once.
+  absl::StatusOr<v1::AgentSyncResponse> SyncOnce();
   void Apply(const v1::AgentJobAssignment& assignment);
   // Aborts the runner with `why` and destroys it, once it has stopped or
   // after on_stuck.

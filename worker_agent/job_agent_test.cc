@@ -159,6 +159,11 @@ class FakeRunner final : public AttemptRunner {
     report.set_job_id(options_.assignment.job_id());
     report.set_attempt(attempt());
     report.set_state(v1::AgentJobReport::RUNNING);
+    absl::MutexLock lock(&log_->mu);
+    if (log_->left[attempt()] && !log_->stuck) {
+      report.set_state(v1::AgentJobReport::FAILED);
+      report.set_agent_left(true);
+    }
     return report;
   }
   // Done once aborted or asked to leave (as if it had checkpointed),
@@ -273,6 +278,11 @@ TEST_F(JobAgentTest, LeavingLetsTheAttemptEndOnItsOwnBeforeItIsStopped) {
   EXPECT_TRUE(log_->Left(1));
   // It ended on its own: nothing aborted it.
   EXPECT_OK(log_->Aborted(1));
+  // And the coordinator heard so, with the loop already stopped.
+  const v1::AgentJobReport last = coordinator_->last_report();
+  EXPECT_EQ(last.state(), v1::AgentJobReport::FAILED);
+  EXPECT_TRUE(last.agent_left());
+  EXPECT_EQ(last.task().type(), "worker");
   agent_->Shutdown();
   EXPECT_TRUE(log_->Destroyed(1));
   EXPECT_THAT(log_->StuckReports(), IsEmpty());

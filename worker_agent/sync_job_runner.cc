@@ -58,8 +58,9 @@ void SyncJobRunner::Abort(const absl::Status& status) {
   if (input_ != nullptr) input_->Abort(status);
 }
 
-void SyncJobRunner::Fail(const absl::Status& status, bool permanent) {
-  if (!lifecycle_.RecordError(status, permanent)) return;
+void SyncJobRunner::Fail(const absl::Status& status, bool permanent,
+                         bool agent_left) {
+  if (!lifecycle_.RecordError(status, permanent, agent_left)) return;
   spdlog::error("job {} attempt {}: {}", options_.assignment.job_id(),
                 options_.assignment.attempt(), status.ToString());
   Abort(absl::AbortedError(absl::StrCat("replicas of ",
@@ -478,8 +479,8 @@ void SyncJobRunner::RunReplica(int local) {
     Progress(local, done);
     if (last) return;
     if (end->leaving >= 0) {
-      // Retryable: the next attempt resumes from this step, without the
-      // agent that left or with its replacement.
+      // Retryable, and not a failure: the next attempt resumes from this
+      // step, without the agent that left or with its replacement.
       if (leaving_ && local == 0) {
         spdlog::info("job {}: checkpointed step {} before shutting down",
                      a.job_id(), done);
@@ -488,7 +489,7 @@ void SyncJobRunner::RunReplica(int local) {
                       "the agent of replica ", end->leaving,
                       " is shutting down; every replica checkpointed step ",
                       done, " first")),
-                  false);
+                  /*permanent=*/false, /*agent_left=*/true);
     }
   }
 }

@@ -69,8 +69,10 @@ class SyncJobRunner final : public AttemptRunner {
   // Records the link from rank `from` to the next of the ring [begin, end).
   void AddLink(const std::string& ring, int from, int end,
                const std::string& transport, int begin = 0);
-  // Records the first failure and aborts everything else.
-  void Fail(const absl::Status& status, bool permanent);
+  // Records the first failure and aborts everything else (see
+  // AttemptLifecycle::RecordError).
+  void Fail(const absl::Status& status, bool permanent,
+            bool agent_left = false);
   void Progress(int local, int64_t steps_done);
   // The replicas agreed to stop after `done` steps.
   void Stopped(int64_t done, const StepEnd& end);
