@@ -211,6 +211,11 @@ int UpCommand(const CommonOptions& options) {
       return exit->exited() && exit->exit_code() == 0 ? 0 : 1;
     }
     if (waiter.WaitFor(absl::Milliseconds(200)).has_value()) {
+      std::cout << "cohortctl up: stopping the cluster; a running job is "
+                   "checkpointed first (up to "
+                << absl::FormatDuration(
+                       StopGraceCheckpointShare(kDefaultStopGrace))
+                << ")" << std::endl;
       // The coordinator gives its tasks kDefaultStopGrace to checkpoint and
       // exit, then needs a few seconds of its own.
       const ExitStatus exit =

@@ -79,6 +79,11 @@ TEST(CohortctlE2eTest, UpWithNoArgumentsBringsUpTheDefaultCluster) {
   EXPECT_TRUE(exit->exited() && exit->exit_code() == 0) << exit->ToString();
   EXPECT_TRUE(WaitAllGone(pids, absl::Seconds(5)));
   KillIfAlive(pids);
+  // Stopping can take seconds while a job checkpoints: it is not silent.
+  absl::StatusOr<std::string> log = ReadFile(dir.path() + "/up.log");
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_THAT(*log, HasSubstr("cohortctl up: stopping the cluster; a running "
+                              "job is checkpointed first (up to 10s)"));
 }
 
 // `cohortctl up` under $XDG_STATE_HOME=dir, in the background, and the
