@@ -252,7 +252,7 @@ void Supervisor::Shutdown() {
       if (ProcessAlive(child.adopted_pid)) {
         kill(static_cast<pid_t>(child.adopted_pid), SIGKILL);
         killed = true;
-        how = "killed by signal 9";
+        how = ExitStatus{SIGKILL}.ToString();
       }
     }
     if (killed) {
