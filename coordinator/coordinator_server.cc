@@ -112,8 +112,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   // Nothing of a scratch dir outlives this process.
   if (config.state_dir.empty()) server->scratch_dir_ = data_dir;
   server->libraries_ = std::make_unique<LibraryStore>(data_dir + "/libraries");
-  server->jobs_ = std::make_unique<JobManager>(
-      *config.spec, JobManagerOptions{.checkpoint_root = data_dir + "/jobs"});
+  JobManagerOptions jobs = config.jobs;
+  jobs.checkpoint_root = data_dir + "/jobs";
+  server->jobs_ = std::make_unique<JobManager>(*config.spec, jobs);
   server->job_loop_ = std::make_unique<JobLoop>(
       server->manager_.get(), server->jobs_.get(), server->store_manager_.get(),
       config.state_dir.empty() ? "" : config.state_dir + "/jobs.json");

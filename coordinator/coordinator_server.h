@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/cluster_spec.h"
+#include "common/metrics.h"
 #include "coordinator/cluster_manager.h"
 #include "coordinator/coordinator_service.h"
 #include "coordinator/job_loop.h"
@@ -20,7 +21,6 @@
 #include "coordinator/store_manager.h"
 #include "coordinator/store_service.h"
 #include "coordinator/supervisor.h"
-#include "common/metrics.h"
 #include "rpc/auth.h"
 #include "rpc/metrics_http.h"
 #include "rpc/server.h"
@@ -39,6 +39,8 @@ struct CoordinatorConfig {
   LaunchMode launch = LaunchMode::kLocal;
   ClusterManagerOptions cluster;
   SupervisorOptions supervisor;
+  // Jobs' defaults; checkpoint_root is set from the state dir.
+  JobManagerOptions jobs;
   std::string agent_binary;  // default: cohort-agent beside this binary
   std::string ps_binary;     // default: cohort-ps beside this binary
   int cpu_devices = 1;       // --cpu_devices for launched agents

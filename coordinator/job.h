@@ -25,7 +25,7 @@ struct JobManagerOptions {
   // rest (a dead task's exit, a permanent error) before deciding the cause.
   absl::Duration failure_grace = absl::Milliseconds(700);
   // A job whose agents are not all READY this long after placing began
-  // fails, naming them.
+  // fails, naming them; a job's spec may set its own (PlacementTimeout).
   absl::Duration placement_timeout = absl::Seconds(120);
   absl::Duration sync_interval = absl::Milliseconds(200);  // told to agents
   // Where checkpoints go when the spec names no directory: <root>/<job id>.
@@ -74,5 +74,12 @@ struct Job {
     return status.spec().strategy() == v1::PARAMETER_SERVER;
   }
 };
+
+// The job's own placement timeout, or the manager's default.
+inline absl::Duration PlacementTimeout(const Job& job,
+                                       const JobManagerOptions& options) {
+  const int64_t ms = job.status.spec().placement_timeout_ms();
+  return ms > 0 ? absl::Milliseconds(ms) : options.placement_timeout;
+}
 
 }  // namespace cohort::coordinator

@@ -201,11 +201,12 @@ void JobManager::Place(Job& job, const std::vector<AgentView>& agents,
   const Readiness readiness = CheckReady(JobTasks(spec_, spec), agents);
   NoteWaiting(job, readiness.not_ready);
   if (!readiness.not_ready.empty()) {
-    if (now - job.placing_since > options_.placement_timeout) {
+    const absl::Duration timeout = PlacementTimeout(job, options_);
+    if (now - job.placing_since > timeout) {
       Finish(job, v1::JOB_FAILED,
              absl::StrCat("agents not ready within ",
-                          absl::FormatDuration(options_.placement_timeout),
-                          ": ", absl::StrJoin(readiness.not_ready, ", ")),
+                          absl::FormatDuration(timeout), ": ",
+                          absl::StrJoin(readiness.not_ready, ", ")),
              now);
     }
     return;
@@ -324,7 +325,7 @@ void JobManager::NoteWaiting(Job& job,
           ? ""
           : absl::StrCat(absl::StrJoin(not_ready, ", "),
                          "; the attempt fails if they are not ready within ",
-                         absl::FormatDuration(options_.placement_timeout));
+                         absl::FormatDuration(PlacementTimeout(job, options_)));
   if (job.status.waiting_for() == waiting_for) return;
   job.status.set_waiting_for(waiting_for);
   job.changed = true;

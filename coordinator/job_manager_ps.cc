@@ -30,12 +30,13 @@ void JobManager::PlaceParameterServer(Job& job,
   Readiness readiness = CheckReady(tasks, agents);
   NoteWaiting(job, readiness.not_ready);
   if (!readiness.not_ready.empty()) {
-    if (now - job.placing_since > options_.placement_timeout) {
-      Finish(job, v1::JOB_FAILED,
-             absl::StrCat("tasks not ready within ",
-                          absl::FormatDuration(options_.placement_timeout),
-                          ": ", absl::StrJoin(readiness.not_ready, ", ")),
-             now);
+    const absl::Duration timeout = PlacementTimeout(job, options_);
+    if (now - job.placing_since > timeout) {
+      Finish(
+          job, v1::JOB_FAILED,
+          absl::StrCat("tasks not ready within ", absl::FormatDuration(timeout),
+                       ": ", absl::StrJoin(readiness.not_ready, ", ")),
+          now);
     }
     return;
   }
@@ -150,7 +151,7 @@ void JobManager::CheckParameterServer(Job& job,
                                       const std::vector<AgentView>& agents,
                                       absl::Time now) {
   const PsVerdict verdict = CheckPsAttempt(job, PsTasks(spec_), agents, now,
-                                           options_.placement_timeout);
+                                           PlacementTimeout(job, options_));
   switch (verdict.kind) {
     case PsVerdict::Kind::kGoesOn:
       return;

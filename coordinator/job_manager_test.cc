@@ -210,6 +210,56 @@ TEST_F(JobManagerTest, AnAgentThatLeftRestartsTheJobWithoutSpendingARestart) {
               HasSubstr("no restarts left (max_restarts=0)"));
 }
 
+TEST_F(JobManagerTest, AJobsOwnPlacementTimeoutBoundsTheWaitForAReplacement) {
+  // Two jobs lose their worker's agent for good (a host being replaced):
+  // the one with the default waits 2 minutes, the other its own 15.
+  for (const int64_t own_ms : {int64_t{0}, int64_t{15 * 60 * 1000}}) {
+    v1::JobSpec spec = GoodSpec();
+    spec.set_max_restarts(0);
+    spec.set_placement_timeout_ms(own_ms);
+    const std::string id = SubmitAndPlace(spec);
+    for (const char* task : {"chief", "worker"}) {
+      v1::AgentJobReport left =
+          Report(task, id, 1, v1::AgentJobReport::FAILED, 5);
+      left.set_agent_left(true);
+      manager_.Sync(left, now_);
+    }
+    std::vector<AgentView> agents = Ready();
+    agents[1].state = v1::DEAD;
+    agents[1].last_error = absl::StrCat(kDeregisteredError, "shutting down");
+    manager_.Tick(agents, now_);
+    now_ += absl::Seconds(1);
+    manager_.Tick(agents, now_);  // ends attempt 1
+    manager_.Tick(agents, now_);  // waits for worker:0
+    ASSERT_EQ(State(id), v1::JOB_RESTARTING) << manager_.Get(id)->error();
+    const std::string bound = own_ms > 0 ? "15m" : "2m";
+    EXPECT_THAT(manager_.Get(id)->waiting_for(),
+                HasSubstr(absl::StrCat("not ready within ", bound)));
+
+    now_ += absl::Minutes(2) + absl::Seconds(1);
+    manager_.Tick(agents, now_);
+    if (own_ms == 0) {
+      EXPECT_EQ(State(id), v1::JOB_FAILED);
+      EXPECT_THAT(manager_.Get(id)->error(),
+                  HasSubstr("agents not ready within 2m: worker:0"));
+      continue;
+    }
+    EXPECT_EQ(State(id), v1::JOB_RESTARTING);
+    now_ += absl::Minutes(13);
+    manager_.Tick(agents, now_);
+    EXPECT_EQ(State(id), v1::JOB_FAILED);
+    EXPECT_THAT(manager_.Get(id)->error(),
+                HasSubstr("agents not ready within 15m: worker:0"));
+  }
+}
+
+TEST_F(JobManagerTest, ANegativePlacementTimeoutIsRefusedNamingIt) {
+  v1::JobSpec spec = GoodSpec();
+  spec.set_placement_timeout_ms(-1);
+  EXPECT_THAT(manager_.Submit(spec, now_).status().message(),
+              HasSubstr("placement_timeout_ms must be >= 0"));
+}
+
 TEST_F(JobManagerTest, AJobWaitingToBePlacedSaysForWhomUntilItIsPlaced) {
   absl::StatusOr<std::string> id = manager_.Submit(GoodSpec(), now_);
   ASSERT_TRUE(id.ok()) << id.status();

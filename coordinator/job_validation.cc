@@ -103,6 +103,12 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   if (spec.max_restarts() < 0) {
     return bad("max_restarts must be >= 0, got ", spec.max_restarts());
   }
+  if (spec.placement_timeout_ms() < 0) {
+    return bad(
+        "placement_timeout_ms must be >= 0 (0: the coordinator's "
+        "--placement_timeout), got ",
+        spec.placement_timeout_ms());
+  }
   if (spec.devices_per_agent() < 0) {
     return bad("devices_per_agent must be >= 0, got ",
                spec.devices_per_agent());

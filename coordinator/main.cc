@@ -49,6 +49,11 @@ ABSL_FLAG(absl::Duration, task_orphan_timeout, absl::Seconds(60),
           "Launched tasks exit when this coordinator has not answered them "
           "for this long, so that none outlives it for good; a coordinator "
           "restarted within it adopts them. 0: never.");
+ABSL_FLAG(absl::Duration, placement_timeout, absl::Minutes(2),
+          "How long a job's attempt waits for its tasks to be READY (at the "
+          "start, and after a restart while a lost host or its replacement "
+          "comes back) before it fails naming them. A job's "
+          "placement_timeout overrides it.");
 ABSL_FLAG(bool, new_cluster, false,
           "Start a new cluster in --state_dir instead of resuming the one "
           "kept there: stop the tasks it left running and move its state to "
@@ -129,6 +134,13 @@ absl::StatusOr<CoordinatorConfig> ConfigFromFlags() {
   if (config.task_orphan_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         "--task_orphan_timeout must be 0 (never) or positive");
+  }
+  config.jobs.placement_timeout = absl::GetFlag(FLAGS_placement_timeout);
+  if (config.jobs.placement_timeout <= absl::ZeroDuration() ||
+      config.jobs.placement_timeout == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--placement_timeout must be positive and finite, got ",
+                     absl::FormatDuration(config.jobs.placement_timeout)));
   }
   config.new_cluster = absl::GetFlag(FLAGS_new_cluster);
   return config;

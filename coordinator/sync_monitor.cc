@@ -55,8 +55,9 @@ SyncVerdict JudgeSyncAttempt(const Job& job,
   if (failed == nullptr && dead == nullptr) {
     if (running + finished == agents_in_job) {
       verdict.kind = Kind::kRunning;
-    } else if (job.status.state() != v1::JOB_RUNNING &&
-               now - job.placing_since > options.placement_timeout) {
+    } else if (const absl::Duration timeout = PlacementTimeout(job, options);
+               job.status.state() != v1::JOB_RUNNING &&
+               now - job.placing_since > timeout) {
       std::vector<std::string> slow;
       for (const auto& [task, assignment] : job.assignments) {
         auto it = job.reports.find(task);
@@ -66,10 +67,9 @@ SyncVerdict JudgeSyncAttempt(const Job& job,
         }
       }
       verdict.kind = Kind::kEnd;
-      verdict.cause =
-          absl::StrCat("the attempt did not start within ",
-                       absl::FormatDuration(options.placement_timeout),
-                       ": no replicas running on ", absl::StrJoin(slow, ", "));
+      verdict.cause = absl::StrCat(
+          "the attempt did not start within ", absl::FormatDuration(timeout),
+          ": no replicas running on ", absl::StrJoin(slow, ", "));
     }
     return verdict;
   }

@@ -34,6 +34,7 @@ constexpr char kUsage[] =
     "         [--init=NAME] [--dataset=NAME] [--strategy=S]\n"
     "         [--communication=C] [--seed=S] [--checkpoint_every=N]\n"
     "         [--checkpoint_interval=10m] [--max_restarts=N]\n"
+    "         [--placement_timeout=10m]\n"
     "         [--devices_per_agent=N]\n"
     "         [--logical_devices_per_replica=N]\n"
     "         [--checkpoint_dir=DIR] [--config=JSON|@FILE] [--name=TEXT]\n"

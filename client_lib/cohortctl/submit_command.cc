@@ -60,6 +60,10 @@ ABSL_FLAG(absl::Duration, checkpoint_interval, absl::ZeroDuration(),
           "checkpoint (e.g. 10m); 0: by --checkpoint_every alone.");
 ABSL_FLAG(int, max_restarts, 0,
           "submit: how many times to resume after a lost worker.");
+ABSL_FLAG(absl::Duration, placement_timeout, absl::ZeroDuration(),
+          "submit: how long each attempt waits for its tasks to be ready, "
+          "e.g. while a lost host is replaced, before it fails; 0: the "
+          "coordinator's --placement_timeout (2m by default).");
 ABSL_FLAG(int, logical_devices_per_replica, 1,
           "submit: devices each replica spans (TPUStrategy's logical "
           "devices); the replicas per agent are its devices divided by it.");
@@ -166,6 +170,7 @@ absl::StatusOr<JobSpec> SpecFromFlags() {
   spec.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   spec.checkpoint_interval = absl::GetFlag(FLAGS_checkpoint_interval);
   spec.max_restarts = absl::GetFlag(FLAGS_max_restarts);
+  spec.placement_timeout = absl::GetFlag(FLAGS_placement_timeout);
   spec.devices_per_agent = absl::GetFlag(FLAGS_devices_per_agent);
   spec.logical_devices_per_replica =
       absl::GetFlag(FLAGS_logical_devices_per_replica);

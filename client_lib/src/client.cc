@@ -107,6 +107,13 @@ absl::Status ValidateSpec(const JobSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_restarts: must not be negative, got ", spec.max_restarts));
   }
+  if (spec.placement_timeout < absl::ZeroDuration() ||
+      spec.placement_timeout == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("placement_timeout: must be a finite duration, 0 (the "
+                     "coordinator's) or more, got ",
+                     absl::FormatDuration(spec.placement_timeout)));
+  }
   if (spec.checkpoint_every < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "checkpoint_every: must not be negative, got ", spec.checkpoint_every));
@@ -269,6 +276,8 @@ absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
   proto.set_checkpoint_interval_ms(
       absl::ToInt64Milliseconds(spec.checkpoint_interval));
   proto.set_max_restarts(spec.max_restarts);
+  proto.set_placement_timeout_ms(
+      absl::ToInt64Milliseconds(spec.placement_timeout));
   proto.set_config_json(spec.config_json.empty() ? "{}" : spec.config_json);
   proto.set_devices_per_agent(spec.devices_per_agent);
   proto.set_logical_devices_per_replica(spec.logical_devices_per_replica);

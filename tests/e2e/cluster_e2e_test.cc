@@ -235,6 +235,27 @@ TEST(ClusterE2eTest, AMissingTaskBinaryIsRefusedAtStartup) {
   EXPECT_TRUE(c.ok()) << c.status();
 }
 
+TEST(ClusterE2eTest, BadFlagValuesExitTwoNamingTheFlag) {
+  ScratchDir dir;
+  const std::string spec = dir.Write("spec.json", LocalSpec(1, 0));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--placement_timeout=0", "--placement_timeout must be positive"},
+      {"--placement_timeout=inf", "--placement_timeout must be positive"},
+      {"--task_stop_grace=-1s", "--task_stop_grace must be positive"},
+      {"--heartbeat_timeout=0", "--heartbeat_timeout must be positive"},
+      {"--cpu_devices=0", "--cpu_devices must be at least 1"},
+      {"--launch=remote", "--launch: unknown mode \"remote\""},
+  };
+  for (const auto& [flag, expected] : cases) {
+    CommandResult result = RunCommand(
+        {Binary("cohort-coordinator"), absl::StrCat("--cluster_spec=", spec),
+         "--listen=127.0.0.1:0", flag},
+        absl::Seconds(10));
+    EXPECT_EQ(result.exit_code, 2) << flag << "\n" << result.output;
+    EXPECT_THAT(result.output, HasSubstr(expected)) << flag;
+  }
+}
+
 TEST(ClusterE2eTest, MalformedSpecsExitTwoWithOneLineNamingThePath) {
   ScratchDir dir;
   struct Case {

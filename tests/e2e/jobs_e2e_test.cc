@@ -324,6 +324,11 @@ TEST_F(JobsE2eTest, ASigtermedAgentHasEveryReplicaCheckpointBeforeItLeaves) {
   // allowed: a stop that loses nothing is not a failure.
   JobSpec spec = SlowLinearJob();
   spec.max_restarts = 0;
+  // How long the job waits for the agent to come back is its own to set.
+  spec.placement_timeout = absl::Seconds(-1);
+  EXPECT_THAT(client_->SubmitJob(spec).status().message(),
+              HasSubstr("placement_timeout: must be a finite duration"));
+  spec.placement_timeout = absl::Minutes(5);
   const std::string id = SubmitAndWaitUntil(
       *client_, spec, [](const v1::JobStatus& s) { return s.step() >= 40; });
   ASSERT_FALSE(id.empty());
@@ -338,6 +343,7 @@ TEST_F(JobsE2eTest, ASigtermedAgentHasEveryReplicaCheckpointBeforeItLeaves) {
   EXPECT_THAT(status.restarts(0).cause(),
               HasSubstr("worker:0 stopped: deregistered: signal 15"));
   EXPECT_FALSE(status.restarts(0).spent());
+  EXPECT_EQ(status.spec().placement_timeout_ms(), 5 * 60 * 1000);
   ExpectTrueWeights(status);
 }
 

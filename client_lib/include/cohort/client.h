@@ -114,7 +114,11 @@ struct JobSpec {
   // Also checkpoint when this long has passed since the last one; 0: by
   // steps only. The synchronous strategies only.
   absl::Duration checkpoint_interval = absl::ZeroDuration();
-  int max_restarts = 0;            // after a lost worker
+  int max_restarts = 0;  // after a lost worker
+  // How long each attempt waits for its tasks to be READY (at the start, and
+  // after a restart while a lost host or its replacement comes back) before
+  // it fails naming them. 0: the coordinator's --placement_timeout (2 min).
+  absl::Duration placement_timeout = absl::ZeroDuration();
   std::string config_json = "{}";  // handed to the library as is
   int devices_per_agent = 0;       // 0: every device of each agent
   // TPUStrategy's logical devices: each replica spans this many devices of
