@@ -133,6 +133,8 @@ absl::Status RpcServer::Start() {
   if (server_ == nullptr || bound_port == 0) {
     server_.reset();
     cq_.reset();
+    // Taken between the check and gRPC's bind: ask again for the reason.
+    COHORT_RETURN_IF_ERROR(CheckCanListen(listen));
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", listen.ToString(),
                      ": the address is in use or not an address of this host"));
