@@ -17,6 +17,13 @@ inline constexpr size_t kMaxNameBytes = 1024;
 // nothing above U+10FFFF).
 bool IsValidUtf8(absl::string_view text);
 
+// `text` made fit to travel in a protobuf string: each byte that is not
+// part of well-formed UTF-8 becomes U+FFFD, and text longer than max_bytes
+// is cut on a character boundary, with a note of how much, to fit in
+// max_bytes (at least 40). For text from user code (errors, metric names),
+// which must reach the coordinator even when malformed.
+std::string ToReportableText(absl::string_view text, size_t max_bytes);
+
 // OK, or INVALID_ARGUMENT naming `what` ("variable") and the problem: the
 // name is empty, longer than kMaxNameBytes, not UTF-8, or holds a control
 // character.

@@ -2,6 +2,7 @@
 
 #include "cohort/v1/job.grpc.pb.h"
 #include "rpc/channel.h"
+#include "rpc/reportable.h"
 
 namespace cohort::agent {
 namespace {
@@ -15,9 +16,11 @@ class GrpcJobControlClient final : public JobControlClient {
 
   absl::StatusOr<v1::AgentSyncResponse> Sync(const v1::AgentJobReport& report,
                                              absl::Duration timeout) override {
+    v1::AgentJobReport repaired;
     v1::AgentSyncResponse response;
     auto context = connection_.NewContext(timeout);
-    const grpc::Status status = stub_->Sync(context.get(), report, &response);
+    const grpc::Status status = stub_->Sync(
+        context.get(), rpc::Reportable(report, repaired), &response);
     if (!status.ok()) return connection_.Annotate("JobControl.Sync", status);
     return response;
   }
@@ -38,10 +41,11 @@ class GrpcJobControlClient final : public JobControlClient {
 
   absl::StatusOr<v1::ClosureResponse> RunClosures(
       const v1::ClosureRequest& request, absl::Duration timeout) override {
+    v1::ClosureRequest repaired;
     v1::ClosureResponse response;
     auto context = connection_.NewContext(timeout);
-    const grpc::Status status =
-        stub_->RunClosures(context.get(), request, &response);
+    const grpc::Status status = stub_->RunClosures(
+        context.get(), rpc::Reportable(request, repaired), &response);
     if (!status.ok()) {
       return connection_.Annotate("JobControl.RunClosures", status);
     }

@@ -420,6 +420,15 @@ TEST_F(JobsE2eTest, BadJobsFailWithAReasonAndTheClusterRunsTheNextJob) {
                         .devices_per_agent = 2};
        },
        "the loss became NaN at step 3"},
+      {"step's error and metric name are not UTF-8",
+       [](const ScratchDir&) {
+         return JobSpec{.strategy = StrategyKind::kOneDevice,
+                        .library_path = TestLibrary("cohort_test_steps"),
+                        .step_fn = "garbled_step",
+                        .steps = 10,
+                        .global_batch_size = 4};
+       },
+       "record header \xef\xbf\xbd\xef\xbf\xbd at step 3"},
       {"step crashes the agent",
        [](const ScratchDir&) {
          return JobSpec{.library_path = TestLibrary("cohort_test_steps"),

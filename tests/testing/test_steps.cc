@@ -24,6 +24,16 @@ absl::Status FailStep(cohort::ReplicaContext& ctx, const cohort::Batch&) {
   return absl::OkStatus();
 }
 
+// Reports a metric, then fails at step 3, both in text that is not UTF-8
+// (as raw bytes of a corrupt input record might be).
+absl::Status GarbledStep(cohort::ReplicaContext& ctx, const cohort::Batch&) {
+  ctx.report("acc\xc3", 1.0);
+  if (ctx.step() == 3) {
+    return absl::DataLossError("record header \xff\xfe at step 3");
+  }
+  return absl::OkStatus();
+}
+
 // Replica 1 crashes its agent's process at step 3; the others wait for it in
 // a collective.
 absl::Status CrashStep(cohort::ReplicaContext& ctx, const cohort::Batch&) {
@@ -151,6 +161,7 @@ COHORT_REGISTER_INIT("colocated_init", ColocatedInit);
 COHORT_REGISTER_STEP("control_step", ControlStep);
 COHORT_REGISTER_STEP("stop_ps_step", StopPsStep);
 COHORT_REGISTER_STEP("fail_step", FailStep);
+COHORT_REGISTER_STEP("garbled_step", GarbledStep);
 COHORT_REGISTER_STEP("crash_step", CrashStep);
 COHORT_REGISTER_STEP("empty_step", EmptyStep);
 COHORT_REGISTER_STEP("sync_step", SyncStep);
