@@ -110,9 +110,25 @@ absl::StatusOr<CoordinatorConfig> ConfigFromFlags() {
   if (config.cluster.heartbeat_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--heartbeat_timeout must be positive");
   }
+  if (config.cluster.startup_timeout <= absl::ZeroDuration() ||
+      config.cluster.startup_timeout == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--startup_timeout must be positive and finite, got ",
+                     absl::FormatDuration(config.cluster.startup_timeout)));
+  }
   config.supervisor.restart = absl::GetFlag(FLAGS_restart);
   config.supervisor.backoff_initial = absl::GetFlag(FLAGS_restart_backoff);
   config.supervisor.backoff_max = absl::GetFlag(FLAGS_restart_backoff_max);
+  // Without a positive delay, a task that dies at once is relaunched in a
+  // tight loop.
+  if (config.supervisor.backoff_initial <= absl::ZeroDuration() ||
+      config.supervisor.backoff_max < config.supervisor.backoff_initial) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--restart_backoff must be positive and at most "
+        "--restart_backoff_max, got ",
+        absl::FormatDuration(config.supervisor.backoff_initial), " and ",
+        absl::FormatDuration(config.supervisor.backoff_max)));
+  }
   config.supervisor.stop_grace = absl::GetFlag(FLAGS_task_stop_grace);
   if (config.supervisor.stop_grace <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(

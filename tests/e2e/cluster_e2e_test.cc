@@ -243,6 +243,10 @@ TEST(ClusterE2eTest, BadFlagValuesExitTwoNamingTheFlag) {
       {"--placement_timeout=inf", "--placement_timeout must be positive"},
       {"--task_stop_grace=-1s", "--task_stop_grace must be positive"},
       {"--heartbeat_timeout=0", "--heartbeat_timeout must be positive"},
+      {"--startup_timeout=0", "--startup_timeout must be positive"},
+      {"--restart_backoff=0", "--restart_backoff must be positive"},
+      {"--restart_backoff_max=100ms",
+       "at most --restart_backoff_max, got 1s and 100ms"},
       {"--cpu_devices=0", "--cpu_devices must be at least 1"},
       {"--launch=remote", "--launch: unknown mode \"remote\""},
   };
