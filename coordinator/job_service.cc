@@ -189,22 +189,13 @@ grpc::ServerUnaryReactor* JobsService::FetchVariables(
     absl::StatusOr<std::vector<std::string>> addresses =
         manager_->PsAddresses(request->job_id(), absl::Now());
     if (!addresses.ok()) return addresses.status();
-    absl::StatusOr<std::vector<v1::VariableValue>> values = FetchPsVariables(
-        *addresses, ps_security_, request->job_id(),
-        {request->names().begin(), request->names().end()}, kFetchTimeout);
+    absl::StatusOr<std::vector<v1::VariableValue>> values =
+        FetchPsVariables(*addresses, ps_security_, request->job_id(),
+                         {request->names().begin(), request->names().end()},
+                         kFetchTimeout, kMaxFetchBytes);
     if (!values.ok()) return values.status();
-    int64_t bytes = 0;
     for (v1::VariableValue& value : *values) {
-      bytes += static_cast<int64_t>(value.value().size());
       *response->add_variables() = std::move(value);
-    }
-    if (bytes > kMaxFetchBytes) {
-      response->Clear();
-      return absl::ResourceExhaustedError(
-          absl::StrCat("the variables hold ", bytes,
-                       " bytes, more than one answer "
-                       "carries (",
-                       kMaxFetchBytes, "): fetch fewer of them by name"));
     }
     return absl::OkStatus();
   });

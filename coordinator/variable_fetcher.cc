@@ -1,7 +1,9 @@
 #include "coordinator/variable_fetcher.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <string_view>
 
@@ -82,65 +84,124 @@ absl::StatusOr<v1::VariableValue> Join(const std::string& name,
   return out;
 }
 
-// One shard's listed parts, with their values.
-absl::Status ReadShard(int shard, const std::string& address,
-                       const rpc::Security& security, const std::string& job_id,
-                       absl::Duration timeout, std::vector<StoredPart>& parts) {
-  const rpc::Connection connection(address, security);
-  auto stub = v1::ParameterServer::NewStub(connection.channel());
-  auto failed = [&](absl::string_view method, const grpc::Status& status) {
-    const absl::Status annotated = connection.Annotate(method, status);
-    return absl::Status(annotated.code(),
-                        absl::StrCat("ps:", shard, ": ", annotated.message()));
-  };
-  v1::ListVariablesRequest list;
-  list.set_job_id(job_id);
-  v1::ListVariablesResponse listed;
-  grpc::Status status =
-      stub->ListVariables(connection.NewContext(timeout).get(), list, &listed);
-  if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("ps:", shard, ": ", status.error_message(),
-                     " (a later ParameterServer job replaced them)"));
-  }
-  if (!status.ok()) return failed("ParameterServer.ListVariables", status);
-  if (listed.variables().empty()) return absl::OkStatus();
+// Bytes a part's value holds by its spec; -1 for a spec that names no
+// type or whose size overflows.
+int64_t SpecBytes(const v1::PsVariableSpec& spec) {
+  const int64_t size = ps::DTypeSize(spec.dtype());
+  if (size <= 0) return -1;
+  const int64_t elements =
+      ps::NumElements(spec.shape(), std::numeric_limits<int64_t>::max() / size);
+  return elements < 0 ? -1 : elements * size;
+}
 
-  v1::PullRequest pull;
-  pull.set_job_id(job_id);
-  pull.set_worker("coordinator");
-  std::map<std::string, size_t> index;  // stored name -> parts[i]
-  for (const v1::PsVariableSpec& spec : listed.variables()) {
-    pull.add_names(spec.name());
-    index[spec.name()] = parts.size();
-    parts.push_back({spec, std::string(), 0});
-  }
-  std::unique_ptr<grpc::ClientContext> context = connection.NewContext(timeout);
-  auto reader = stub->Pull(context.get(), pull);
-  v1::PullResponse message;
-  while (reader->Read(&message)) {
-    for (const v1::TensorChunk& chunk : message.chunks()) {
-      auto it = index.find(chunk.name());
-      if (it == index.end()) continue;
-      StoredPart& part = parts[it->second];
-      if (part.value.size() != static_cast<size_t>(chunk.total_bytes())) {
-        part.value.assign(static_cast<size_t>(chunk.total_bytes()), '\0');
-      }
-      if (chunk.offset() < 0 ||
-          chunk.offset() + static_cast<int64_t>(chunk.data().size()) >
-              chunk.total_bytes()) {
-        return absl::DataLossError(
-            absl::StrCat("ps:", shard, ": a chunk of '", chunk.name(),
-                         "' lies outside its ", chunk.total_bytes(), " bytes"));
-      }
-      std::copy(chunk.data().begin(), chunk.data().end(),
-                part.value.begin() + chunk.offset());
-      part.updates = chunk.version();
+// Reads one shard: lists its parts, then pulls the values of those wanted.
+class ShardReader {
+ public:
+  ShardReader(int shard, const std::string& address,
+              const rpc::Security& security)
+      : shard_(shard),
+        connection_(address, security),
+        stub_(v1::ParameterServer::NewStub(connection_.channel())) {}
+
+  // Appends the shard's parts, without values, to `parts`.
+  absl::Status List(const std::string& job_id, absl::Duration timeout,
+                    std::vector<StoredPart>& parts) {
+    v1::ListVariablesRequest list;
+    list.set_job_id(job_id);
+    v1::ListVariablesResponse listed;
+    const grpc::Status status = stub_->ListVariables(
+        connection_.NewContext(timeout).get(), list, &listed);
+    if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("ps:", shard_, ": ", status.error_message(),
+                       " (a later ParameterServer job replaced them)"));
     }
+    if (!status.ok()) return Failed("ParameterServer.ListVariables", status);
+    for (const v1::PsVariableSpec& spec : listed.variables()) {
+      parts.push_back({.spec = spec, .shard = shard_});
+    }
+    return absl::OkStatus();
   }
-  status = reader->Finish();
-  if (!status.ok()) return failed("ParameterServer.Pull", status);
-  return absl::OkStatus();
+
+  // Fills in the values of `wanted` (this shard's parts), each checked
+  // against the size its spec gives.
+  absl::Status Pull(const std::string& job_id, absl::Duration timeout,
+                    const std::vector<StoredPart*>& wanted) {
+    if (wanted.empty()) return absl::OkStatus();
+    v1::PullRequest pull;
+    pull.set_job_id(job_id);
+    pull.set_worker("coordinator");
+    // Per part: where its value goes, and the bytes that arrived for it.
+    std::map<std::string, std::pair<StoredPart*, int64_t>> by_name;
+    for (StoredPart* part : wanted) {
+      pull.add_names(part->spec.name());
+      by_name[part->spec.name()] = {part, 0};
+      part->value.assign(static_cast<size_t>(SpecBytes(part->spec)), '\0');
+    }
+    std::unique_ptr<grpc::ClientContext> context =
+        connection_.NewContext(timeout);
+    auto reader = stub_->Pull(context.get(), pull);
+    v1::PullResponse message;
+    while (reader->Read(&message)) {
+      for (const v1::TensorChunk& chunk : message.chunks()) {
+        auto it = by_name.find(chunk.name());
+        if (it == by_name.end()) continue;
+        StoredPart& part = *it->second.first;
+        const int64_t bytes = static_cast<int64_t>(part.value.size());
+        if (chunk.total_bytes() != bytes || chunk.offset() < 0 ||
+            chunk.offset() > bytes ||
+            static_cast<int64_t>(chunk.data().size()) >
+                bytes - chunk.offset()) {
+          context->TryCancel();
+          return absl::DataLossError(absl::StrCat(
+              "ps:", shard_, ": a chunk of '", chunk.name(), "' (offset ",
+              chunk.offset(), ", ", chunk.data().size(), " of ",
+              chunk.total_bytes(), " bytes) does not fit its ", bytes,
+              " bytes of ", ps::ShapeString(part.spec.shape())));
+        }
+        std::copy(chunk.data().begin(), chunk.data().end(),
+                  part.value.begin() + chunk.offset());
+        part.updates = chunk.version();
+        it->second.second += static_cast<int64_t>(chunk.data().size());
+      }
+    }
+    const grpc::Status status = reader->Finish();
+    if (!status.ok()) return Failed("ParameterServer.Pull", status);
+    for (const auto& [name, part_and_bytes] : by_name) {
+      const auto& [part, arrived] = part_and_bytes;
+      if (arrived != static_cast<int64_t>(part->value.size())) {
+        return absl::DataLossError(
+            absl::StrCat("ps:", shard_, ": '", name, "' came as ", arrived,
+                         " of its ", part->value.size(), " bytes"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Failed(absl::string_view method, const grpc::Status& status) {
+    const absl::Status annotated = connection_.Annotate(method, status);
+    return absl::Status(annotated.code(),
+                        absl::StrCat("ps:", shard_, ": ", annotated.message()));
+  }
+
+  const int shard_;
+  const rpc::Connection connection_;
+  const std::unique_ptr<v1::ParameterServer::Stub> stub_;
+};
+
+// INVALID_ARGUMENT naming each of `names` that no part belongs to.
+absl::Status CheckHeld(const std::set<std::string>& held,
+                       const std::vector<std::string>& names) {
+  std::vector<std::string> missing;
+  for (const std::string& name : names) {
+    if (held.count(name) == 0) missing.push_back(name);
+  }
+  if (missing.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "no ps task holds ", missing.size() == 1 ? "variable " : "variables ",
+      absl::StrJoin(missing, ", "), "; the job's variables are: ",
+      held.empty() ? "(none)" : absl::StrJoin(held, ", ")));
 }
 
 }  // namespace
@@ -148,20 +209,14 @@ absl::Status ReadShard(int shard, const std::string& address,
 absl::StatusOr<std::vector<v1::VariableValue>> JoinParts(
     std::vector<StoredPart> parts, const std::vector<std::string>& names) {
   std::map<std::string, std::vector<StoredPart*>> by_name;
+  std::set<std::string> held;
   for (StoredPart& part : parts) {
-    by_name[SplitPartName(part.spec.name()).first].push_back(&part);
+    const std::string name = SplitPartName(part.spec.name()).first;
+    by_name[name].push_back(&part);
+    held.insert(name);
   }
-  std::vector<std::string> missing;
-  for (const std::string& name : names) {
-    if (by_name.count(name) == 0) missing.push_back(name);
-  }
-  if (!missing.empty()) {
-    std::vector<std::string> held;
-    for (const auto& [name, unused] : by_name) held.push_back(name);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "no ps task holds ", missing.size() == 1 ? "variable " : "variables ",
-        absl::StrJoin(missing, ", "), "; the job's variables are: ",
-        held.empty() ? "(none)" : absl::StrJoin(held, ", ")));
+  if (absl::Status status = CheckHeld(held, names); !status.ok()) {
+    return status;
   }
   const std::set<std::string> wanted(names.begin(), names.end());
   std::vector<v1::VariableValue> out;
@@ -177,12 +232,50 @@ absl::StatusOr<std::vector<v1::VariableValue>> JoinParts(
 absl::StatusOr<std::vector<v1::VariableValue>> FetchPsVariables(
     const std::vector<std::string>& ps_addresses, const rpc::Security& security,
     const std::string& job_id, const std::vector<std::string>& names,
-    absl::Duration timeout) {
+    absl::Duration timeout, int64_t max_bytes) {
+  std::vector<std::unique_ptr<ShardReader>> shards;
   std::vector<StoredPart> parts;
   for (size_t shard = 0; shard < ps_addresses.size(); ++shard) {
-    absl::Status read = ReadShard(static_cast<int>(shard), ps_addresses[shard],
-                                  security, job_id, timeout, parts);
-    if (!read.ok()) return read;
+    shards.push_back(std::make_unique<ShardReader>(
+        static_cast<int>(shard), ps_addresses[shard], security));
+    absl::Status listed = shards.back()->List(job_id, timeout, parts);
+    if (!listed.ok()) return listed;
+  }
+  // Only what was asked for is pulled, and only when it fits one answer.
+  std::set<std::string> held;
+  for (const StoredPart& part : parts) {
+    held.insert(SplitPartName(part.spec.name()).first);
+  }
+  if (absl::Status status = CheckHeld(held, names); !status.ok()) {
+    return status;
+  }
+  const std::set<std::string> named(names.begin(), names.end());
+  std::vector<std::vector<StoredPart*>> wanted(shards.size());
+  int64_t bytes = 0;
+  for (StoredPart& part : parts) {
+    if (!named.empty() &&
+        named.count(SplitPartName(part.spec.name()).first) == 0) {
+      continue;
+    }
+    const int64_t part_bytes = SpecBytes(part.spec);
+    if (part_bytes < 0) {
+      return absl::DataLossError(absl::StrCat(
+          "ps:", part.shard, ": '", part.spec.name(), "' has type ",
+          ps::DTypeName(part.spec.dtype()), " and shape ",
+          ps::ShapeString(part.spec.shape()), ", which give no size"));
+    }
+    bytes += part_bytes;
+    if (bytes > max_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          named.empty() ? "the variables hold" : "the variables named hold",
+          " more than one answer carries (", max_bytes,
+          " bytes): fetch fewer of them by name"));
+    }
+    wanted[part.shard].push_back(&part);
+  }
+  for (size_t shard = 0; shard < shards.size(); ++shard) {
+    absl::Status pulled = shards[shard]->Pull(job_id, timeout, wanted[shard]);
+    if (!pulled.ok()) return pulled;
   }
   return JoinParts(std::move(parts), names);
 }

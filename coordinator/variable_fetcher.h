@@ -21,6 +21,7 @@ struct StoredPart {
   v1::PsVariableSpec spec;
   std::string value;
   int64_t updates = 0;
+  int shard = 0;  // which listed it
 };
 
 // Joins `parts` (from every shard, in any order) into whole variables, by
@@ -30,14 +31,16 @@ struct StoredPart {
 absl::StatusOr<std::vector<v1::VariableValue>> JoinParts(
     std::vector<StoredPart> parts, const std::vector<std::string>& names);
 
-// Lists and pulls from every shard at `ps_addresses` (index = shard id),
-// one after another, each call within `timeout`. Errors name the shard:
+// Lists every shard at `ps_addresses` (index = shard id), then pulls the
+// parts of the variables in `names` (empty: all), one shard after another,
+// each call within `timeout`. RESOURCE_EXHAUSTED, before anything is
+// pulled, when those hold more than max_bytes. Errors name the shard:
 // UNAVAILABLE for one that does not answer, FAILED_PRECONDITION when a
-// shard holds another job's variables now. Blocks: run it off the gRPC
-// threads.
+// shard holds another job's variables now, DATA_LOSS for a value that does
+// not fit its spec. Blocks: run it off the gRPC threads.
 absl::StatusOr<std::vector<v1::VariableValue>> FetchPsVariables(
     const std::vector<std::string>& ps_addresses, const rpc::Security& security,
     const std::string& job_id, const std::vector<std::string>& names,
-    absl::Duration timeout);
+    absl::Duration timeout, int64_t max_bytes);
 
 }  // namespace cohort::coordinator

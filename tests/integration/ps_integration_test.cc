@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "cohort/v1/ps.grpc.pb.h"
+#include "coordinator/variable_fetcher.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ps_server/ps_service.h"
+#include "ps_server/ps_test_util.h"
 #include "ps_server/snapshot.h"
 #include "ps_server/snapshot_loop.h"
 #include "ps_server/variable_store.h"
@@ -19,14 +21,13 @@
 #include "rpc/server.h"
 #include "rpc/status_conversion.h"
 #include "tests/testing/test_cluster.h"
-#include "ps_server/ps_test_util.h"
 
 namespace cohort::testing {
 namespace {
 
 using ::cohort::ps::test_util::Bytes;
-using ::cohort::ps::test_util::Values;
 using ::cohort::ps::test_util::Spec;
+using ::cohort::ps::test_util::Values;
 
 using ::testing::HasSubstr;
 
@@ -345,6 +346,38 @@ TEST_F(PsIntegrationTest, EveryCallNeedsTheToken) {
   writer->WritesDone();
   EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
   ExpectServing();
+}
+
+TEST_F(PsIntegrationTest, TheCoordinatorPullsOnlyTheNamedAndRefusesTooMuch) {
+  const std::vector<std::string> shards = {shard_.server().DialAddress()};
+  const rpc::Security security{.token = std::string(kToken)};
+  // "w" holds 512 bytes and "b" 16: asking for "b" alone fits in 100, so
+  // "w" was not pulled.
+  absl::StatusOr<std::vector<v1::VariableValue>> b =
+      coordinator::FetchPsVariables(shards, security, "job-a", {"b"},
+                                    kRpcTimeout, /*max_bytes=*/100);
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ(b->size(), 1u);
+  EXPECT_EQ((*b)[0].name(), "b");
+  EXPECT_EQ((*b)[0].value().size(), 16u);
+
+  absl::StatusOr<std::vector<v1::VariableValue>> all =
+      coordinator::FetchPsVariables(shards, security, "job-a", {}, kRpcTimeout,
+                                    /*max_bytes=*/100);
+  EXPECT_EQ(all.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(all.status().message(), HasSubstr("fetch fewer of them by name"));
+  all = coordinator::FetchPsVariables(shards, security, "job-a", {},
+                                      kRpcTimeout, /*max_bytes=*/528);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->size(), 2u);
+
+  absl::StatusOr<std::vector<v1::VariableValue>> missing =
+      coordinator::FetchPsVariables(shards, security, "job-a", {"zz"},
+                                    kRpcTimeout, /*max_bytes=*/100);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(missing.status().message(),
+              HasSubstr("no ps task holds variable zz; the job's variables "
+                        "are: b, w"));
 }
 
 TEST_F(PsIntegrationTest, ALargeVariableMovesInChunks) {
