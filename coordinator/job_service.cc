@@ -108,7 +108,8 @@ grpc::ServerUnaryReactor* JobsService::ListJobs(
 grpc::ServerUnaryReactor* JobsService::CancelJob(
     grpc::CallbackServerContext* context, const v1::CancelJobRequest* request,
     v1::CancelJobResponse* response) {
-  return HandleUnary(context, auth_, [&]() -> absl::Status {
+  // The save writes the table to disk.
+  return rpc::OffloadUnary(context, auth_, slow_, [=, this]() -> absl::Status {
     absl::StatusOr<v1::JobStatus> status =
         manager_->Cancel(request->job_id(), absl::Now());
     if (!status.ok()) return status.status();

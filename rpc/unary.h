@@ -14,6 +14,8 @@
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/server_callback.h>
 
+#include <chrono>
+
 #include "common/executor.h"
 #include "rpc/auth.h"
 #include "rpc/status_conversion.h"
@@ -51,17 +53,27 @@ grpc::ServerUnaryReactor* ParkUnary(grpc::CallbackServerContext* context,
 // For slow work (hashing or writing a large file): authenticates, then runs
 // `fn` on `executor` and finishes with its status, so that no gRPC thread,
 // which may be needed to answer a heartbeat, waits on it. The request and
-// response stay valid until then. `executor` is not owned.
+// response stay valid until then. A call whose caller gave up while it
+// waited in the queue is not run, so that a client retrying after
+// DEADLINE_EXCEEDED does not find it done twice. `executor` is not owned.
 template <typename Fn>
 grpc::ServerUnaryReactor* OffloadUnary(grpc::CallbackServerContext* context,
                                        const Authenticator* auth,
                                        Executor* executor, Fn&& fn) {
-  return ParkUnary(context, auth,
-                   [executor, fn = std::forward<Fn>(fn)](auto finish) mutable {
-                     executor->Post([fn = std::move(fn), finish]() mutable {
-                       finish(fn());
-                     });
-                   });
+  return ParkUnary(
+      context, auth,
+      [context, executor, fn = std::forward<Fn>(fn)](auto finish) mutable {
+        executor->Post([context, fn = std::move(fn), finish]() mutable {
+          if (context->IsCancelled() ||
+              std::chrono::system_clock::now() > context->deadline()) {
+            finish(absl::DeadlineExceededError(
+                "the caller gave up while the call waited to run; nothing "
+                "was done"));
+            return;
+          }
+          finish(fn());
+        });
+      });
 }
 
 }  // namespace cohort::rpc

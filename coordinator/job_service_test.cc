@@ -1,0 +1,89 @@
+// The Jobs service over a real gRPC server: what its slow executor does
+// with a call whose caller has given up.
+
+#include "coordinator/job_service.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/synchronization/notification.h"
+#include "cohort/v1/job.grpc.pb.h"
+#include "rpc/channel.h"
+#include "rpc/server.h"
+
+namespace cohort::coordinator {
+namespace {
+
+constexpr char kDigest[] =
+    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+class JobServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_.AddService(&service_);
+    ASSERT_TRUE(server_.Start().ok());
+    connection_ = std::make_unique<rpc::Connection>(server_.DialAddress(),
+                                                    rpc::Security{});
+    stub_ = v1::Jobs::NewStub(connection_->channel());
+    v1::JobSpec spec;
+    spec.set_strategy(v1::MULTI_WORKER_MIRRORED);
+    spec.set_library_digest(kDigest);
+    spec.set_step_fn("step");
+    spec.set_steps(10);
+    spec.set_global_batch_size(8);
+    absl::StatusOr<std::string> id = manager_.Submit(spec, absl::Now());
+    ASSERT_TRUE(id.ok()) << id.status();
+    id_ = *id;
+  }
+  void TearDown() override {
+    server_.Shutdown(absl::Seconds(1));
+    slow_.Shutdown();
+  }
+
+  grpc::Status Cancel(absl::Duration timeout) {
+    v1::CancelJobRequest request;
+    request.set_job_id(id_);
+    v1::CancelJobResponse response;
+    return stub_->CancelJob(connection_->NewContext(timeout).get(), request,
+                            &response);
+  }
+
+  JobManager manager_{
+      *ClusterSpec::FromJson(
+          R"({"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}})"),
+      {}};
+  // Cancelling reads and writes no library.
+  LibraryStore libraries_{::testing::TempDir() + "/unused-libraries"};
+  rpc::Authenticator auth_{std::nullopt};
+  Executor slow_{1, "test-slow"};
+  JobsService service_{&manager_, &libraries_,     &auth_, &slow_,
+                       nullptr,   rpc::Security{}, nullptr};
+  rpc::RpcServer server_{{.listen = "127.0.0.1:0"}};
+  std::unique_ptr<rpc::Connection> connection_;
+  std::unique_ptr<v1::Jobs::Stub> stub_;
+  std::string id_;
+};
+
+TEST_F(JobServiceTest, ACallWhoseCallerGaveUpInTheQueueIsNotRun) {
+  // The executor is busy until the caller's deadline has passed.
+  absl::Notification release;
+  slow_.Post([&release] {
+    release.WaitForNotificationWithTimeout(absl::Seconds(30));
+  });
+  EXPECT_EQ(Cancel(absl::Milliseconds(300)).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  release.Notify();
+  // Once the queue has drained, the job is still queued, not cancelled.
+  absl::Notification drained;
+  slow_.Post([&drained] { drained.Notify(); });
+  ASSERT_TRUE(drained.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(manager_.Get(id_)->state(), v1::JOB_SUBMITTED);
+
+  // A caller still waiting has it done.
+  const grpc::Status cancelled = Cancel(absl::Seconds(30));
+  EXPECT_TRUE(cancelled.ok()) << cancelled.error_message();
+  EXPECT_EQ(manager_.Get(id_)->state(), v1::JOB_CANCELLED);
+}
+
+}  // namespace
+}  // namespace cohort::coordinator
