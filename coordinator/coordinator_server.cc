@@ -132,9 +132,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
                 .security = config.server.security});
   // Two threads: one large upload does not hold up an agent's fetch.
   server->slow_ = std::make_unique<Executor>(2, "coord-slow");
+  server->fan_out_ = std::make_unique<Executor>(2, "coord-fan-out");
   server->jobs_service_ = std::make_unique<JobsService>(
       server->jobs_.get(), server->libraries_.get(), server->auth_.get(),
-      server->slow_.get(),
+      server->slow_.get(), server->fan_out_.get(),
       [loop = server->job_loop_.get()] { return loop->SaveNow(); },
       config.server.security, server->pump_.get());
   server->job_control_service_ = std::make_unique<JobControlService>(
@@ -347,6 +348,7 @@ void CoordinatorServer::Shutdown() {
   pump_->Shutdown();
   server_->Shutdown(absl::Milliseconds(500));
   slow_->Shutdown();
+  fan_out_->Shutdown();
   if (!scratch_dir_.empty()) {
     std::error_code ignored;
     std::filesystem::remove_all(scratch_dir_, ignored);

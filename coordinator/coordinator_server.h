@@ -94,6 +94,7 @@ class CoordinatorServer {
   // Slow work of the handlers (library uploads and fetches). Declared
   // before the services, so destroyed after them.
   std::unique_ptr<Executor> slow_;
+  std::unique_ptr<Executor> fan_out_;  // calls that wait on other hosts
   std::unique_ptr<AdminService> admin_service_;
   std::unique_ptr<StoreManager> store_manager_;
   std::unique_ptr<StoreService> store_service_;

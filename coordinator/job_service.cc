@@ -23,12 +23,14 @@ constexpr int64_t kMaxFetchBytes = rpc::kMaxMessageBytes - (1 << 20);
 
 JobsService::JobsService(JobManager* manager, LibraryStore* libraries,
                          const rpc::Authenticator* auth, Executor* slow,
+                         Executor* fan_out,
                          std::function<absl::Status()> persist,
                          rpc::Security ps_security, rpc::StreamPump* pump)
     : manager_(manager),
       libraries_(libraries),
       auth_(auth),
       slow_(slow),
+      fan_out_(fan_out),
       persist_(std::move(persist)),
       ps_security_(std::move(ps_security)),
       pump_(pump) {}
@@ -165,20 +167,21 @@ grpc::ServerUnaryReactor* JobsService::GetTrace(
     grpc::CallbackServerContext* context, const v1::GetTraceRequest* request,
     v1::TraceData* response) {
   // Asking the agents waits on them.
-  return rpc::OffloadUnary(context, auth_, slow_, [=, this]() -> absl::Status {
-    absl::StatusOr<v1::JobStatus> job = manager_->Get(request->job_id());
-    if (!job.ok()) return job.status();
-    std::vector<std::pair<std::string, std::string>> agents;
-    for (const TaskId& task :
-         JobTasks(*job, manager_->spec(), /*with_ps=*/false)) {
-      agents.emplace_back(task.ToString(), *manager_->spec().address(task));
-    }
-    absl::StatusOr<v1::TraceData> trace =
-        CollectTrace(agents, ps_security_, request->job_id(), kFetchTimeout);
-    if (!trace.ok()) return trace.status();
-    *response = *std::move(trace);
-    return absl::OkStatus();
-  });
+  return rpc::OffloadUnary(
+      context, auth_, fan_out_, [=, this]() -> absl::Status {
+        absl::StatusOr<v1::JobStatus> job = manager_->Get(request->job_id());
+        if (!job.ok()) return job.status();
+        std::vector<std::pair<std::string, std::string>> agents;
+        for (const TaskId& task :
+             JobTasks(*job, manager_->spec(), /*with_ps=*/false)) {
+          agents.emplace_back(task.ToString(), *manager_->spec().address(task));
+        }
+        absl::StatusOr<v1::TraceData> trace = CollectTrace(
+            agents, ps_security_, request->job_id(), kFetchTimeout);
+        if (!trace.ok()) return trace.status();
+        *response = *std::move(trace);
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* JobsService::FetchVariables(
@@ -186,20 +189,21 @@ grpc::ServerUnaryReactor* JobsService::FetchVariables(
     const v1::FetchVariablesRequest* request,
     v1::FetchVariablesResponse* response) {
   // Reading the ps tasks waits on them.
-  return rpc::OffloadUnary(context, auth_, slow_, [=, this]() -> absl::Status {
-    absl::StatusOr<std::vector<std::string>> addresses =
-        manager_->PsAddresses(request->job_id(), absl::Now());
-    if (!addresses.ok()) return addresses.status();
-    absl::StatusOr<std::vector<v1::VariableValue>> values =
-        FetchPsVariables(*addresses, ps_security_, request->job_id(),
-                         {request->names().begin(), request->names().end()},
-                         kFetchTimeout, kMaxFetchBytes);
-    if (!values.ok()) return values.status();
-    for (v1::VariableValue& value : *values) {
-      *response->add_variables() = std::move(value);
-    }
-    return absl::OkStatus();
-  });
+  return rpc::OffloadUnary(
+      context, auth_, fan_out_, [=, this]() -> absl::Status {
+        absl::StatusOr<std::vector<std::string>> addresses =
+            manager_->PsAddresses(request->job_id(), absl::Now());
+        if (!addresses.ok()) return addresses.status();
+        absl::StatusOr<std::vector<v1::VariableValue>> values =
+            FetchPsVariables(*addresses, ps_security_, request->job_id(),
+                             {request->names().begin(), request->names().end()},
+                             kFetchTimeout, kMaxFetchBytes);
+        if (!values.ok()) return values.status();
+        for (v1::VariableValue& value : *values) {
+          *response->add_variables() = std::move(value);
+        }
+        return absl::OkStatus();
+      });
 }
 
 JobControlService::JobControlService(JobManager* manager,

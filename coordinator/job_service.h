@@ -16,16 +16,17 @@
 
 namespace cohort::coordinator {
 
-// `manager`, `libraries`, `auth`, `slow` and `pump` are not owned and must outlive
-// the service. Library uploads are hashed and written on `slow`, never on a
-// gRPC thread. Thread-safe.
+// `manager`, `libraries`, `auth`, `slow`, `fan_out` and `pump` are not owned
+// and must outlive the service. Library uploads are hashed and written on
+// `slow`, never on a gRPC thread. Thread-safe.
 class JobsService final : public v1::Jobs::CallbackService {
  public:
   // `persist` saves the job table (JobLoop::SaveNow); null: nothing is
   // saved. `ps_security` reaches the ps tasks, for FetchVariables, and the
-  // agents, for GetTrace.
+  // agents, for GetTrace; both wait on other hosts, up to seconds each, so
+  // they run on `fan_out`, where they cannot hold up a submission.
   JobsService(JobManager* manager, LibraryStore* libraries,
-              const rpc::Authenticator* auth, Executor* slow,
+              const rpc::Authenticator* auth, Executor* slow, Executor* fan_out,
               std::function<absl::Status()> persist, rpc::Security ps_security,
               rpc::StreamPump* pump);
 
@@ -70,6 +71,7 @@ class JobsService final : public v1::Jobs::CallbackService {
   LibraryStore* const libraries_;
   const rpc::Authenticator* const auth_;
   Executor* const slow_;
+  Executor* const fan_out_;
   const std::function<absl::Status()> persist_;
   const rpc::Security ps_security_;
   rpc::StreamPump* const pump_;

@@ -38,6 +38,7 @@ class JobServiceTest : public ::testing::Test {
   void TearDown() override {
     server_.Shutdown(absl::Seconds(1));
     slow_.Shutdown();
+    fan_out_.Shutdown();
   }
 
   grpc::Status Cancel(absl::Duration timeout) {
@@ -56,8 +57,9 @@ class JobServiceTest : public ::testing::Test {
   LibraryStore libraries_{::testing::TempDir() + "/unused-libraries"};
   rpc::Authenticator auth_{std::nullopt};
   Executor slow_{1, "test-slow"};
-  JobsService service_{&manager_, &libraries_,     &auth_, &slow_,
-                       nullptr,   rpc::Security{}, nullptr};
+  Executor fan_out_{1, "test-fan-out"};
+  JobsService service_{&manager_, &libraries_, &auth_,          &slow_,
+                       &fan_out_, nullptr,     rpc::Security{}, nullptr};
   rpc::RpcServer server_{{.listen = "127.0.0.1:0"}};
   std::unique_ptr<rpc::Connection> connection_;
   std::unique_ptr<v1::Jobs::Stub> stub_;
