@@ -22,6 +22,11 @@ constexpr absl::Duration kJobEndGrace = absl::Seconds(1);
 // A relay holds at most this many lines of one task that the reader has not
 // taken; beyond, the oldest are dropped and counted.
 constexpr size_t kMaxBufferedLines = 20000;
+// Lines taken from the sources that the stream has not sent yet. A relay
+// takes no more while it holds this many, so that lines arriving faster
+// than the reader reads them wait, and are dropped and counted, in the
+// sources' bounded buffers instead of piling up here.
+constexpr size_t kMaxPendingLines = 4 * rpc::kLogLinesPerChunk;
 
 // The coordinator's own log.
 class LocalLogSource final : public LogSource {
@@ -230,8 +235,13 @@ LogRelay::Step LogRelay::Next() {
   const absl::Time now = absl::Now();
   const size_t before = pending_.size();
   bool all_ended = true;
+  const bool room = pending_.size() < kMaxPendingLines;
   for (size_t i = 0; i < plan_.sources.size(); ++i) {
     LogSource& source = *plan_.sources[i];
+    if (!room) {
+      all_ended = false;  // what it still holds is not taken yet
+      continue;
+    }
     source.Take(&pending_, &dropped_);
     std::optional<grpc::Status> ended = source.Ended();
     if (!ended.has_value()) {
