@@ -413,25 +413,29 @@ void JobManager::NoteResume(Job& job, const v1::AgentJobReport& report) {
 
 std::optional<std::string> JobManager::TakeSnapshotIfChanged(
     absl::Time now, absl::Duration progress_period) {
-  absl::MutexLock lock(&mu_);
-  bool changed = changed_;
-  for (const auto& [id, job] : jobs_) changed = changed || job.changed;
-  if (!changed && !(progressed_ && now - last_snapshot_ >= progress_period)) {
-    return std::nullopt;
-  }
   v1::JobTable table;
-  table.set_next_id(next_id_);
-  for (const auto& [id, job] : jobs_) *table.add_jobs() = job.status;
+  {
+    absl::MutexLock lock(&mu_);
+    bool changed = changed_;
+    for (const auto& [id, job] : jobs_) changed = changed || job.changed;
+    if (!changed && !(progressed_ && now - last_snapshot_ >= progress_period)) {
+      return std::nullopt;
+    }
+    table.set_next_id(next_id_);
+    for (const auto& [id, job] : jobs_) *table.add_jobs() = job.status;
+    changed_ = progressed_ = false;
+    for (auto& [id, job] : jobs_) job.changed = false;
+    last_snapshot_ = now;
+  }
+  // Printing a large table takes a while; agents' syncs wait on mu_.
   google::protobuf::util::JsonPrintOptions print;
   print.preserve_proto_field_names = true;
   print.add_whitespace = true;
   std::string json;
   if (!google::protobuf::util::MessageToJsonString(table, &json, print).ok()) {
-    return std::nullopt;  // unchanged flags: the next call tries again
+    MarkUnsaved();  // the next call tries again
+    return std::nullopt;
   }
-  changed_ = progressed_ = false;
-  for (auto& [id, job] : jobs_) job.changed = false;
-  last_snapshot_ = now;
   return json;
 }
 
