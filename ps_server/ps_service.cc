@@ -255,32 +255,36 @@ grpc::ServerUnaryReactor* PsService::CreateVariables(
     grpc::CallbackServerContext* context,
     const v1::CreateVariablesRequest* request,
     v1::CreateVariablesResponse* response) {
-  return rpc::ParkUnary(context, runtime_->auth(), [&](auto finish) {
-    absl::StatusOr<int> created = store_->Create(
-        request->job_id(), request->job_sequence(), request->variables());
-    if (!created.ok()) {
-      spdlog::warn("create of {} variables for job '{}' refused: {}",
-                   request->variables_size(), request->job_id(),
-                   created.status().ToString());
-      finish(created.status());
-      return;
-    }
-    *response->mutable_shard() = ShardState();
-    response->set_created(*created);
-    if (*created == 0 || snapshots_ == nullptr) {
-      finish(absl::OkStatus());
-      return;
-    }
-    // New variables (perhaps replacing another job's) are on disk before
-    // anyone uses them: a restart must not bring back the old owner.
-    snapshots_->SnapshotNow(
-        [finish](const absl::StatusOr<SnapshotRecord>& written) {
-          if (!written.ok()) {
-            spdlog::warn("snapshot after create failed: {}",
-                         written.status().ToString());
-          }
-          finish(absl::OkStatus());
-        });
+  // Creating fills or copies each variable's bytes (up to gigabytes) under
+  // the shard's lock: not on a gRPC thread.
+  return rpc::ParkUnary(context, runtime_->auth(), [=, this](auto finish) {
+    work_.Post([=, this] {
+      absl::StatusOr<int> created = store_->Create(
+          request->job_id(), request->job_sequence(), request->variables());
+      if (!created.ok()) {
+        spdlog::warn("create of {} variables for job '{}' refused: {}",
+                     request->variables_size(), request->job_id(),
+                     created.status().ToString());
+        finish(created.status());
+        return;
+      }
+      *response->mutable_shard() = ShardState();
+      response->set_created(*created);
+      if (*created == 0 || snapshots_ == nullptr) {
+        finish(absl::OkStatus());
+        return;
+      }
+      // New variables (perhaps replacing another job's) are on disk before
+      // anyone uses them: a restart must not bring back the old owner.
+      snapshots_->SnapshotNow(
+          [finish](const absl::StatusOr<SnapshotRecord>& written) {
+            if (!written.ok()) {
+              spdlog::warn("snapshot after create failed: {}",
+                           written.status().ToString());
+            }
+            finish(absl::OkStatus());
+          });
+    });
   });
 }
 
