@@ -34,6 +34,16 @@ void Visit(const Message& message, OnString on_string, OnMessage on_message) {
   }
 }
 
+// The string value of `field` (at `i` when repeated, -1 when not).
+const std::string& StringAt(const Message& message,
+                            const FieldDescriptor* field, int i,
+                            std::string* scratch) {
+  const Reflection* reflection = message.GetReflection();
+  return i < 0 ? reflection->GetStringReference(message, field, scratch)
+               : reflection->GetRepeatedStringReference(message, field, i,
+                                                        scratch);
+}
+
 }  // namespace
 
 bool HasUnreportableText(const Message& message, size_t max_bytes) {
@@ -43,11 +53,8 @@ bool HasUnreportableText(const Message& message, size_t max_bytes) {
       message,
       [&](const FieldDescriptor* field, int i) {
         std::string scratch;
-        const std::string& text =
-            i < 0 ? reflection->GetStringReference(message, field, &scratch)
-                  : reflection->GetRepeatedStringReference(message, field, i,
-                                                           &scratch);
-        found = found || !Fits(text, max_bytes);
+        found =
+            found || !Fits(StringAt(message, field, i, &scratch), max_bytes);
       },
       [&](const FieldDescriptor* field, int i) {
         const Message& nested =
@@ -65,10 +72,7 @@ int MakeReportable(Message& message, size_t max_bytes) {
       message,
       [&](const FieldDescriptor* field, int i) {
         std::string scratch;
-        const std::string& text =
-            i < 0 ? reflection->GetStringReference(message, field, &scratch)
-                  : reflection->GetRepeatedStringReference(message, field, i,
-                                                           &scratch);
+        const std::string& text = StringAt(message, field, i, &scratch);
         if (Fits(text, max_bytes)) return;
         std::string repaired = ToReportableText(text, max_bytes);
         if (i < 0) {
