@@ -1,12 +1,11 @@
 #include "common/file_util.h"
 
-#include <cstdlib>
-
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -87,6 +86,14 @@ absl::Status MakeDirectories(const std::string& path) {
   if (error) {
     return absl::InternalError(
         absl::StrCat(path, ": cannot create directory: ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MakeWritableDirectory(const std::string& path) {
+  if (absl::Status made = MakeDirectories(path); !made.ok()) return made;
+  if (access(path.c_str(), W_OK | X_OK) != 0) {
+    return ErrnoError(path, "cannot write in directory");
   }
   return absl::OkStatus();
 }

@@ -18,6 +18,11 @@ absl::Status WriteFileAtomically(const std::string& path,
 // Creates `path` and its parents (mode 0700 for new ones).
 absl::Status MakeDirectories(const std::string& path);
 
+// MakeDirectories, then checks that this process may create files there:
+// an error naming the path and why (permissions, a read-only filesystem)
+// where it may not.
+absl::Status MakeWritableDirectory(const std::string& path);
+
 // $TMPDIR, or /tmp.
 std::string TempDirectory();
 

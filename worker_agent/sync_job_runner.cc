@@ -10,6 +10,7 @@
 #include "collective/hierarchical_communicator.h"
 #include "collective/metered_communicator.h"
 #include "collective/transports/grpc_transport.h"
+#include "common/file_util.h"
 #include "common/status_macros.h"
 #include "common/trace.h"
 #include "spdlog/spdlog.h"
@@ -113,6 +114,15 @@ v1::AgentJobReport SyncJobRunner::Report() const {
 
 absl::Status SyncJobRunner::Prepare() {
   const v1::AgentJobAssignment& a = options_.assignment;
+  // Found before the first step, not at the first checkpoint, hours in.
+  if (!job_.checkpoint_dir.empty()) {
+    if (absl::Status writable = MakeWritableDirectory(job_.checkpoint_dir);
+        !writable.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          a.node() == 0 ? "checkpoint_dir " : "the local checkpoint copy ",
+          writable.message()));
+    }
+  }
   absl::StatusOr<LoadedJob> inputs =
       LoadJob(options_, job_,
               {.pipeline = a.node(),

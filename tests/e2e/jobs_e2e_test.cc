@@ -420,6 +420,16 @@ TEST_F(JobsE2eTest, BadJobsFailWithAReasonAndTheClusterRunsTheNextJob) {
                         .devices_per_agent = 2};
        },
        "the loss became NaN at step 3"},
+      {"a checkpoint_dir that cannot be written",
+       [](const ScratchDir&) {
+         // Found before the first step, not at the end of a long job.
+         JobSpec spec =
+             LinearJob(StrategyKind::kMultiWorkerMirrored, 1, 100'000'000);
+         spec.checkpoint_dir = "/proc/cohort-not-writable";
+         spec.max_restarts = 2;
+         return spec;
+       },
+       "checkpoint_dir /proc/cohort-not-writable: cannot create directory"},
       {"step's error and metric name are not UTF-8",
        [](const ScratchDir&) {
          return JobSpec{.strategy = StrategyKind::kOneDevice,
