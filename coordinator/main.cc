@@ -4,6 +4,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
+#include "common/exit_codes.h"
 #include "common/flags.h"
 #include "common/logging.h"
 #include "common/signals.h"
@@ -176,7 +177,10 @@ int Main(int argc, char** argv) {
   if (!server.ok()) ExitWithConfigError(server.status());
   if (absl::Status started = (*server)->Start(); !started.ok()) {
     spdlog::error("cannot start: {}", started.ToString());
-    return 1;
+    // As for a task (task_runtime.cc): an address this host cannot bind is
+    // a configuration error; a port in use may come free.
+    return absl::IsFailedPrecondition(started) ? kExitConfigError
+                                               : kExitFailure;
   }
   NotifyReady(absl::StrCat("serving on ", (*server)->address()));
   std::unique_ptr<SystemdWatchdog> watchdog =

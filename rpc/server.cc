@@ -53,7 +53,7 @@ absl::Status CheckCanListen(const HostPort& listen) {
   if (const int error =
           getaddrinfo(listen.host.c_str(), port.c_str(), &hints, &found);
       error != 0) {
-    return absl::UnavailableError(absl::StrCat(
+    return absl::FailedPreconditionError(absl::StrCat(
         "cannot listen on ", listen.ToString(), ": host \"", listen.host,
         "\" does not resolve (", gai_strerror(error), ")"));
   }
@@ -89,8 +89,12 @@ absl::Status CheckCanListen(const HostPort& listen) {
       why = first_error == 0 ? "no socket could be made for it"
                              : std::strerror(first_error);
   }
-  return absl::UnavailableError(
-      absl::StrCat("cannot listen on ", listen.ToString(), ": ", why));
+  const std::string message =
+      absl::StrCat("cannot listen on ", listen.ToString(), ": ", why);
+  // A port in use may come free (an earlier instance still stopping); the
+  // other causes are the configuration's, and no retry fixes them.
+  return first_error == EADDRINUSE ? absl::UnavailableError(message)
+                                   : absl::FailedPreconditionError(message);
 }
 
 }  // namespace

@@ -42,7 +42,10 @@ class RpcServer {
 
   void AddService(grpc::Service* service);  // not owned
 
-  // Binds and starts serving. Errors name the address (in use, malformed).
+  // Binds and starts serving. Errors name the address and why: UNAVAILABLE
+  // when its port is in use, FAILED_PRECONDITION when this host cannot bind
+  // it (not its address, unresolvable, privileged), INVALID_ARGUMENT when
+  // malformed.
   absl::Status Start();
 
   // "host:port" as bound (the port is real even when 0 was asked for).

@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "absl/strings/str_cat.h"
+#include "common/exit_codes.h"
 #include "common/host_info.h"
 #include "common/host_port.h"
 #include "common/logging.h"
@@ -73,7 +74,11 @@ int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
                            config_.task.ToString(),
                            ": does its \"task\" name this host's own entry?)")
             : "");
-    return 1;
+    // An address this host cannot bind is the configuration's to fix: exit
+    // as a configuration error, which systemd does not restart. A port in
+    // use may come free.
+    return absl::IsFailedPrecondition(started) ? kExitConfigError
+                                               : kExitFailure;
   }
   address_ = config_.advertise_address.empty() ? server.address()
                                                : config_.advertise_address;

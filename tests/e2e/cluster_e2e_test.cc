@@ -307,7 +307,8 @@ TEST(ClusterE2eTest, ATfConfigTaskOfAnotherHostIsNamedAtStartup) {
         RunCommand({Binary(type == "ps" ? "cohort-ps" : "cohort-agent"),
                     "--coordinator=127.0.0.1:1"},
                    absl::Seconds(10), {{"TF_CONFIG", tf_config}});
-    EXPECT_EQ(result.exit_code, 1) << result.output;
+    // A configuration error: systemd does not restart it.
+    EXPECT_EQ(result.exit_code, 2) << result.output;
     EXPECT_THAT(result.output,
                 HasSubstr("cannot listen on 198.19.255.253:2222: "
                           "198.19.255.253 is not an address of this host"));
