@@ -5,13 +5,12 @@
 #include "absl/strings/str_cat.h"
 #include "rpc/auth.h"
 #include "rpc/limits.h"
-#include "rpc/tuning.h"
 #include "rpc/status_conversion.h"
+#include "rpc/tuning.h"
 
 namespace cohort::rpc {
 
-Connection::Connection(std::string address, Security security,
-                       bool dedicated)
+Connection::Connection(std::string address, Security security, bool dedicated)
     : address_(std::move(address)), security_(std::move(security)) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
@@ -42,9 +41,17 @@ absl::Status Connection::Annotate(absl::string_view method,
                                   const grpc::Status& status) const {
   absl::Status converted = FromGrpcStatus(status);
   if (converted.ok()) return converted;
-  return absl::Status(
-      converted.code(),
-      absl::StrCat(method, " to ", address_, ": ", converted.message()));
+  // gRPC says nothing more when the server has no such service: the usual
+  // cause is an address of another kind of daemon.
+  const absl::string_view why =
+      converted.code() == absl::StatusCode::kUnimplemented &&
+              converted.message().empty()
+          ? "the server there does not serve this call; is it the address "
+            "of the right daemon (a coordinator's, an agent's, a ps "
+            "task's)?"
+          : converted.message();
+  return absl::Status(converted.code(),
+                      absl::StrCat(method, " to ", address_, ": ", why));
 }
 
 }  // namespace cohort::rpc

@@ -12,7 +12,9 @@ bool IsRefusal(absl::StatusCode code) {
   return code == absl::StatusCode::kInvalidArgument ||
          code == absl::StatusCode::kPermissionDenied ||
          code == absl::StatusCode::kUnauthenticated ||
-         code == absl::StatusCode::kFailedPrecondition;
+         code == absl::StatusCode::kFailedPrecondition ||
+         // Not a coordinator at all (an agent's or a ps task's address).
+         code == absl::StatusCode::kUnimplemented;
 }
 
 }  // namespace

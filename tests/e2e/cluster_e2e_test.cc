@@ -401,6 +401,19 @@ TEST(ClusterE2eTest, LaunchNoneAdmitsTasksStartedByHandAndRefusesStrangers) {
   EXPECT_EQ(moved.exit_code, 2) << moved.output;
   EXPECT_THAT(moved.output, HasSubstr("but the cluster spec puts ps:0 at"));
 
+  // And a task given another daemon's address for the coordinator's.
+  const std::string chief = *parsed.address({"chief", 0});
+  CommandResult misdirected =
+      RunCommand({Binary("cohort-agent"), "--task=worker:5",
+                  absl::StrCat("--listen=127.0.0.1:", free_port),
+                  absl::StrCat("--coordinator=", chief)},
+                 absl::Seconds(15));
+  EXPECT_EQ(misdirected.exit_code, 2) << misdirected.output;
+  EXPECT_THAT(misdirected.output,
+              HasSubstr(absl::StrCat("Coordinator.Register to ", chief,
+                                     ": the server there does not serve "
+                                     "this call")));
+
   // The refusals changed nothing: the cluster is still whole.
   state = c.WaitAllReady(kReadyTimeout);
   EXPECT_TRUE(state.ok()) << state.status();
