@@ -1,5 +1,6 @@
 #include "collective/grpc_store.h"
 
+#include "common/status_macros.h"
 #include "rpc/limits.h"
 
 namespace cohort::collective {
@@ -17,17 +18,41 @@ absl::Status NoAnswer(absl::Status status, const grpc::ClientContext& context,
       absl::Now() < absl::FromChrono(context.deadline())) {
     return status;
   }
-  return absl::DeadlineExceededError(
-      absl::StrCat(status.message(), " (no answer from the store within ",
-                   absl::FormatDuration(timeout), " while waiting for ",
-                   waited_for, ")"));
+  return absl::DeadlineExceededError(absl::StrCat(
+      status.message(), " (no answer from the store within ",
+      absl::FormatDuration(timeout), " while waiting for ", waited_for, ")"));
 }
 
 }  // namespace
 
+// A call cancelled by Abort fails with Abort's reason, not gRPC's CANCELLED.
+absl::Status GrpcStore::Aborted(absl::Status status) {
+  if (status.ok() || !absl::IsCancelled(status)) return status;
+  absl::MutexLock lock(&mu_);
+  return aborted_.ok() ? status : aborted_;
+}
+
 GrpcStore::GrpcStore(std::string address, rpc::Security security)
     : connection_(std::move(address), std::move(security)),
       stub_(v1::Store::NewStub(connection_.channel())) {}
+
+void GrpcStore::Abort(const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  if (aborted_.ok()) aborted_ = status;
+  for (grpc::ClientContext* context : calls_) context->TryCancel();
+}
+
+absl::Status GrpcStore::Begin(grpc::ClientContext* context) {
+  absl::MutexLock lock(&mu_);
+  if (!aborted_.ok()) return aborted_;
+  calls_.insert(context);
+  return absl::OkStatus();
+}
+
+void GrpcStore::End(grpc::ClientContext* context) {
+  absl::MutexLock lock(&mu_);
+  calls_.erase(context);
+}
 
 absl::Status GrpcStore::Set(const std::string& key, const std::string& value) {
   v1::StoreSetRequest request;
@@ -35,8 +60,10 @@ absl::Status GrpcStore::Set(const std::string& key, const std::string& value) {
   request.set_value(value);
   v1::StoreSetResponse response;
   auto context = connection_.NewContext(kSetTimeout);
-  return connection_.Annotate("Store.Set",
-                              stub_->Set(context.get(), request, &response));
+  COHORT_RETURN_IF_ERROR(Begin(context.get()));
+  const grpc::Status status = stub_->Set(context.get(), request, &response);
+  End(context.get());
+  return Aborted(connection_.Annotate("Store.Set", status));
 }
 
 absl::StatusOr<std::string> GrpcStore::Get(const std::string& key,
@@ -47,10 +74,13 @@ absl::StatusOr<std::string> GrpcStore::Get(const std::string& key,
   auto context = connection_.NewContext(timeout + rpc::kStoreReplyGrace);
   // Wait for the coordinator to come up rather than failing at once.
   context->set_wait_for_ready(true);
-  absl::Status status = connection_.Annotate(
-      "Store.Get", stub_->Get(context.get(), request, &response));
+  COHORT_RETURN_IF_ERROR(Begin(context.get()));
+  const grpc::Status answer = stub_->Get(context.get(), request, &response);
+  End(context.get());
+  absl::Status status = Aborted(connection_.Annotate("Store.Get", answer));
   if (!status.ok()) {
-    return NoAnswer(status, *context, absl::StrCat("key \"", key, "\""), timeout);
+    return NoAnswer(status, *context, absl::StrCat("key \"", key, "\""),
+                    timeout);
   }
   return std::move(*response.mutable_value());
 }
@@ -64,10 +94,11 @@ absl::Status GrpcStore::Barrier(const std::string& name, int participants,
   v1::StoreBarrierResponse response;
   auto context = connection_.NewContext(timeout + rpc::kStoreReplyGrace);
   context->set_wait_for_ready(true);
-  return NoAnswer(
-      connection_.Annotate("Store.Barrier",
-                           stub_->Barrier(context.get(), request, &response)),
-      *context, absl::StrCat("barrier \"", name, "\""), timeout);
+  COHORT_RETURN_IF_ERROR(Begin(context.get()));
+  const grpc::Status answer = stub_->Barrier(context.get(), request, &response);
+  End(context.get());
+  return NoAnswer(Aborted(connection_.Annotate("Store.Barrier", answer)),
+                  *context, absl::StrCat("barrier \"", name, "\""), timeout);
 }
 
 }  // namespace cohort::collective

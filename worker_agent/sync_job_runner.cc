@@ -57,6 +57,8 @@ void SyncJobRunner::Abort(const absl::Status& status) {
   central_.Abort(status);
   absl::MutexLock lock(&mu_);
   if (input_ != nullptr) input_->Abort(status);
+  // Replicas still joining their group wait in the store for their peers.
+  if (store_ != nullptr) store_->Abort(status);
 }
 
 void SyncJobRunner::Fail(const absl::Status& status, bool permanent,
@@ -167,8 +169,12 @@ bool SyncJobRunner::Run() {
     return false;
   }
   if (aborted_) return false;
-  store_ = std::make_unique<collective::GrpcStore>(options_.coordinator,
-                                                   options_.security);
+  {
+    absl::MutexLock lock(&mu_);
+    store_ = std::make_unique<collective::GrpcStore>(options_.coordinator,
+                                                     options_.security);
+  }
+  if (aborted_) return false;
   if (a.communication() == v1::COMMUNICATION_HIERARCHICAL ||
       a.communication() == v1::COMMUNICATION_REDUCTION_TO_ONE_DEVICE) {
     hub_ = std::make_unique<collective::LocalHub>(a.local_replicas());

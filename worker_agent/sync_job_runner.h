@@ -21,7 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cohort/v1/job.pb.h"
 #include "collective/communicator.h"
-#include "collective/store.h"
+#include "collective/grpc_store.h"
 #include "collective/transports/local_transport.h"
 #include "common/cluster_spec.h"
 #include "rpc/security.h"
@@ -82,8 +82,8 @@ class SyncJobRunner final : public AttemptRunner {
   StepFunctions functions_;
   std::unique_ptr<StepInput> input_;  // null without a dataset_fn
   CentralStorage central_;            // used by CENTRAL_STORAGE jobs only
-  std::unique_ptr<collective::Store> store_;
-  std::unique_ptr<collective::LocalHub> hub_;  // hierarchical: this agent's
+  std::unique_ptr<collective::GrpcStore> store_;  // set once, in Run
+  std::unique_ptr<collective::LocalHub> hub_;     // hierarchical: this agent's
   std::vector<std::unique_ptr<collective::Communicator>> comm_owners_;
   std::vector<std::unique_ptr<ReplicaContextImpl>> replicas_;
   AttemptLifecycle lifecycle_{&options_.assignment};

@@ -78,11 +78,30 @@ TEST_F(StoreIntegrationTest, WaitsEndAtTheirDeadlineWithAClearError) {
   const absl::Status barrier =
       store.Barrier("lonely", 3, 0, absl::Milliseconds(200));
   EXPECT_EQ(barrier.code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_THAT(std::string(barrier.message()),
-              HasSubstr("barrier \"lonely\" timed out waiting for rank(s) 1, 2"));
+  EXPECT_THAT(
+      std::string(barrier.message()),
+      HasSubstr("barrier \"lonely\" timed out waiting for rank(s) 1, 2"));
 }
 
-TEST_F(StoreIntegrationTest, AStoreThatNeverAnswersIsNamedWithWhatTheWaitWasFor) {
+TEST_F(StoreIntegrationTest, AbortEndsAWaitForAPeerThatWillNotCome) {
+  collective::GrpcStore store = Client("tok");
+  absl::StatusOr<std::string> waited;
+  const absl::Time start = absl::Now();
+  std::thread rank(
+      [&] { waited = store.Get("ring/address/1", absl::Hours(1)); });
+  // Whether the wait began before the abort or not, it ends with its reason.
+  store.Abort(absl::AbortedError("the attempt was ended"));
+  rank.join();
+  EXPECT_LT(absl::Now() - start, absl::Minutes(1));
+  EXPECT_EQ(waited.status(), absl::AbortedError("the attempt was ended"));
+  // Later calls fail at once.
+  EXPECT_EQ(store.Set("k", "v"), absl::AbortedError("the attempt was ended"));
+  EXPECT_EQ(store.Barrier("b", 2, 0, absl::Hours(1)),
+            absl::AbortedError("the attempt was ended"));
+}
+
+TEST_F(StoreIntegrationTest,
+       AStoreThatNeverAnswersIsNamedWithWhatTheWaitWasFor) {
   // A port that was just free: nothing listens there.
   rpc::RpcServer gone({.listen = "127.0.0.1:0"});
   ASSERT_TRUE(gone.Start().ok());
