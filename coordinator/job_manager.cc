@@ -48,6 +48,11 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
     return absl::FailedPreconditionError(
         "the cluster has no chief or worker task to run a job on");
   }
+  if (!spec.eval_fn().empty() && spec_.num_tasks(kEvaluator) == 0) {
+    return absl::FailedPreconditionError(
+        "eval_fn needs the cluster's evaluator task, and the cluster spec "
+        "has none; add an \"evaluator\" list to it");
+  }
   if (spec.strategy() == v1::PARAMETER_SERVER && PsTasks(spec_).empty()) {
     return absl::FailedPreconditionError(
         "strategy ParameterServer needs ps tasks, and the cluster spec has "

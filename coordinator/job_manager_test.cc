@@ -18,7 +18,7 @@ constexpr char kDigest[] =
 ClusterSpec TwoAgentSpec() {
   return *ClusterSpec::FromJson(
       R"({"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"],
-                      "ps": ["127.0.0.1:3"]}})");
+                      "ps": ["127.0.0.1:3"], "evaluator": ["127.0.0.1:4"]}})");
 }
 
 v1::JobSpec GoodSpec() {
@@ -251,6 +251,19 @@ TEST_F(JobManagerTest, AJobsOwnPlacementTimeoutBoundsTheWaitForAReplacement) {
     EXPECT_THAT(manager_.Get(id)->error(),
                 HasSubstr("agents not ready within 15m: worker:0"));
   }
+}
+
+TEST(JobManagerSubmitTest, AnEvalFnWithoutAnEvaluatorTaskIsRefused) {
+  JobManager manager(
+      *ClusterSpec::FromJson(
+          R"({"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}})"),
+      {});
+  v1::JobSpec spec = GoodSpec();
+  spec.set_eval_fn("eval");
+  spec.set_eval_dataset_fn("eval_data");
+  EXPECT_THAT(manager.Submit(spec, absl::Now()).status().message(),
+              HasSubstr("eval_fn needs the cluster's evaluator task, and the "
+                        "cluster spec has none"));
 }
 
 TEST_F(JobManagerTest, ANegativePlacementTimeoutIsRefusedNamingIt) {

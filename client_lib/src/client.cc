@@ -13,6 +13,7 @@
 #include "cohort/v1/job.grpc.pb.h"
 #include "common/digest.h"
 #include "common/file_util.h"
+#include "common/host_port.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "proto/job_state.h"
@@ -125,6 +126,13 @@ absl::Status ValidateSpec(const JobSpec& spec) {
                      "more, got ",
                      absl::FormatDuration(spec.checkpoint_interval)));
   }
+  const EarlyStopping& stop = spec.early_stopping;
+  if (stop.metric.empty() && (stop.target.has_value() || stop.patience != 0 ||
+                              stop.min_delta != 0 || stop.maximize)) {
+    return absl::InvalidArgumentError(
+        "early_stopping: a target, patience, min_delta or maximize without "
+        "a metric to watch; name it (cohortctl: --early_stop_metric)");
+  }
   if (spec.trace_steps < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "trace_steps: must not be negative, got ", spec.trace_steps));
@@ -195,6 +203,11 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     const std::string& address, const ClientOptions& options) {
   if (address.empty()) {
     return absl::InvalidArgumentError("no coordinator address given");
+  }
+  // Else gRPC would dial "localhost" at port 443, and wait there.
+  if (absl::StatusOr<HostPort> parsed = ParseHostPort(address); !parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the coordinator's address: ", parsed.status().message()));
   }
   COHORT_ASSIGN_OR_RETURN(rpc::Security security,
                           rpc::Security::Load(rpc::SecurityFiles{

@@ -137,6 +137,14 @@ TEST_F(TrainingLoopE2eTest,
   ASSERT_FALSE(id.ok());
   EXPECT_THAT(id.status().message(),
               HasSubstr("needs a target, a patience, or both"));
+
+  // A rule without a metric is not dropped without a word.
+  spec.early_stopping = {.target = 0.5};
+  id = client_->SubmitJob(spec);
+  ASSERT_FALSE(id.ok());
+  EXPECT_THAT(id.status().message(),
+              HasSubstr("early_stopping: a target, patience, min_delta or "
+                        "maximize without a metric to watch"));
 }
 
 TEST_F(TrainingLoopE2eTest,
