@@ -227,6 +227,8 @@ TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
   const std::vector<Case> cases = {
       {{Binary("cohortctl"), "status", "--bogus_flag"},
        "cohortctl: unknown flag --bogus_flag (see --help)"},
+      {{Binary("cohortctl"), "--coordinator=localhost", "status"},
+       "the coordinator's address: "},
       {{Binary("cohort-coordinator"), "--heartbeat_timeout=abc"},
        "cohort-coordinator: --heartbeat_timeout: Illegal value 'abc'"},
       {{Binary("cohort-coordinator"), "--heartbeat_timeout", "abc"},
