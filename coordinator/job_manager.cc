@@ -375,8 +375,13 @@ void JobManager::UpdateProgress(Job& job) {
       link.set_to_task(RankOwner(job, link.ring(), link.to_rank()));
       links.push_back(std::move(link));
     }
-    if (report.checkpoint_step() > job.status.checkpoint_step()) {
-      job.status.set_checkpoint_step(report.checkpoint_step());
+    // A replica that resumed from step N restored a checkpoint of N, which
+    // may be one this coordinator never heard of (taken while it was down,
+    // as a stopped cluster's agents checkpoint on their way out).
+    const int64_t newest =
+        std::max(report.checkpoint_step(), report.resumed_from_step());
+    if (newest > job.status.checkpoint_step()) {
+      job.status.set_checkpoint_step(newest);
       job.changed = true;
     }
     NoteStop(job, report);

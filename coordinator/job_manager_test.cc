@@ -266,6 +266,17 @@ TEST(JobManagerSubmitTest, AnEvalFnWithoutAnEvaluatorTaskIsRefused) {
                         "cluster spec has none"));
 }
 
+TEST_F(JobManagerTest, ACheckpointAnAttemptResumedFromIsTheJobsLatest) {
+  const std::string id = SubmitAndPlace();
+  // Taken while the coordinator was down: it learns of it from the resume.
+  v1::AgentJobReport resumed =
+      Report("chief", id, 1, v1::AgentJobReport::RUNNING, 9100);
+  resumed.set_resumed_from_step(9000);
+  manager_.Sync(resumed, now_);
+  manager_.Tick(Ready(), now_);
+  EXPECT_EQ(manager_.Get(id)->checkpoint_step(), 9000);
+}
+
 TEST_F(JobManagerTest, ANegativePlacementTimeoutIsRefusedNamingIt) {
   v1::JobSpec spec = GoodSpec();
   spec.set_placement_timeout_ms(-1);
