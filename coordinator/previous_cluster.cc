@@ -10,9 +10,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cohort/v1/job.pb.h"
 #include "common/cluster_spec.h"
+#include "common/file_util.h"
 #include "common/host_info.h"
 #include "common/subprocess.h"
+#include "google/protobuf/util/json_util.h"
+#include "proto/job_state.h"
 #include "spdlog/spdlog.h"
 
 namespace cohort::coordinator {
@@ -64,6 +68,24 @@ bool RunsTaskOf(int64_t pid, const PersistedTask& task,
 
 }  // namespace
 
+std::vector<std::string> UnfinishedJobs(const std::string& jobs_json) {
+  v1::JobTable table;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  if (!google::protobuf::util::JsonStringToMessage(jobs_json, &table, options)
+           .ok()) {
+    return {};
+  }
+  std::vector<std::string> out;
+  for (const v1::JobStatus& job : table.jobs()) {
+    if (IsTerminal(job.state())) continue;
+    out.push_back(absl::StrCat("job ", job.job_id(), " (",
+                               v1::JobState_Name(job.state()), ", step ",
+                               job.step(), " of ", job.spec().steps(), ")"));
+  }
+  return out;
+}
+
 absl::Status SetAsidePreviousCluster(const std::string& state_dir,
                                      const PersistedState& saved,
                                      absl::Duration grace) {
@@ -93,6 +115,16 @@ absl::Status SetAsidePreviousCluster(const std::string& state_dir,
       absl::SleepFor(absl::Milliseconds(20));
     }
     if (ProcessAlive(pid)) kill(pid, SIGKILL);
+  }
+
+  // Not lost (it moves aside too), but no longer run: say so.
+  const absl::StatusOr<std::string> jobs =
+      ReadFile((std::filesystem::path(state_dir) / "jobs.json").string());
+  for (const std::string& job : UnfinishedJobs(jobs.value_or(""))) {
+    spdlog::warn(
+        "{} of the previous cluster had not ended; it is set aside with "
+        "that cluster (`cohortctl up --resume` would have continued it)",
+        job);
   }
 
   const std::filesystem::path previous =

@@ -7,6 +7,7 @@
 // that nothing of it is lost but none of it is resumed either.
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "coordinator/state_store.h"
@@ -21,5 +22,11 @@ namespace cohort::coordinator {
 absl::Status SetAsidePreviousCluster(const std::string& state_dir,
                                      const PersistedState& saved,
                                      absl::Duration grace);
+
+// One line per job of a saved job table (jobs.json) that had not ended,
+// "job 2 (JOB_RUNNING, step 670431 of 2000000)": what setting the cluster
+// aside also sets aside, for the operator to hear of. Empty for a table
+// that cannot be read.
+std::vector<std::string> UnfinishedJobs(const std::string& jobs_json);
 
 }  // namespace cohort::coordinator
