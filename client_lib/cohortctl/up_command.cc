@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -137,6 +138,10 @@ int UpCommand(const CommonOptions& options) {
     // The coordinator resumes the spec it kept.
     std::cout << "cohortctl up: resuming the cluster in " << state_dir
               << std::endl;
+  } else if (spec_file.empty() && std::getenv("TF_CONFIG") != nullptr) {
+    // As cohort-coordinator does, which inherits it: TF_CONFIG names the
+    // cluster, and a mistake in it is named, not replaced by the default.
+    std::cout << "cohortctl up: the cluster in TF_CONFIG" << std::endl;
   } else if (spec_file.empty()) {
     absl::StatusOr<std::string> spec = DefaultClusterSpec();
     spec_file = default_spec;
@@ -189,6 +194,7 @@ int UpCommand(const CommonOptions& options) {
 
   absl::StatusOr<std::unique_ptr<Client>> client =
       Client::Connect(address, options.client);
+  const std::string& token_file = options.client.auth_token_file;
   if (client.ok()) {
     absl::StatusOr<v1::ClusterState> state =
         (*client)->WaitForReady(absl::GetFlag(FLAGS_ready_timeout));
@@ -196,6 +202,9 @@ int UpCommand(const CommonOptions& options) {
       std::cout << "\n"
                 << ClusterStateToTable(*state) << "\nall tasks READY. "
                 << "Try: cohortctl --coordinator=" << address
+                << (token_file.empty()
+                        ? ""
+                        : absl::StrCat(" --auth_token_file=", token_file))
                 << " status   (Ctrl-C stops the cluster)" << std::endl;
     } else {
       PrintError(state.status());

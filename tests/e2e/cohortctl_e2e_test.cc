@@ -259,6 +259,13 @@ TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
       absl::Seconds(30));
   EXPECT_EQ(up.exit_code, 2) << up.output;
   EXPECT_THAT(up.output, HasSubstr("$: not valid JSON"));
+  // So is a TF_CONFIG, which names the cluster when no spec is given.
+  const CommandResult tf_config =
+      RunCommand({Binary("cohortctl"), "up",
+                  absl::StrCat("--state_dir=", dir.path(), "/state")},
+                 absl::Seconds(30), {{"TF_CONFIG", R"({"cluster": )"}});
+  EXPECT_EQ(tf_config.exit_code, 2) << tf_config.output;
+  EXPECT_THAT(tf_config.output, HasSubstr("TF_CONFIG: $: not valid JSON"));
 }
 
 TEST(CohortctlE2eTest, EveryBinaryHasHelp) {
