@@ -16,8 +16,9 @@ bool Fits(const std::string& text, size_t max_bytes) {
   return text.size() <= max_bytes && IsValidUtf8(text);
 }
 
-// Calls on_string(field, index) for each string value (index -1 for a
-// singular field) and on_message(message) for each nested message.
+// Calls on_string(field, index) for each string value and
+// on_message(field, index) for each nested message; index is -1 for a
+// singular field.
 template <typename OnString, typename OnMessage>
 void Visit(const Message& message, OnString on_string, OnMessage on_message) {
   const Reflection* reflection = message.GetReflection();
