@@ -27,6 +27,11 @@ void Executor::Post(std::function<void()> work) {
   work();
 }
 
+size_t Executor::Queued() {
+  absl::MutexLock lock(&mu_);
+  return queue_.size();
+}
+
 void Executor::Shutdown() {
   {
     absl::MutexLock lock(&mu_);

@@ -28,6 +28,8 @@ class Executor {
   // Queues `work`. After Shutdown began, runs it on the calling thread, so
   // that a caller waiting on it is never left hanging.
   void Post(std::function<void()> work);
+  // How many posted closures have not started yet.
+  size_t Queued();
   // Runs what is queued, then joins the threads. Idempotent.
   void Shutdown();
 

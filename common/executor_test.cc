@@ -44,5 +44,21 @@ TEST(ExecutorTest, ASlowClosureDoesNotHoldUpTheOtherThread) {
   release.Notify();
 }
 
+TEST(ExecutorTest, QueuedCountsOnlyWhatHasNotStarted) {
+  Executor executor(1, "test");
+  absl::Notification started, release;
+  executor.Post([&] {
+    started.Notify();
+    release.WaitForNotificationWithTimeout(absl::Seconds(30));
+  });
+  ASSERT_TRUE(started.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  executor.Post([] {});
+  executor.Post([] {});
+  EXPECT_EQ(executor.Queued(), 2u);
+  release.Notify();
+  executor.Shutdown();
+  EXPECT_EQ(executor.Queued(), 0u);
+}
+
 }  // namespace
 }  // namespace cohort

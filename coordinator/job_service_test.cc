@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "absl/synchronization/notification.h"
 #include "cohort/v1/job.grpc.pb.h"
 #include "rpc/channel.h"
@@ -67,13 +69,29 @@ class JobServiceTest : public ::testing::Test {
 };
 
 TEST_F(JobServiceTest, ACallWhoseCallerGaveUpInTheQueueIsNotRun) {
-  // The executor is busy until the caller's deadline has passed.
-  absl::Notification release;
-  slow_.Post([&release] {
+  // The executor is busy until the server's deadline for the call has
+  // passed. That deadline is the caller's remaining time added to the moment
+  // the server read the call, which is before the call was queued: so it is
+  // at most `timeout` after the test sees the call in the queue.
+  absl::Notification started, release;
+  slow_.Post([&] {
+    started.Notify();
     release.WaitForNotificationWithTimeout(absl::Seconds(30));
   });
-  EXPECT_EQ(Cancel(absl::Milliseconds(300)).error_code(),
-            grpc::StatusCode::DEADLINE_EXCEEDED);
+  ASSERT_TRUE(started.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  constexpr absl::Duration kTimeout = absl::Seconds(1);
+  grpc::Status gave_up;
+  std::thread caller([&] { gave_up = Cancel(kTimeout); });
+  const absl::Time limit = absl::Now() + absl::Seconds(30);
+  while (slow_.Queued() < 1 && absl::Now() < limit) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  const absl::Time queued = absl::Now();
+  caller.join();
+  ASSERT_EQ(slow_.Queued(), 1u) << "the call never reached the queue";
+  EXPECT_EQ(gave_up.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  // gRPC converts the deadline between clocks; 100 ms covers its rounding.
+  absl::SleepFor(queued + kTimeout + absl::Milliseconds(100) - absl::Now());
   release.Notify();
   // Once the queue has drained, the job is still queued, not cancelled.
   absl::Notification drained;
