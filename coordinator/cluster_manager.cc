@@ -1,5 +1,7 @@
 #include "coordinator/cluster_manager.h"
 
+#include <algorithm>
+
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -98,8 +100,10 @@ absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
 
   v1::RegisterResponse response;
   response.set_session_id(record->session_id);
-  response.set_heartbeat_interval_ms(
-      absl::ToInt64Milliseconds(options_.heartbeat_interval));
+  // At least five beats fit in the timeout, so that one late or lost beat
+  // is no death (a 2 s timeout would otherwise allow one miss).
+  response.set_heartbeat_interval_ms(absl::ToInt64Milliseconds(
+      std::min(options_.heartbeat_interval, options_.heartbeat_timeout / 5)));
   response.set_cluster_spec_json(spec_.ToJson());
   return response;
 }

@@ -67,6 +67,16 @@ TEST_F(ClusterManagerTest, RegisterMakesReadyAndReturnsTheSpec) {
   EXPECT_THAT(response->cluster_spec_json(), HasSubstr("127.0.0.1:2003"));
   EXPECT_EQ(manager_.state(kWorker1), v1::READY);
   EXPECT_EQ(manager_.pid(kWorker1), 100);
+  EXPECT_EQ(response->heartbeat_interval_ms(), 1000);
+}
+
+TEST_F(ClusterManagerTest, FiveBeatsFitInAShortHeartbeatTimeout) {
+  ClusterManager manager(*ClusterSpec::FromJson(kSpec),
+                         {.heartbeat_timeout = absl::Seconds(2)}, start_);
+  absl::StatusOr<v1::RegisterResponse> response =
+      manager.Register(Report(kWorker1, "127.0.0.1:2002"), At(1));
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->heartbeat_interval_ms(), 400);
 }
 
 TEST_F(ClusterManagerTest, UnknownIdentityIsRefusedByName) {

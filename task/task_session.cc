@@ -71,6 +71,9 @@ absl::Status TaskSession::Register() {
   if (!status.ok()) return status;
   absl::MutexLock lock(&mu_);
   session_id_ = response.session_id();
+  if (response.heartbeat_interval_ms() > 0) {
+    asked_interval_ = absl::Milliseconds(response.heartbeat_interval_ms());
+  }
   return absl::OkStatus();
 }
 
@@ -99,11 +102,12 @@ void TaskSession::Run() {
   while (true) {
     const bool have_session = registered();
     absl::Status status = have_session ? Heartbeat() : Register();
+    absl::Duration wait;
     {
       absl::MutexLock lock(&mu_);
       last_status_ = status;
+      wait = std::min(options_.heartbeat_interval, asked_interval_);
     }
-    absl::Duration wait = options_.heartbeat_interval;
     // Anything but "could not reach it" is an answer.
     if (status.code() != absl::StatusCode::kUnavailable &&
         status.code() != absl::StatusCode::kDeadlineExceeded) {

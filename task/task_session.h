@@ -29,6 +29,7 @@ namespace cohort::task {
 struct TaskSessionOptions {
   std::string coordinator_address;
   rpc::Security security;
+  // The longest gap between beats; the coordinator may ask for less.
   absl::Duration heartbeat_interval = absl::Seconds(1);
   absl::Duration rpc_timeout = absl::Seconds(3);
   // Builds the report sent with Register and each heartbeat. Called on the
@@ -73,6 +74,9 @@ class TaskSession {
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::string session_id_ ABSL_GUARDED_BY(mu_);
+  // What the coordinator asked for at registration; infinite before.
+  absl::Duration asked_interval_ ABSL_GUARDED_BY(mu_) =
+      absl::InfiniteDuration();
   absl::Status last_status_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
