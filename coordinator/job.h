@@ -30,6 +30,10 @@ struct JobManagerOptions {
   absl::Duration sync_interval = absl::Milliseconds(200);  // told to agents
   // Where checkpoints go when the spec names no directory: <root>/<job id>.
   std::string checkpoint_root;
+  // The table keeps this many ended jobs, the newest; older ones are
+  // dropped, so that a long-lived coordinator's table and state file stay
+  // bounded. Their checkpoints stay where they are.
+  int finished_jobs_kept = 1000;
 };
 
 struct Job {

@@ -87,6 +87,34 @@ Job* JobManager::Find(const std::string& job_id) {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
+absl::Status JobManager::NotFound(const std::string& job_id) const {
+  int64_t id = 0;
+  if (absl::SimpleAtoi(job_id, &id) && id > 0 && id < next_id_) {
+    return absl::NotFoundError(
+        absl::StrCat("job ", id,
+                     " ended and was dropped from the table, which keeps the "
+                     "newest ",
+                     options_.finished_jobs_kept,
+                     " ended jobs (the coordinator's --finished_jobs_kept)"));
+  }
+  return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
+}
+
+void JobManager::DropOldFinished() {
+  int64_t ended = 0;
+  for (const auto& [id, job] : jobs_) ended += IsTerminal(job.status.state());
+  for (auto it = jobs_.begin();
+       it != jobs_.end() && ended > options_.finished_jobs_kept;) {
+    if (!IsTerminal(it->second.status.state())) {
+      ++it;
+      continue;
+    }
+    it = jobs_.erase(it);
+    --ended;
+    changed_ = true;
+  }
+}
+
 Job* JobManager::ActiveJob() {
   for (auto& [id, job] : jobs_) {
     if (job.active()) return &job;
@@ -97,9 +125,7 @@ Job* JobManager::ActiveJob() {
 absl::StatusOr<v1::JobStatus> JobManager::Get(const std::string& job_id) const {
   absl::MutexLock lock(&mu_);
   Job* job = const_cast<JobManager*>(this)->Find(job_id);
-  if (job == nullptr) {
-    return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
-  }
+  if (job == nullptr) return NotFound(job_id);
   return job->status;
 }
 
@@ -114,9 +140,7 @@ absl::StatusOr<v1::JobStatus> JobManager::Cancel(const std::string& job_id,
                                                  absl::Time now) {
   absl::MutexLock lock(&mu_);
   Job* job = Find(job_id);
-  if (job == nullptr) {
-    return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
-  }
+  if (job == nullptr) return NotFound(job_id);
   if (!IsTerminal(job->status.state())) {
     Finish(*job, v1::JOB_CANCELLED, "cancelled on request", now);
   }
@@ -179,6 +203,7 @@ v1::AgentSyncResponse JobManager::Sync(const v1::AgentJobReport& report,
 
 void JobManager::Tick(const std::vector<AgentView>& agents, absl::Time now) {
   absl::MutexLock lock(&mu_);
+  DropOldFinished();
   Job* job = ActiveJob();
   if (job == nullptr) {
     for (auto& [id, queued] : jobs_) {
@@ -495,6 +520,7 @@ absl::Status JobManager::Restore(const std::string& text, absl::Time now) {
     next_id_ = std::max(next_id_, id + 1);
     jobs_[id] = std::move(job);
   }
+  DropOldFinished();
   return absl::OkStatus();
 }
 

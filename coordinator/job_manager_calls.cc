@@ -12,9 +12,7 @@ namespace cohort::coordinator {
 absl::StatusOr<Job*> JobManager::ScheduledJob(const std::string& job_id,
                                               absl::Time now) {
   Job* job = Find(job_id);
-  if (job == nullptr) {
-    return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
-  }
+  if (job == nullptr) return NotFound(job_id);
   const v1::JobSpec& spec = job->status.spec();
   if (spec.strategy() != v1::PARAMETER_SERVER ||
       !spec.ps().schedule_from_client()) {
@@ -91,9 +89,7 @@ absl::StatusOr<std::vector<std::string>> JobManager::PsAddresses(
     const std::string& job_id, absl::Time now) {
   absl::MutexLock lock(&mu_);
   Job* job = Find(job_id);
-  if (job == nullptr) {
-    return absl::NotFoundError(absl::StrCat("no job \"", job_id, "\""));
-  }
+  if (job == nullptr) return NotFound(job_id);
   if (!job->parameter_server()) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", job_id,

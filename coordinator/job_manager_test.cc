@@ -10,6 +10,7 @@ namespace cohort::coordinator {
 namespace {
 
 using ::cohort::testing::StatusIs;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr char kDigest[] =
@@ -78,6 +79,11 @@ TEST_F(JobManagerTest, MalformedSpecsAreRefusedNamingTheField) {
   spec.set_config_json("[1]");
   EXPECT_THAT(manager_.Submit(spec, now_).status().message(),
               HasSubstr("config_json"));
+  spec.set_config_json(
+      absl::StrCat(R"({"x": ")", std::string(1024 * 1024, 'a'), R"("})"));
+  EXPECT_THAT(manager_.Submit(spec, now_).status().message(),
+              HasSubstr("config_json is 1048585 bytes, over the 1024 KiB "
+                        "limit"));
   spec = GoodSpec();
   spec.set_strategy(v1::STRATEGY_UNSPECIFIED);
   EXPECT_EQ(manager_.Submit(spec, now_).status().code(),
@@ -367,6 +373,46 @@ TEST_F(JobManagerTest, RestoresATableWithNumericIdsAndRefusesABadJob) {
   EXPECT_THAT(
       refused.Restore(R"({"jobs": [{"state": 3.5}]})", now_),
       StatusIs(absl::StatusCode::kDataLoss, HasSubstr("does not parse")));
+}
+
+TEST_F(JobManagerTest, OnlyTheNewestEndedJobsAreKeptAndADroppedOneIsNamed) {
+  JobManager manager(TwoAgentSpec(),
+                     {.checkpoint_root = "/ckpt", .finished_jobs_kept = 2});
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    ids.push_back(*manager.Submit(GoodSpec(), now_));
+    manager.Tick(Ready(), now_);
+    ASSERT_OK(manager.Cancel(ids.back(), now_).status());
+  }
+  const std::string queued = *manager.Submit(GoodSpec(), now_);
+  ASSERT_OK(manager.Cancel(queued, now_).status());
+  const std::string running = *manager.Submit(GoodSpec(), now_);
+  manager.Tick(Ready(), now_);
+
+  // Five ended: the three oldest went; the job placing stays.
+  std::vector<std::string> listed;
+  for (const v1::JobStatus& job : manager.List())
+    listed.push_back(job.job_id());
+  EXPECT_THAT(listed, ElementsAre(ids[3], queued, running));
+  EXPECT_THAT(manager.Get(ids[0]),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("job 1 ended and was dropped from the table, "
+                                 "which keeps the newest 2 ended jobs")));
+  EXPECT_THAT(manager.Get("99"), StatusIs(absl::StatusCode::kNotFound,
+                                          HasSubstr("no job \"99\"")));
+
+  // The saved table is bounded too, and a restored one is trimmed.
+  std::optional<std::string> table =
+      manager.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
+  ASSERT_TRUE(table.has_value());
+  JobManager smaller(TwoAgentSpec(),
+                     {.checkpoint_root = "/ckpt", .finished_jobs_kept = 1});
+  ASSERT_OK(smaller.Restore(*table, now_));
+  listed.clear();
+  for (const v1::JobStatus& job : smaller.List())
+    listed.push_back(job.job_id());
+  EXPECT_THAT(listed, ElementsAre(queued, running));
+  EXPECT_EQ(*smaller.Submit(GoodSpec(), now_), "7");
 }
 
 TEST_F(JobManagerTest, CentralStorageRunsOnOneAgent) {

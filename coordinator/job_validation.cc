@@ -10,6 +10,7 @@
 namespace cohort::coordinator {
 
 constexpr int kMaxLogicalDevices = 64;
+constexpr size_t kMaxConfigJsonBytes = 1024 * 1024;
 
 absl::Status ValidateEarlyStopping(const v1::JobSpec& spec) {
   const v1::EarlyStopping& rule = spec.early_stopping();
@@ -166,6 +167,13 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
           "the evaluator evaluates the synchronous strategies' "
           "checkpoints; a ParameterServer job has none");
     }
+  }
+  // It goes to every agent with each assignment and is saved with the job
+  // table on every change; data belongs in files the step function reads.
+  if (spec.config_json().size() > kMaxConfigJsonBytes) {
+    return bad("config_json is ", spec.config_json().size(),
+               " bytes, over the ", kMaxConfigJsonBytes / 1024,
+               " KiB limit; put data in files and name them in it");
   }
   if (!spec.config_json().empty()) {
     const nlohmann::json config =

@@ -55,6 +55,9 @@ ABSL_FLAG(absl::Duration, placement_timeout, absl::Minutes(2),
           "start, and after a restart while a lost host or its replacement "
           "comes back) before it fails naming them. A job's "
           "placement_timeout overrides it.");
+ABSL_FLAG(int, finished_jobs_kept, 1000,
+          "How many ended jobs the job table keeps, the newest; older ones "
+          "are dropped from it (their checkpoints stay).");
 ABSL_FLAG(bool, new_cluster, false,
           "Start a new cluster in --state_dir instead of resuming the one "
           "kept there: stop the tasks it left running and move its state to "
@@ -158,6 +161,12 @@ absl::StatusOr<CoordinatorConfig> ConfigFromFlags() {
     return absl::InvalidArgumentError(
         absl::StrCat("--placement_timeout must be positive and finite, got ",
                      absl::FormatDuration(config.jobs.placement_timeout)));
+  }
+  config.jobs.finished_jobs_kept = absl::GetFlag(FLAGS_finished_jobs_kept);
+  if (config.jobs.finished_jobs_kept < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--finished_jobs_kept must be at least 1, got ",
+                     config.jobs.finished_jobs_kept));
   }
   config.new_cluster = absl::GetFlag(FLAGS_new_cluster);
   return config;
