@@ -1,11 +1,13 @@
 #include "rpc/security.h"
 
 #include <grpcpp/security/server_credentials.h>
+#include <sys/stat.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
+#include "spdlog/spdlog.h"
 
 namespace cohort::rpc {
 namespace {
@@ -18,6 +20,16 @@ absl::StatusOr<std::string> ReadFlagFile(absl::string_view flag,
         absl::StrCat("--", flag, ": ", contents.status().message()));
   }
   return contents;
+}
+
+// A secret that other users can read is no secret; say so, as ssh does for
+// its keys, without refusing a file an operator may have shared on purpose.
+void WarnIfOthersCanRead(const char* flag, const std::string& path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0 || (info.st_mode & 077) == 0) return;
+  spdlog::warn(
+      "--{}: {} can be read by other users (mode {:04o}); chmod 600 it", flag,
+      path, info.st_mode & 07777);
 }
 
 }  // namespace
@@ -40,6 +52,7 @@ absl::StatusOr<Security> Security::Load(const SecurityFiles& files) {
                        "without spaces"));
     }
     security.token = std::move(token);
+    WarnIfOthersCanRead("auth_token_file", files.auth_token_file);
   }
   if (files.tls_cert_file.empty() != files.tls_key_file.empty()) {
     return absl::InvalidArgumentError(
@@ -50,6 +63,7 @@ absl::StatusOr<Security> Security::Load(const SecurityFiles& files) {
                             ReadFlagFile("tls_cert_file", files.tls_cert_file));
     COHORT_ASSIGN_OR_RETURN(security.key_pem,
                             ReadFlagFile("tls_key_file", files.tls_key_file));
+    WarnIfOthersCanRead("tls_key_file", files.tls_key_file);
   }
   if (!files.tls_ca_file.empty()) {
     COHORT_ASSIGN_OR_RETURN(security.ca_pem,

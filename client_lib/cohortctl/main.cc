@@ -8,6 +8,7 @@
 #include "client_lib/cohortctl/commands.h"
 #include "common/file_util.h"
 #include "common/flags.h"
+#include "common/logging.h"
 #include "rpc/security_flags.h"
 
 ABSL_FLAG(std::string, coordinator, "",
@@ -107,6 +108,12 @@ std::string ResolveCoordinator() {
 
 int Main(int argc, char** argv) {
   const std::vector<std::string> args = ParseCommandLine(argc, argv, kUsage);
+  // Warnings (a token file others can read) go to stderr, never into the
+  // output a script reads; nothing below a warning is shown.
+  if (absl::Status logging = InitLogging("cohortctl", "", "warn");
+      !logging.ok()) {
+    ExitWithConfigError(logging);
+  }
   if (args.empty()) {
     std::fprintf(stderr, "cohortctl: no command given (try --help)\n");
     return kUsageError;

@@ -1,6 +1,8 @@
 // Authentication and TLS, end to end: a coordinator (and the tasks it
 // launches) with a bearer token or mutual TLS, queried with cohortctl.
 
+#include <sys/stat.h>
+
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -10,6 +12,7 @@ namespace cohort::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(SecurityE2eTest, TokenIsRequiredByTheCoordinatorAndItsTasks) {
   ScratchDir dir;
@@ -42,6 +45,25 @@ TEST(SecurityE2eTest, TokenIsRequiredByTheCoordinatorAndItsTasks) {
                   absl::StrCat("--auth_token_file=", token), "status"});
   EXPECT_EQ(member.exit_code, 0) << member.output;
   EXPECT_THAT(member.output, HasSubstr("3/3 tasks ready"));
+  EXPECT_THAT(member.output, Not(HasSubstr("other users")));
+  // A token file that anyone may read still works, with a warning on
+  // stderr, out of the way of what scripts read.
+  ASSERT_EQ(chmod(token.c_str(), 0644), 0);
+  CommandResult shared =
+      RunCommand({Binary("cohortctl"), coordinator_flag,
+                  absl::StrCat("--auth_token_file=", token), "status"});
+  EXPECT_EQ(shared.exit_code, 0) << shared.output;
+  EXPECT_THAT(shared.output,
+              HasSubstr(absl::StrCat("--auth_token_file: ", token,
+                                     " can be read by other users (mode "
+                                     "0644); chmod 600 it")));
+  CommandResult json =
+      RunCommand({"/bin/sh", "-c",
+                  absl::StrCat(Binary("cohortctl"), " ", coordinator_flag,
+                               " --auth_token_file=", token,
+                               " status --json 2>/dev/null")});
+  EXPECT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_EQ(json.output.rfind("{", 0), 0u) << json.output;
 
   // Health checks stay open for load balancers and probes.
   absl::StatusOr<std::string> health = HealthCheck(c.address());
