@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/exit_codes.h"
 #include "common/version.h"
 
@@ -96,8 +97,13 @@ void CheckFlags(int argc, char** argv) {
     }
     std::string error;
     if (!flag->ParseFrom(value, &error)) {
-      ExitWithConfigError(
-          absl::InvalidArgumentError(absl::StrCat("--", name, ": ", error)));
+      // absl says only that the value is illegal; "5" is the usual mistake.
+      const absl::string_view hint =
+          flag->IsOfType<absl::Duration>()
+              ? " (a duration needs a unit: 500ms, 5s, 2m, 1h30m or inf)"
+              : "";
+      ExitWithConfigError(absl::InvalidArgumentError(
+          absl::StrCat("--", name, ": ", error, hint)));
     }
   }
 }

@@ -125,6 +125,9 @@ absl::StatusOr<HostPort> SplitHostPort(absl::string_view text,
 
 std::string AddressKey(const HostPort& address) {
   HostPort key{absl::AsciiStrToLower(address.host), address.port};
+  // Every resolver maps it there first (RFC 6761), so "localhost:5" and
+  // "127.0.0.1:5" are the same socket.
+  if (key.host == "localhost") key.host = "127.0.0.1";
   const size_t percent = key.host.find('%');
   const std::string ip = key.host.substr(0, percent);
   in6_addr parsed;

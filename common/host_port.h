@@ -30,8 +30,9 @@ absl::StatusOr<HostPort> ParseHostPort(absl::string_view text,
 absl::StatusOr<HostPort> SplitHostPort(absl::string_view text,
                                        bool allow_port_zero);
 
-// A comparable form of an address: hostnames are case-insensitive and one
-// IPv6 address has many spellings ("::1" and "0::1").
+// A comparable form of an address: hostnames are case-insensitive, one
+// IPv6 address has many spellings ("::1" and "0::1"), and "localhost" is
+// 127.0.0.1.
 std::string AddressKey(const HostPort& address);
 
 }  // namespace cohort

@@ -131,10 +131,19 @@ int UpCommand(const CommonOptions& options) {
     }
   }
   const bool resume = absl::GetFlag(FLAGS_resume);
+  const bool kept =
+      std::filesystem::exists(state_dir + "/coordinator_state.json");
+  if (resume && !kept) {
+    // Starting a new cluster instead would be a silent surprise.
+    PrintError(absl::InvalidArgumentError(absl::StrCat(
+        "--resume: no cluster was kept in ", state_dir,
+        " (no coordinator_state.json); `cohortctl up` without --resume "
+        "starts a new one, or pass the --state_dir of the one to resume")));
+    return kUsageError;
+  }
   std::string spec_file = absl::GetFlag(FLAGS_cluster_spec);
   const std::string default_spec = state_dir + "/default_cluster.json";
-  if (spec_file.empty() && resume &&
-      std::filesystem::exists(state_dir + "/coordinator_state.json")) {
+  if (spec_file.empty() && resume) {
     // The coordinator resumes the spec it kept.
     std::cout << "cohortctl up: resuming the cluster in " << state_dir
               << std::endl;
