@@ -48,6 +48,10 @@ absl::StatusOr<LinearConfig> ParseLinearConfig(const std::string& text) {
   if (s.ok()) s = GetInt(config, "dim", 1, 1 << 20, c.dim);
   if (s.ok()) s = GetInt(config, "step_sleep_ms", 0, 60'000, c.step_sleep_ms);
   if (s.ok()) {
+    s = GetString(config, "step_sleep_until_file", "a file's path",
+                  c.step_sleep_until_file);
+  }
+  if (s.ok()) {
     s = GetInt<int64_t>(config, "hang_at_step", -1, int64_t{1} << 40,
                         c.hang_at_step);
   }

@@ -26,6 +26,9 @@ struct LinearConfig {
   // Extra time each step takes, to stand in for a heavier model (tests use
   // it to act in the middle of a job).
   int step_sleep_ms = 0;
+  // When set, steps sleep only until this file exists: tests keep a job
+  // slow until they have acted on it, then let it finish at full speed.
+  std::string step_sleep_until_file;
   // The step that never returns, as a step stuck in a deadlock would (tests
   // use it to stop a job whose code cannot be interrupted); -1: none.
   int64_t hang_at_step = -1;
@@ -38,7 +41,8 @@ struct LinearConfig {
 
 // INVALID_ARGUMENT naming the field for a bad value. Keys: "num_examples",
 // "dim", "true_w", "true_b", "shard_policy", "shuffle", "optimizer",
-// "learning_rate", "step_sleep_ms", "hang_at_step", "stream_examples",
+// "learning_rate", "step_sleep_ms", "step_sleep_until_file", "hang_at_step",
+// "stream_examples",
 // "prefetch_steps", "prefetch_to_device".
 absl::StatusOr<LinearConfig> ParseLinearConfig(const std::string& json);
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -26,7 +27,6 @@ struct ReplicaState {
   Optimizer* optimizer = nullptr;
   std::vector<double> gradient;  // dw..., db
 };
-
 
 absl::Status NeedCpu(const ReplicaContext& ctx, const char* fn) {
   if (!ctx.device().is_cuda()) return absl::OkStatus();
@@ -114,7 +114,9 @@ absl::Status LinearStep(ReplicaContext& ctx, const Batch& batch) {
         "linear_step: no state for this replica; submit the job with "
         "--init=linear_init");
   }
-  if (state->config.step_sleep_ms > 0) {
+  const std::string& until = state->config.step_sleep_until_file;
+  if (state->config.step_sleep_ms > 0 &&
+      (until.empty() || !std::filesystem::exists(until))) {
     std::this_thread::sleep_for(
         std::chrono::milliseconds(state->config.step_sleep_ms));
   }

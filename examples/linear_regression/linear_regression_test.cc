@@ -108,6 +108,7 @@ TEST(LinearRegressionTest, BadConfigNamesTheField) {
       {R"({"shard_policy": "rows"})", "\"shard_policy\""},
       {R"({"shuffle": 1})", "\"shuffle\""},
       {R"({"hang_at_step": -2})", "\"hang_at_step\""},
+      {R"({"step_sleep_until_file": 3})", "\"step_sleep_until_file\""},
       {R"([1, 2])", "JSON object"},
       {R"({"dim": )", "JSON object"},
   };
