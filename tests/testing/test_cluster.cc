@@ -211,7 +211,7 @@ absl::StatusOr<ReadyCluster> StartReadyCluster(const ScratchDir& dir,
   if (!coordinator.ok()) return coordinator.status();
   cluster.coordinator = *std::move(coordinator);
   absl::StatusOr<v1::ClusterState> state =
-      cluster.coordinator->WaitAllReady(absl::Seconds(10), client);
+      cluster.coordinator->WaitAllReady(absl::Seconds(30), client);
   if (!state.ok()) {
     return absl::Status(state.status().code(),
                         absl::StrCat(state.status().message(), "\n",
