@@ -295,7 +295,10 @@ TEST_F(JobAgentTest, LeavingWaitsNoLongerThanItsTimeout) {
   const absl::Time start = absl::Now();
   agent_->Leave();
   EXPECT_TRUE(log_->Left(1));
+  // It waited its 200 ms for the stuck attempt, and not for it to end;
+  // the upper bound leaves a busy machine room.
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(200));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
   EXPECT_FALSE(log_->Destroyed(1));
   // Shutdown then stops it as any ended attempt.
   agent_->Shutdown();
