@@ -6,6 +6,28 @@ namespace cohort::examples {
 
 using json = nlohmann::json;
 
+absl::StatusOr<json> ParseConfigObject(
+    const std::string& text, std::initializer_list<const char*> fields) {
+  json config = json::parse(text, nullptr, false);
+  if (config.is_discarded() || !config.is_object()) {
+    return absl::InvalidArgumentError("config: expected a JSON object, got " +
+                                      text);
+  }
+  for (const auto& [key, value] : config.items()) {
+    bool known = false;
+    for (const char* field : fields) known = known || key == field;
+    if (known) continue;
+    std::string names;
+    for (const char* field : fields) {
+      names += (names.empty() ? "" : ", ") + std::string(field);
+    }
+    return absl::InvalidArgumentError("config field \"" + key +
+                                      "\" is not one this example reads (" +
+                                      names + ")");
+  }
+  return config;
+}
+
 absl::Status FieldError(const char* field, const std::string& expected,
                         const json& got) {
   return absl::InvalidArgumentError("config field \"" + std::string(field) +

@@ -4,13 +4,20 @@
 // field is absent, and names the field in an INVALID_ARGUMENT otherwise.
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "cohort/dataset.h"
 #include "nlohmann/json.hpp"
 
 namespace cohort::examples {
+
+// Parses an example's config: a JSON object whose fields are all among
+// `fields`, so that a misspelt one is named rather than silently ignored.
+absl::StatusOr<nlohmann::json> ParseConfigObject(
+    const std::string& text, std::initializer_list<const char*> fields);
 
 absl::Status FieldError(const char* field, const std::string& expected,
                         const nlohmann::json& got);

@@ -8,14 +8,17 @@ namespace cohort::examples {
 using json = nlohmann::json;
 
 absl::StatusOr<FashionConfig> ParseFashionConfig(const std::string& text) {
-  const json config = json::parse(text, nullptr, false);
-  if (config.is_discarded() || !config.is_object()) {
-    return absl::InvalidArgumentError("config: expected a JSON object, got " +
-                                      text);
-  }
+  absl::StatusOr<json> parsed =
+      ParseConfigObject(text, {"data_dir", "source_dir", "shard_policy",
+                               "shuffle", "hidden1", "hidden2", "learning_rate",
+                               "eval_every", "test_examples", "blas_threads"});
+  if (!parsed.ok()) return parsed.status();
+  const json& config = *parsed;
   FashionConfig c;
-  absl::Status s = GetString(config, "data_dir", "a directory path", c.data_dir);
-  if (s.ok()) s = GetString(config, "source_dir", "a directory path", c.source_dir);
+  absl::Status s =
+      GetString(config, "data_dir", "a directory path", c.data_dir);
+  if (s.ok())
+    s = GetString(config, "source_dir", "a directory path", c.source_dir);
   if (s.ok()) s = GetShardPolicy(config, c.shard_policy);
   if (s.ok()) s = GetBool(config, "shuffle", c.shuffle);
   if (s.ok()) s = GetInt(config, "hidden1", 1, 1 << 14, c.hidden1);

@@ -23,7 +23,9 @@ using ::cohort::examples::testing::RunFakeJob;
 using ::cohort::examples::testing::StepLibrary;
 using ::testing::HasSubstr;
 
-const StepLibrary& Library() { return StepLibrary::OpenOnce(COHORT_EXAMPLE_FMNIST_LIBRARY); }
+const StepLibrary& Library() {
+  return StepLibrary::OpenOnce(COHORT_EXAMPLE_FMNIST_LIBRARY);
+}
 
 // The first 4096 training images, in 2 record files.
 class FashionLibraryTest : public ::testing::Test {
@@ -42,11 +44,11 @@ class FashionLibraryTest : public ::testing::Test {
                                "-of-00002.rec");
       ASSERT_TRUE(writer.ok()) << writer.status();
       for (int i = f * 2048; i < (f + 1) * 2048; ++i) {
-        ASSERT_TRUE((*writer)
-                        ->Write(std::string_view(
-                            train->examples.data() + i * kExampleBytes,
-                            kExampleBytes))
-                        .ok());
+        ASSERT_TRUE(
+            (*writer)
+                ->Write(std::string_view(
+                    train->examples.data() + i * kExampleBytes, kExampleBytes))
+                .ok());
       }
       ASSERT_TRUE((*writer)->Close().ok());
     }
@@ -90,9 +92,9 @@ TEST_F(FashionLibraryTest, TwoReplicasLearnTheClothes) {
 }
 
 TEST_F(FashionLibraryTest, BadConfigNamesTheField) {
-  for (const char* field : {"hidden1", "hidden2", "learning_rate",
-                            "eval_every", "test_examples", "blas_threads",
-                            "shuffle", "shard_policy", "source_dir"}) {
+  for (const char* field :
+       {"hidden1", "hidden2", "learning_rate", "eval_every", "test_examples",
+        "blas_threads", "shuffle", "shard_policy", "source_dir"}) {
     FakeJobOptions job = Job(1, 1);
     job.config_json =
         R"({"data_dir": ")" + *dir_ + R"(", ")" + field + R"(": -1})";
@@ -102,6 +104,12 @@ TEST_F(FashionLibraryTest, BadConfigNamesTheField) {
     EXPECT_THAT(result.status().message(),
                 HasSubstr("\"" + std::string(field) + "\""));
   }
+  // A misspelt field is named, not ignored.
+  FakeJobOptions job = Job(1, 1);
+  job.config_json = R"({"data_dir": ")" + *dir_ + R"(", "learning_rte": 0.1})";
+  EXPECT_THAT(RunFakeJob(Library(), job).status().message(),
+              HasSubstr("config field \"learning_rte\" is not one this example "
+                        "reads (data_dir, source_dir, "));
 }
 
 TEST_F(FashionLibraryTest, AMissingTestSetIsNamed) {
@@ -110,8 +118,9 @@ TEST_F(FashionLibraryTest, AMissingTestSetIsNamed) {
       R"({"data_dir": ")" + *dir_ + R"(", "source_dir": "/nonexistent"})";
   absl::StatusOr<FakeJobResult> result = RunFakeJob(Library(), job);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(result.status().message(),
-              HasSubstr("/nonexistent/t10k-images-idx3-ubyte.gz: no such file"));
+  EXPECT_THAT(
+      result.status().message(),
+      HasSubstr("/nonexistent/t10k-images-idx3-ubyte.gz: no such file"));
 }
 
 #ifdef COHORT_EXAMPLE_FMNIST_CUDA_LIBRARY

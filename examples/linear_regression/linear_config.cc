@@ -37,11 +37,13 @@ absl::Status GetOptimizer(const json& config, OptimizerOptions& out) {
 }  // namespace
 
 absl::StatusOr<LinearConfig> ParseLinearConfig(const std::string& text) {
-  const json config = json::parse(text, nullptr, false);
-  if (config.is_discarded() || !config.is_object()) {
-    return absl::InvalidArgumentError("config: expected a JSON object, got " +
-                                      text);
-  }
+  absl::StatusOr<json> parsed = ParseConfigObject(
+      text, {"num_examples", "dim", "true_w", "true_b", "shard_policy",
+             "shuffle", "optimizer", "learning_rate", "step_sleep_ms",
+             "step_sleep_until_file", "hang_at_step", "stream_examples",
+             "prefetch_steps", "prefetch_to_device"});
+  if (!parsed.ok()) return parsed.status();
+  const json& config = *parsed;
   LinearConfig c;
   absl::Status s = GetInt<int64_t>(config, "num_examples", 1, int64_t{1} << 30,
                                    c.num_examples);

@@ -15,7 +15,9 @@ using ::cohort::examples::testing::RunFakeJob;
 using ::cohort::examples::testing::StepLibrary;
 using ::testing::HasSubstr;
 
-const StepLibrary& Library() { return StepLibrary::OpenOnce(COHORT_EXAMPLE_LINEAR_LIBRARY); }
+const StepLibrary& Library() {
+  return StepLibrary::OpenOnce(COHORT_EXAMPLE_LINEAR_LIBRARY);
+}
 
 FakeJobOptions Job(int replicas, const std::string& config) {
   return {.init_fn = "linear_init",
@@ -109,6 +111,8 @@ TEST(LinearRegressionTest, BadConfigNamesTheField) {
       {R"({"shuffle": 1})", "\"shuffle\""},
       {R"({"hang_at_step": -2})", "\"hang_at_step\""},
       {R"({"step_sleep_until_file": 3})", "\"step_sleep_until_file\""},
+      {R"({"learning_rte": 0.1})",
+       "config field \"learning_rte\" is not one this example reads"},
       {R"([1, 2])", "JSON object"},
       {R"({"dim": )", "JSON object"},
   };

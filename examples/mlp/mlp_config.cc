@@ -9,11 +9,11 @@ namespace cohort::examples {
 using json = nlohmann::json;
 
 absl::StatusOr<MlpConfig> ParseMlpConfig(const std::string& text) {
-  const json config = json::parse(text, nullptr, false);
-  if (config.is_discarded() || !config.is_object()) {
-    return absl::InvalidArgumentError("config: expected a JSON object, got " +
-                                      text);
-  }
+  absl::StatusOr<json> parsed = ParseConfigObject(
+      text, {"data_dir", "shuffle", "learning_rate", "shard_policy", "hidden",
+             "eval_examples", "eval_every"});
+  if (!parsed.ok()) return parsed.status();
+  const json& config = *parsed;
   MlpConfig c;
   if (absl::Status s =
           GetString(config, "data_dir", "a directory path", c.data_dir);

@@ -19,7 +19,9 @@ using ::cohort::examples::testing::RunFakeJob;
 using ::cohort::examples::testing::StepLibrary;
 using ::testing::HasSubstr;
 
-const StepLibrary& Library() { return StepLibrary::OpenOnce(COHORT_EXAMPLE_MLP_LIBRARY); }
+const StepLibrary& Library() {
+  return StepLibrary::OpenOnce(COHORT_EXAMPLE_MLP_LIBRARY);
+}
 
 // The training files, as cohort-example-mlp-data writes them.
 class MlpTest : public ::testing::Test {
@@ -122,6 +124,12 @@ TEST_F(MlpTest, BadConfigNamesTheField) {
     EXPECT_THAT(result.status().message(),
                 HasSubstr("\"" + std::string(field) + "\""));
   }
+  // A misspelt field is named, not ignored.
+  FakeJobOptions job = Job(1);
+  job.config_json = R"({"data_dir": ")" + *dir_ + R"(", "hiden": 8})";
+  EXPECT_THAT(RunFakeJob(Library(), job).status().message(),
+              HasSubstr("config field \"hiden\" is not one this example "
+                        "reads (data_dir, shuffle, "));
 }
 
 #ifdef COHORT_EXAMPLE_MLP_CUDA_LIBRARY
