@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "common/systemd_notify.h"
 #include "coordinator/coordinator_server.h"
+#include "rpc/security.h"
 #include "rpc/server_flags.h"
 #include "spdlog/spdlog.h"
 
@@ -180,6 +181,10 @@ int Main(int argc, char** argv) {
   if (absl::Status logging = InitLogging("coordinator", "", config->log_level);
       !logging.ok()) {
     ExitWithConfigError(logging);
+  }
+  for (const std::string& warning :
+       rpc::SecretFileWarnings(config->security_files)) {
+    spdlog::warn("{}", warning);
   }
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
       CoordinatorServer::Create(*std::move(config));

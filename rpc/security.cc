@@ -5,9 +5,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
-#include "spdlog/spdlog.h"
 
 namespace cohort::rpc {
 namespace {
@@ -20,16 +20,6 @@ absl::StatusOr<std::string> ReadFlagFile(absl::string_view flag,
         absl::StrCat("--", flag, ": ", contents.status().message()));
   }
   return contents;
-}
-
-// A secret that other users can read is no secret; say so, as ssh does for
-// its keys, without refusing a file an operator may have shared on purpose.
-void WarnIfOthersCanRead(const char* flag, const std::string& path) {
-  struct stat info;
-  if (stat(path.c_str(), &info) != 0 || (info.st_mode & 077) == 0) return;
-  spdlog::warn(
-      "--{}: {} can be read by other users (mode {:04o}); chmod 600 it", flag,
-      path, info.st_mode & 07777);
 }
 
 }  // namespace
@@ -52,7 +42,6 @@ absl::StatusOr<Security> Security::Load(const SecurityFiles& files) {
                        "without spaces"));
     }
     security.token = std::move(token);
-    WarnIfOthersCanRead("auth_token_file", files.auth_token_file);
   }
   if (files.tls_cert_file.empty() != files.tls_key_file.empty()) {
     return absl::InvalidArgumentError(
@@ -63,7 +52,6 @@ absl::StatusOr<Security> Security::Load(const SecurityFiles& files) {
                             ReadFlagFile("tls_cert_file", files.tls_cert_file));
     COHORT_ASSIGN_OR_RETURN(security.key_pem,
                             ReadFlagFile("tls_key_file", files.tls_key_file));
-    WarnIfOthersCanRead("tls_key_file", files.tls_key_file);
   }
   if (!files.tls_ca_file.empty()) {
     COHORT_ASSIGN_OR_RETURN(security.ca_pem,
@@ -102,6 +90,25 @@ std::vector<std::string> Security::ToFlags(const SecurityFiles& files) {
   add("tls_key_file", files.tls_key_file);
   add("tls_ca_file", files.tls_ca_file);
   return flags;
+}
+
+std::vector<std::string> SecretFileWarnings(const SecurityFiles& files) {
+  std::vector<std::string> warnings;
+  for (const auto& [flag, path] :
+       {std::pair<const char*, const std::string&>{"auth_token_file",
+                                                   files.auth_token_file},
+        {"tls_key_file", files.tls_key_file}}) {
+    struct stat info;
+    if (path.empty() || stat(path.c_str(), &info) != 0 ||
+        (info.st_mode & S_IROTH) == 0) {
+      continue;
+    }
+    warnings.push_back(absl::StrFormat(
+        "--%s: %s can be read by every user of this machine (mode %04o); "
+        "chmod o-r it",
+        flag, path, info.st_mode & 07777));
+  }
+  return warnings;
 }
 
 }  // namespace cohort::rpc

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -46,5 +47,11 @@ struct Security {
   // speak the same way: "--auth_token_file=...", "--tls_cert_file=...".
   static std::vector<std::string> ToFlags(const SecurityFiles& files);
 };
+
+// One line for each secret (token, TLS key) that every user of the machine
+// may read. Programs print them where they print warnings; the library
+// itself prints nothing. A group-readable file is the deployment's choice
+// (deploy/README.md) and passes.
+std::vector<std::string> SecretFileWarnings(const SecurityFiles& files);
 
 }  // namespace cohort::rpc

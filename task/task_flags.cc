@@ -10,6 +10,8 @@
 #include "common/logging.h"
 #include "common/signals.h"
 #include "common/status_macros.h"
+#include "rpc/security.h"
+#include "spdlog/spdlog.h"
 #include "task/task_runtime.h"
 
 ABSL_FLAG(std::string, task, "",
@@ -22,7 +24,8 @@ ABSL_FLAG(std::string, advertise_address, "",
           "names it. Default: --listen, or, where that is 0.0.0.0:PORT or "
           "[::]:PORT, TF_CONFIG's address for this task.");
 ABSL_FLAG(absl::Duration, heartbeat_interval, absl::Seconds(1),
-          "How often to heartbeat the coordinator.");
+          "The longest time between heartbeats to the coordinator, which "
+          "may ask for them more often (a fifth of its --heartbeat_timeout).");
 ABSL_FLAG(absl::Duration, orphan_timeout, absl::ZeroDuration(),
           "Exit (code 1) when the coordinator has not answered for this long; "
           "0: retry for ever (systemd, Kubernetes). The coordinator sets it "
@@ -131,6 +134,10 @@ TaskConfig InitTaskDaemon(int argc, char** argv, absl::string_view daemon,
                                          config->daemon.log_level);
       !logging.ok()) {
     ExitWithConfigError(logging);
+  }
+  for (const std::string& warning :
+       rpc::SecretFileWarnings(config->daemon.security_files)) {
+    spdlog::warn("{}", warning);
   }
   return *std::move(config);
 }

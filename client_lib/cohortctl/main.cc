@@ -8,7 +8,7 @@
 #include "client_lib/cohortctl/commands.h"
 #include "common/file_util.h"
 #include "common/flags.h"
-#include "common/logging.h"
+#include "rpc/security.h"
 #include "rpc/security_flags.h"
 
 ABSL_FLAG(std::string, coordinator, "",
@@ -108,12 +108,6 @@ std::string ResolveCoordinator() {
 
 int Main(int argc, char** argv) {
   const std::vector<std::string> args = ParseCommandLine(argc, argv, kUsage);
-  // Warnings (a token file others can read) go to stderr, never into the
-  // output a script reads; nothing below a warning is shown.
-  if (absl::Status logging = InitLogging("cohortctl", "", "warn");
-      !logging.ok()) {
-    ExitWithConfigError(logging);
-  }
   if (args.empty()) {
     std::fprintf(stderr, "cohortctl: no command given (try --help)\n");
     return kUsageError;
@@ -121,6 +115,10 @@ int Main(int argc, char** argv) {
   CommonOptions options;
   options.coordinator = ResolveCoordinator();
   const rpc::SecurityFiles files = rpc::SecurityFilesFromFlags();
+  // On stderr, out of the way of output a script reads.
+  for (const std::string& warning : rpc::SecretFileWarnings(files)) {
+    std::fprintf(stderr, "cohortctl: warning: %s\n", warning.c_str());
+  }
   options.client = ClientOptions{.auth_token_file = files.auth_token_file,
                                  .tls_ca_file = files.tls_ca_file,
                                  .tls_cert_file = files.tls_cert_file,
