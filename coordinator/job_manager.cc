@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "coordinator/ps_monitor.h"
 #include "coordinator/sync_monitor.h"
+#include "spdlog/spdlog.h"
 
 namespace cohort::coordinator {
 namespace {
@@ -101,18 +102,24 @@ absl::Status JobManager::NotFound(const std::string& job_id) const {
 }
 
 void JobManager::DropOldFinished() {
-  int64_t ended = 0;
-  for (const auto& [id, job] : jobs_) ended += IsTerminal(job.status.state());
-  for (auto it = jobs_.begin();
-       it != jobs_.end() && ended > options_.finished_jobs_kept;) {
-    if (!IsTerminal(it->second.status.state())) {
-      ++it;
-      continue;
+  // Oldest by when they ended, not by id: a long job that just ended is
+  // newer than a sweep of queued jobs cancelled while it ran.
+  std::vector<std::pair<int64_t, int64_t>> ended;  // (end time, id)
+  for (const auto& [id, job] : jobs_) {
+    if (IsTerminal(job.status.state())) {
+      ended.emplace_back(job.status.end_time_unix_ms(), id);
     }
-    it = jobs_.erase(it);
-    --ended;
-    changed_ = true;
   }
+  const int64_t excess =
+      static_cast<int64_t>(ended.size()) - options_.finished_jobs_kept;
+  if (excess <= 0) return;
+  std::sort(ended.begin(), ended.end());
+  for (int64_t i = 0; i < excess; ++i) jobs_.erase(ended[i].second);
+  changed_ = true;
+  spdlog::info(
+      "dropped {} ended job(s) from the table, which keeps the "
+      "newest {} (--finished_jobs_kept)",
+      excess, options_.finished_jobs_kept);
 }
 
 Job* JobManager::ActiveJob() {

@@ -103,8 +103,8 @@ class JobManager {
   // NOT_FOUND for a job Find did not find, saying whether it was dropped.
   absl::Status NotFound(const std::string& job_id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Drops the oldest ended jobs beyond options_.finished_jobs_kept. Not
-  // from Finish: callers hold references into the table across it.
+  // Drops the jobs that ended first, beyond options_.finished_jobs_kept.
+  // Not from Finish: callers hold references into the table across it.
   void DropOldFinished() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Job* ActiveJob() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The client-scheduled job `job_id`, with its closure scheduler made if

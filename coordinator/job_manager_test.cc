@@ -415,6 +415,25 @@ TEST_F(JobManagerTest, OnlyTheNewestEndedJobsAreKeptAndADroppedOneIsNamed) {
   EXPECT_EQ(*smaller.Submit(GoodSpec(), now_), "7");
 }
 
+TEST_F(JobManagerTest, AJobThatEndedLastIsKeptWhateverItsId) {
+  JobManager manager(TwoAgentSpec(),
+                     {.checkpoint_root = "/ckpt", .finished_jobs_kept = 2});
+  const std::string long_job = *manager.Submit(GoodSpec(), now_);
+  manager.Tick(Ready(), now_);
+  // A sweep queued behind it, then cancelled while it runs.
+  std::vector<std::string> sweep;
+  for (int i = 0; i < 3; ++i) {
+    sweep.push_back(*manager.Submit(GoodSpec(), now_));
+    ASSERT_OK(manager.Cancel(sweep.back(), now_).status());
+  }
+  ASSERT_OK(manager.Cancel(long_job, now_ + absl::Hours(5)).status());
+  manager.Tick(Ready(), now_ + absl::Hours(5));
+  std::vector<std::string> listed;
+  for (const v1::JobStatus& job : manager.List())
+    listed.push_back(job.job_id());
+  EXPECT_THAT(listed, ElementsAre(long_job, sweep[2]));
+}
+
 TEST_F(JobManagerTest, CentralStorageRunsOnOneAgent) {
   v1::JobSpec spec = GoodSpec();
   spec.set_strategy(v1::CENTRAL_STORAGE);

@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cohort/v1/logs.grpc.pb.h"
@@ -130,9 +131,8 @@ class Upstream final : public grpc::ClientReadReactor<v1::LogChunk> {
         connection_(address, security),
         stub_(v1::Logs::NewStub(connection_.channel())),
         // A follower has no deadline: it ends when the relay cancels it.
-        context_(connection_.NewContext(request.follow()
-                                            ? absl::InfiniteDuration()
-                                            : absl::Seconds(30))),
+        context_(connection_.NewContext(
+            request.follow() ? absl::InfiniteDuration() : absl::Seconds(30))),
         request_(std::move(request)) {}
 
   const std::string task_;
@@ -143,7 +143,7 @@ class Upstream final : public grpc::ClientReadReactor<v1::LogChunk> {
   const std::unique_ptr<v1::Logs::Stub> stub_;
   const std::unique_ptr<grpc::ClientContext> context_;
   const v1::ReadLogRequest request_;
-  v1::LogChunk chunk_;  // the read in flight
+  v1::LogChunk chunk_;              // the read in flight
   std::shared_ptr<Upstream> self_;  // until OnDone
   absl::Mutex mu_;
   std::vector<v1::LogLine> lines_ ABSL_GUARDED_BY(mu_);
@@ -157,8 +157,8 @@ class RemoteLogSource final : public LogSource {
                   const rpc::Security& security,
                   const v1::ReadLogRequest& request, int64_t clock_offset_ms)
       : task_(task),
-        upstream_(Upstream::Start(std::move(task), address, security,
-                                  request, clock_offset_ms)) {}
+        upstream_(Upstream::Start(std::move(task), address, security, request,
+                                  clock_offset_ms)) {}
   ~RemoteLogSource() override { upstream_->Cancel(); }
 
   void Take(std::vector<v1::LogLine>* out, int64_t* dropped) override {
@@ -174,10 +174,11 @@ class RemoteLogSource final : public LogSource {
 
 }  // namespace
 
-absl::StatusOr<LogRelayPlan> PlanLogRelay(
-    const v1::StreamLogsRequest& request, const ClusterManager& cluster,
-    const JobManager& jobs, const LogBuffer* own_log,
-    const rpc::Security& security) {
+absl::StatusOr<LogRelayPlan> PlanLogRelay(const v1::StreamLogsRequest& request,
+                                          const ClusterManager& cluster,
+                                          const JobManager& jobs,
+                                          const LogBuffer* own_log,
+                                          const rpc::Security& security) {
   if (request.tail_lines() < 0) {
     return absl::InvalidArgumentError("tail_lines must not be negative");
   }
@@ -192,16 +193,19 @@ absl::StatusOr<LogRelayPlan> PlanLogRelay(
     return plan;
   }
   std::vector<TaskId> tasks;
+  absl::StatusOr<v1::JobStatus> job = jobs.Get(target);
   if (absl::StatusOr<TaskId> task = ParseTaskId(target);
       task.ok() && cluster.spec().address(*task).ok()) {
     tasks.push_back(*task);
-  } else if (absl::StatusOr<v1::JobStatus> job = jobs.Get(target); job.ok()) {
+  } else if (job.ok()) {
     tasks = JobTasks(*job, cluster.spec(), /*with_ps=*/true);
     read.set_since_unix_ms(job->submit_time_unix_ms());
     plan.job_ended = [&jobs, id = target] {
       absl::StatusOr<v1::JobStatus> now = jobs.Get(id);
       return !now.ok() || IsTerminal(now->state());
     };
+  } else if (int64_t id = 0; absl::SimpleAtoi(target, &id)) {
+    return job.status();  // no such job, or one dropped from the table
   } else {
     return absl::NotFoundError(absl::StrCat(
         "no task or job \"", target,
@@ -257,8 +261,8 @@ LogRelay::Step LogRelay::Next() {
       v1::LogLine note;
       note.set_task(source.task());
       note.set_time_unix_ms(absl::ToUnixMillis(now));
-      note.set_text(absl::StrCat("(log unavailable: ", ended->error_message(),
-                                 ")"));
+      note.set_text(
+          absl::StrCat("(log unavailable: ", ended->error_message(), ")"));
       pending_.push_back(std::move(note));
     }
   }
