@@ -6,11 +6,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/digest.h"
 #include "nlohmann/json.hpp"
+#include "rpc/limits.h"
 
 namespace cohort::coordinator {
 
 constexpr int kMaxLogicalDevices = 64;
-constexpr size_t kMaxConfigJsonBytes = 1024 * 1024;
 
 absl::Status ValidateEarlyStopping(const v1::JobSpec& spec) {
   const v1::EarlyStopping& rule = spec.early_stopping();
@@ -168,11 +168,9 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
           "checkpoints; a ParameterServer job has none");
     }
   }
-  // It goes to every agent with each assignment and is saved with the job
-  // table on every change; data belongs in files the step function reads.
-  if (spec.config_json().size() > kMaxConfigJsonBytes) {
+  if (spec.config_json().size() > rpc::kMaxConfigJsonBytes) {
     return bad("config_json is ", spec.config_json().size(),
-               " bytes, over the ", kMaxConfigJsonBytes / 1024,
+               " bytes, over the ", rpc::kMaxConfigJsonBytes / 1024,
                " KiB limit; put data in files and name them in it");
   }
   if (!spec.config_json().empty()) {

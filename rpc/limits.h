@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstddef>
+
 #include "absl/time/time.h"
 
 namespace cohort::rpc {
@@ -8,6 +10,10 @@ namespace cohort::rpc {
 // messages are tiny; step libraries and tensor chunks are the big ones, and
 // bigger payloads are chunked above this layer.
 inline constexpr int kMaxMessageBytes = 256 * 1024 * 1024;
+
+// A job's config_json travels with every assignment to every agent and is
+// saved with the job table on each change; data belongs in files it names.
+inline constexpr size_t kMaxConfigJsonBytes = 1024 * 1024;
 
 // Default deadline of a control-plane RPC.
 inline constexpr int kDefaultRpcTimeoutMs = 5000;

@@ -26,8 +26,9 @@ namespace {
 // Uploading a big step library takes longer than a control call.
 constexpr absl::Duration kMinSubmitTimeout = absl::Seconds(60);
 
-// Room left in a SubmitJob message for the spec beside the library.
-constexpr int64_t kSpecAllowanceBytes = 1 << 20;
+// Room left in a SubmitJob message for the spec beside the library: its
+// config and the rest.
+constexpr int64_t kSpecAllowanceBytes = rpc::kMaxConfigJsonBytes + (1 << 20);
 
 v1::Strategy ToProto(StrategyKind strategy) {
   switch (strategy) {
@@ -153,6 +154,13 @@ absl::Status ValidateSpec(const JobSpec& spec) {
         absl::StrCat("collective_timeout: must be finite and not negative, "
                      "got ",
                      absl::FormatDuration(spec.collective_timeout)));
+  }
+  // Checked here too, before the library is read and sent.
+  if (spec.config_json.size() > rpc::kMaxConfigJsonBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config_json is ", spec.config_json.size(),
+                     " bytes, over the ", rpc::kMaxConfigJsonBytes / 1024,
+                     " KiB limit; put data in files and name them in it"));
   }
   if (!spec.config_json.empty()) {
     const nlohmann::json config =
