@@ -102,8 +102,9 @@ absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
   response.set_session_id(record->session_id);
   // At least five beats fit in the timeout, so that one late or lost beat
   // is no death (a 2 s timeout would otherwise allow one miss).
-  response.set_heartbeat_interval_ms(absl::ToInt64Milliseconds(
-      std::min(options_.heartbeat_interval, options_.heartbeat_timeout / 5)));
+  response.set_heartbeat_interval_ms(absl::ToInt64Milliseconds(std::max(
+      absl::Milliseconds(1),
+      std::min(options_.heartbeat_interval, options_.heartbeat_timeout / 5))));
   response.set_cluster_spec_json(spec_.ToJson());
   return response;
 }
