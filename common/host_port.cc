@@ -125,8 +125,9 @@ absl::StatusOr<HostPort> SplitHostPort(absl::string_view text,
 
 std::string AddressKey(const HostPort& address) {
   HostPort key{absl::AsciiStrToLower(address.host), address.port};
-  // Every resolver maps it there first (RFC 6761), so "localhost:5" and
-  // "127.0.0.1:5" are the same socket.
+  // Two tasks at "localhost:5" and "127.0.0.1:5" would collide on one
+  // machine (localhost may resolve to ::1 first, but a spec that relies on
+  // that difference is a mistake all the same).
   if (key.host == "localhost") key.host = "127.0.0.1";
   const size_t percent = key.host.find('%');
   const std::string ip = key.host.substr(0, percent);

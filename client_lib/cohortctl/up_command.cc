@@ -106,6 +106,18 @@ int UpCommand(const CommonOptions& options) {
   BlockTerminationSignals();
   std::string state_dir = absl::GetFlag(FLAGS_state_dir);
   if (state_dir.empty()) state_dir = DefaultLocalStateDir();
+  const bool resume = absl::GetFlag(FLAGS_resume);
+  std::error_code unreadable;  // counts as nothing kept
+  const bool kept = std::filesystem::exists(
+      state_dir + "/coordinator_state.json", unreadable);
+  if (resume && !kept) {
+    // Starting a new cluster instead would be a silent surprise.
+    PrintError(absl::InvalidArgumentError(absl::StrCat(
+        "--resume: no cluster was kept in ", state_dir,
+        " (no coordinator_state.json); `cohortctl up` without --resume "
+        "starts a new one, or pass the --state_dir of the one to resume")));
+    return kUsageError;
+  }
   if (absl::Status made = MakeDirectories(state_dir); !made.ok()) {
     PrintError(made);
     return 1;
@@ -129,17 +141,6 @@ int UpCommand(const CommonOptions& options) {
           "--state_dir=DIR for another one")));
       return kUsageError;
     }
-  }
-  const bool resume = absl::GetFlag(FLAGS_resume);
-  const bool kept =
-      std::filesystem::exists(state_dir + "/coordinator_state.json");
-  if (resume && !kept) {
-    // Starting a new cluster instead would be a silent surprise.
-    PrintError(absl::InvalidArgumentError(absl::StrCat(
-        "--resume: no cluster was kept in ", state_dir,
-        " (no coordinator_state.json); `cohortctl up` without --resume "
-        "starts a new one, or pass the --state_dir of the one to resume")));
-    return kUsageError;
   }
   std::string spec_file = absl::GetFlag(FLAGS_cluster_spec);
   const std::string default_spec = state_dir + "/default_cluster.json";

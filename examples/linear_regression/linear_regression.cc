@@ -115,8 +115,9 @@ absl::Status LinearStep(ReplicaContext& ctx, const Batch& batch) {
         "--init=linear_init");
   }
   const std::string& until = state->config.step_sleep_until_file;
+  std::error_code unreadable;  // a path that cannot be read is not there
   if (state->config.step_sleep_ms > 0 &&
-      (until.empty() || !std::filesystem::exists(until))) {
+      (until.empty() || !std::filesystem::exists(until, unreadable))) {
     std::this_thread::sleep_for(
         std::chrono::milliseconds(state->config.step_sleep_ms));
   }

@@ -276,6 +276,7 @@ TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
   EXPECT_THAT(resume.output,
               HasSubstr(absl::StrCat("--resume: no cluster was kept in ",
                                      dir.path(), "/empty")));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/empty"));
 }
 
 TEST(CohortctlE2eTest, EveryBinaryHasHelp) {

@@ -236,16 +236,22 @@ JobSpec SlowLinearJob(const std::string& gate) {
   return spec;
 }
 
-// A gate file of this test's own, not yet opened.
-std::string Gate(const ScratchDir& dir) {
-  return absl::StrCat(
-      dir.path(), "/gate-",
-      ::testing::UnitTest::GetInstance()->current_test_info()->name());
-}
+// A gate file of this test's own. It opens when the test says, or when the
+// test ends however it ends, so that a failed test leaves no slow job
+// ahead of the next ones on the shared cluster.
+class Gate {
+ public:
+  explicit Gate(const ScratchDir& dir)
+      : path_(absl::StrCat(
+            dir.path(), "/gate-",
+            ::testing::UnitTest::GetInstance()->current_test_info()->name())) {}
+  ~Gate() { Open(); }
+  const std::string& path() const { return path_; }
+  void Open() const { EXPECT_TRUE(WriteFileAtomically(path_, "").ok()); }
 
-void OpenGate(const std::string& gate) {
-  ASSERT_TRUE(WriteFileAtomically(gate, "").ok()) << gate;
-}
+ private:
+  const std::string path_;
+};
 
 void ExpectTrueWeights(const v1::JobStatus& status) {
   const std::vector<double> params = LinearParameters(status);
@@ -282,15 +288,15 @@ void SignalWorker(CoordinatorProcess& coordinator, int signal) {
 }
 
 TEST_F(JobsE2eTest, KilledWorkerAgentRestartsTheJobFromItsCheckpoint) {
-  const std::string gate = Gate(*dir_);
-  JobSpec spec = SlowLinearJob(gate);
+  const Gate gate(*dir_);
+  JobSpec spec = SlowLinearJob(gate.path());
   spec.checkpoint_every = 20;
   const std::string id = SubmitAndWaitUntil(
       *client_, spec,
       [](const v1::JobStatus& s) { return s.checkpoint_step() >= 40; });
   ASSERT_FALSE(id.empty());
   ASSERT_NO_FATAL_FAILURE(SignalWorker(*coordinator_, SIGKILL));
-  OpenGate(gate);
+  gate.Open();
 
   // The chief's replicas stop: the attempt ends, the job waits.
   ASSERT_TRUE(WaitUntil(
@@ -310,8 +316,8 @@ TEST_F(JobsE2eTest, KilledWorkerAgentRestartsTheJobFromItsCheckpoint) {
 }
 
 TEST_F(JobsE2eTest, ACheckpointIntervalBoundsWhatAKilledAgentCosts) {
-  const std::string gate = Gate(*dir_);
-  JobSpec spec = SlowLinearJob(gate);
+  const Gate gate(*dir_);
+  JobSpec spec = SlowLinearJob(gate.path());
   spec.checkpoint_interval = absl::Seconds(-1);
   EXPECT_THAT(client_->SubmitJob(spec).status().message(),
               HasSubstr("checkpoint_interval: must be a finite duration, 0 "
@@ -329,7 +335,7 @@ TEST_F(JobsE2eTest, ACheckpointIntervalBoundsWhatAKilledAgentCosts) {
       [](const v1::JobStatus& s) { return s.checkpoint_step() >= 40; });
   ASSERT_FALSE(id.empty());
   ASSERT_NO_FATAL_FAILURE(SignalWorker(*coordinator_, SIGKILL));
-  OpenGate(gate);
+  gate.Open();
 
   const v1::JobStatus status = WaitForEnd(id, absl::Seconds(60));
   ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
@@ -341,8 +347,8 @@ TEST_F(JobsE2eTest, ACheckpointIntervalBoundsWhatAKilledAgentCosts) {
 TEST_F(JobsE2eTest, ASigtermedAgentHasEveryReplicaCheckpointBeforeItLeaves) {
   // No checkpoints but the one the shutdown asks for, and no restarts
   // allowed: a stop that loses nothing is not a failure.
-  const std::string gate = Gate(*dir_);
-  JobSpec spec = SlowLinearJob(gate);
+  const Gate gate(*dir_);
+  JobSpec spec = SlowLinearJob(gate.path());
   spec.max_restarts = 0;
   // How long the job waits for the agent to come back is its own to set.
   spec.placement_timeout = absl::Seconds(-1);
@@ -353,7 +359,7 @@ TEST_F(JobsE2eTest, ASigtermedAgentHasEveryReplicaCheckpointBeforeItLeaves) {
       *client_, spec, [](const v1::JobStatus& s) { return s.step() >= 40; });
   ASSERT_FALSE(id.empty());
   ASSERT_NO_FATAL_FAILURE(SignalWorker(*coordinator_, SIGTERM));
-  OpenGate(gate);
+  gate.Open();
 
   // The supervisor relaunches the worker; the job waits for it.
   const v1::JobStatus status = WaitForEnd(id, absl::Seconds(60));
@@ -597,8 +603,8 @@ TEST_F(JobsE2eTest, AClusterStoppedMidJobResumesItFromTheStepItStoppedAt) {
   std::unique_ptr<Client> client =
       *Client::Connect(cluster->coordinator->address());
   // No checkpoints by steps, and no restarts to spend.
-  const std::string gate = Gate(dir);
-  JobSpec spec = SlowLinearJob(gate);
+  const Gate gate(dir);
+  JobSpec spec = SlowLinearJob(gate.path());
   spec.max_restarts = 0;
   const std::string id = SubmitAndWaitUntil(
       *client, spec, [](const v1::JobStatus& s) { return s.step() >= 40; });
@@ -607,7 +613,7 @@ TEST_F(JobsE2eTest, AClusterStoppedMidJobResumesItFromTheStepItStoppedAt) {
   cluster->coordinator->process().Signal(SIGTERM);
   ASSERT_TRUE(
       cluster->coordinator->process().Wait(absl::Seconds(15)).has_value());
-  OpenGate(gate);
+  gate.Open();
 
   absl::StatusOr<ReadyCluster> again =
       StartReadyCluster(dir, 1, 0, {"--state_dir=" + state, "--cpu_devices=2"});
