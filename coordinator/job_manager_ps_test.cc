@@ -7,14 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/job_manager.h"
+#include "coordinator/test_job_spec.h"
 
 namespace cohort::coordinator {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr char kDigest[] =
-    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
 ClusterSpec PsSpec() {
   return *ClusterSpec::FromJson(
@@ -23,12 +21,7 @@ ClusterSpec PsSpec() {
 }
 
 v1::JobSpec PsJob(int64_t steps = 4) {
-  v1::JobSpec spec;
-  spec.set_strategy(v1::PARAMETER_SERVER);
-  spec.set_library_digest(kDigest);
-  spec.set_step_fn("step");
-  spec.set_steps(steps);
-  spec.set_global_batch_size(8);
+  v1::JobSpec spec = TestJobSpec(v1::PARAMETER_SERVER, steps);
   spec.mutable_ps()->set_ps_recovery_timeout_ms(5000);
   return spec;
 }

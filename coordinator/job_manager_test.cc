@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/test_job_spec.h"
 #include "tests/testing/status_matchers.h"
 
 namespace cohort::coordinator {
@@ -13,9 +14,6 @@ using ::cohort::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-constexpr char kDigest[] =
-    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-
 ClusterSpec TwoAgentSpec() {
   return *ClusterSpec::FromJson(
       R"({"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"],
@@ -23,12 +21,7 @@ ClusterSpec TwoAgentSpec() {
 }
 
 v1::JobSpec GoodSpec() {
-  v1::JobSpec spec;
-  spec.set_strategy(v1::MULTI_WORKER_MIRRORED);
-  spec.set_library_digest(kDigest);
-  spec.set_step_fn("step");
-  spec.set_steps(10);
-  spec.set_global_batch_size(8);
+  v1::JobSpec spec = TestJobSpec(v1::MULTI_WORKER_MIRRORED, 10);
   spec.set_max_restarts(1);
   return spec;
 }

@@ -10,14 +10,12 @@
 
 #include "absl/synchronization/notification.h"
 #include "cohort/v1/job.grpc.pb.h"
+#include "coordinator/test_job_spec.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
 
 namespace cohort::coordinator {
 namespace {
-
-constexpr char kDigest[] =
-    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
 class JobServiceTest : public ::testing::Test {
  protected:
@@ -27,13 +25,8 @@ class JobServiceTest : public ::testing::Test {
     connection_ = std::make_unique<rpc::Connection>(server_.DialAddress(),
                                                     rpc::Security{});
     stub_ = v1::Jobs::NewStub(connection_->channel());
-    v1::JobSpec spec;
-    spec.set_strategy(v1::MULTI_WORKER_MIRRORED);
-    spec.set_library_digest(kDigest);
-    spec.set_step_fn("step");
-    spec.set_steps(10);
-    spec.set_global_batch_size(8);
-    absl::StatusOr<std::string> id = manager_.Submit(spec, absl::Now());
+    absl::StatusOr<std::string> id = manager_.Submit(
+        TestJobSpec(v1::MULTI_WORKER_MIRRORED, 10), absl::Now());
     ASSERT_TRUE(id.ok()) << id.status();
     id_ = *id;
   }

@@ -33,32 +33,29 @@ TEST(SecurityE2eTest, TokenIsRequiredByTheCoordinatorAndItsTasks) {
   EXPECT_THAT(anonymous.output, HasSubstr("UNAUTHENTICATED"));
   EXPECT_THAT(anonymous.output, HasSubstr("missing bearer token"));
 
-  CommandResult impostor =
-      RunCommand({Binary("cohortctl"), coordinator_flag,
-                  absl::StrCat("--auth_token_file=", wrong), "status"});
+  auto status_with = [&](const std::string& token_file) {
+    return RunCommand({Binary("cohortctl"), coordinator_flag,
+                       absl::StrCat("--auth_token_file=", token_file),
+                       "status"});
+  };
+  CommandResult impostor = status_with(wrong);
   EXPECT_EQ(impostor.exit_code, 1) << impostor.output;
   EXPECT_THAT(impostor.output, HasSubstr("UNAUTHENTICATED"));
   EXPECT_THAT(impostor.output, HasSubstr("invalid bearer token"));
 
-  CommandResult member =
-      RunCommand({Binary("cohortctl"), coordinator_flag,
-                  absl::StrCat("--auth_token_file=", token), "status"});
+  CommandResult member = status_with(token);
   EXPECT_EQ(member.exit_code, 0) << member.output;
   EXPECT_THAT(member.output, HasSubstr("3/3 tasks ready"));
   EXPECT_THAT(member.output, Not(HasSubstr("every user")));
   // A group may share the token (deploy/README.md's root:cohort 0640).
   ASSERT_EQ(chmod(token.c_str(), 0640), 0);
-  CommandResult group =
-      RunCommand({Binary("cohortctl"), coordinator_flag,
-                  absl::StrCat("--auth_token_file=", token), "status"});
+  CommandResult group = status_with(token);
   EXPECT_EQ(group.exit_code, 0) << group.output;
   EXPECT_THAT(group.output, Not(HasSubstr("every user")));
   // One that anyone may read still works, with a warning on stderr, out of
   // the way of what scripts read.
   ASSERT_EQ(chmod(token.c_str(), 0644), 0);
-  CommandResult shared =
-      RunCommand({Binary("cohortctl"), coordinator_flag,
-                  absl::StrCat("--auth_token_file=", token), "status"});
+  CommandResult shared = status_with(token);
   EXPECT_EQ(shared.exit_code, 0) << shared.output;
   EXPECT_THAT(
       shared.output,
