@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "collective/algorithms/chain_broadcast.h"
 #include "collective/algorithms/dissemination_barrier.h"
+#include "collective/algorithms/halving_doubling.h"
 #include "collective/algorithms/one_shot.h"
 #include "collective/algorithms/reduce_to_root.h"
 #include "collective/algorithms/ring.h"
@@ -13,6 +14,35 @@
 #include "common/status_macros.h"
 
 namespace cohort::collective {
+
+namespace {
+
+enum class AllReducePath { kOneShot, kHalvingDoubling, kRing };
+
+// Chosen from what every rank of a group sees alike (the buffer's size, the
+// group's, the transport's kind), so that the ranks agree. The signature
+// names the path: a rank that chose another fails naming both, no wait.
+AllReducePath ChooseAllReduce(const Transport& transport, size_t bytes) {
+  if (OneShotFits(transport, bytes)) return AllReducePath::kOneShot;
+  if (transport.favours_exchanges() && HalvingDoublingFits(transport.size())) {
+    return AllReducePath::kHalvingDoubling;
+  }
+  return AllReducePath::kRing;
+}
+
+const char* AllReducePathName(AllReducePath path) {
+  switch (path) {
+    case AllReducePath::kOneShot:
+      return "one-shot";
+    case AllReducePath::kHalvingDoubling:
+      return "halving-doubling";
+    case AllReducePath::kRing:
+      break;
+  }
+  return "ring";
+}
+
+}  // namespace
 
 AlgorithmicCommunicator::AlgorithmicCommunicator(
     std::unique_ptr<Transport> transport, CommunicatorOptions options)
@@ -44,12 +74,20 @@ absl::Status AlgorithmicCommunicator::AllReduce(void* data, size_t count,
   if (absl::Status supported = CheckSupported(dtype, op); !supported.ok()) {
     return supported;
   }
+  const AllReducePath path =
+      ChooseAllReduce(*transport_, count * DTypeSize(dtype));
   return Run(absl::StrCat("allreduce ", DTypeName(dtype), " ", ReduceOpName(op),
-                          " ", count),
+                          " ", count, " ", AllReducePathName(path)),
              [&](const OpContext& ctx) {
                char* bytes = static_cast<char*>(data);
-               if (OneShotFits(ctx, count * DTypeSize(dtype))) {
-                 return OneShotAllReduce(ctx, bytes, count, dtype, op);
+               switch (path) {
+                 case AllReducePath::kOneShot:
+                   return OneShotAllReduce(ctx, bytes, count, dtype, op);
+                 case AllReducePath::kHalvingDoubling:
+                   return HalvingDoublingAllReduce(ctx, bytes, count, dtype,
+                                                   op);
+                 case AllReducePath::kRing:
+                   break;
                }
                return RingAllReduce(ctx, bytes, Segments(count, ctx.size()),
                                     dtype, op);

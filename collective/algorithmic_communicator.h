@@ -1,7 +1,8 @@
 #pragma once
 
-// A Communicator built from the ring algorithms over any Transport: local
-// threads today, peer processes over gRPC next.
+// A Communicator built from point-to-point algorithms (ring,
+// halving-doubling, one-shot, chain, dissemination) over any Transport:
+// threads of one process, or rank processes over gRPC.
 
 #include <memory>
 

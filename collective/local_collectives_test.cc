@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/collective_reference.h"
+#include "tests/testing/forwarding_transport.h"
 #include "tests/testing/rank_threads.h"
 #include "tests/testing/wait.h"
 
@@ -24,15 +25,24 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// Which ranks' transports favour exchanges, as transports over sockets do.
+enum class Exchanges { kNone, kAll, kRankZero };
+
 // Runs `body(rank, communicator)` on one thread per rank of a fresh group.
 std::vector<absl::Status> RunGroup(
     int n, const std::function<absl::Status(int, Communicator&)>& body,
-    CommunicatorOptions options = {}) {
+    CommunicatorOptions options = {}, Exchanges exchanges = Exchanges::kNone) {
   LocalHub hub(n);
   std::vector<std::unique_ptr<Communicator>> comms;
   for (int r = 0; r < n; ++r) {
-    comms.push_back(
-        std::make_unique<AlgorithmicCommunicator>(hub.Connect(r), options));
+    std::unique_ptr<Transport> transport = hub.Connect(r);
+    if (exchanges == Exchanges::kAll ||
+        (exchanges == Exchanges::kRankZero && r == 0)) {
+      transport =
+          std::make_unique<testing::ExchangingTransport>(std::move(transport));
+    }
+    comms.push_back(std::make_unique<AlgorithmicCommunicator>(
+        std::move(transport), options));
   }
   return testing::RunOnRankThreads(comms, body);
 }
@@ -48,10 +58,8 @@ std::vector<char> Reference(int n, size_t count, DType dtype, ReduceOp op) {
   return testing::ReferenceReduction(n, count, dtype, op);
 }
 
-class AllReduceTest : public ::testing::TestWithParam<int> {};
-
-TEST_P(AllReduceTest, MatchesReferenceForEverySizeDtypeAndOp) {
-  const int n = GetParam();
+// Every rank's all-reduce of every size, dtype and op equals the reference.
+void ExpectEveryAllReduceMatches(int n, Exchanges exchanges) {
   for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1} << 20}) {
     for (const DTypeOp& combo : AllDTypeOps()) {
       const std::vector<char> expected =
@@ -64,7 +72,7 @@ TEST_P(AllReduceTest, MatchesReferenceForEverySizeDtypeAndOp) {
           [&](int r, Communicator& comm) {
             return comm.AllReduce(data[r].data(), count, combo.dtype, combo.op);
           },
-          {.chunk_bytes = count < 100 ? 4 : size_t{1} << 18});
+          {.chunk_bytes = count < 100 ? 4 : size_t{1} << 18}, exchanges);
       for (int r = 0; r < n; ++r) {
         const std::string what =
             absl::StrCat(n, " ranks, ", count, " x ", DTypeName(combo.dtype),
@@ -76,8 +84,25 @@ TEST_P(AllReduceTest, MatchesReferenceForEverySizeDtypeAndOp) {
   }
 }
 
+class AllReduceTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(AllReduceTest, MatchesReferenceForEverySizeDtypeAndOp) {
+  ExpectEveryAllReduceMatches(GetParam(), Exchanges::kNone);
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, AllReduceTest,
                          ::testing::Values(1, 2, 3, 4, 8));
+
+// Over transports that favour exchanges: halving-doubling where the group
+// is a power of two above 2, the ring otherwise.
+class ExchangingAllReduceTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ExchangingAllReduceTest, MatchesReferenceForEverySizeDtypeAndOp) {
+  ExpectEveryAllReduceMatches(GetParam(), Exchanges::kAll);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ExchangingAllReduceTest,
+                         ::testing::Values(2, 3, 4, 8, 16));
 
 TEST(AllReduceTest, SixtyFourMebibytesForEveryDtypeAndOp) {
   for (int n : {2, 4}) {
@@ -121,38 +146,43 @@ TEST(AllReduceTest, SixtyFourMebibytesOfFloat32AtOtherRankCounts) {
 }
 
 // Inexact float inputs, so that a different summation order would show: the
-// one-shot path (small buffers) and the ring must each give the same bits on
-// every rank and in every run.
+// one-shot path (small buffers), the ring and halving-doubling must each
+// give the same bits on every rank and in every run.
 TEST(AllReduceTest, BitwiseReproducibleAndIdenticalOnEveryRank) {
   const int n = 4;
   for (size_t count : {size_t{1000}, size_t{100003}}) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean}) {
-      std::mt19937 rng(7);
-      std::normal_distribution<float> normal(0, 1e3);
-      std::vector<std::vector<float>> inputs(n, std::vector<float>(count));
-      for (auto& input : inputs)
-        for (float& x : input) x = normal(rng);
+      for (Exchanges exchanges : {Exchanges::kNone, Exchanges::kAll}) {
+        std::mt19937 rng(7);
+        std::normal_distribution<float> normal(0, 1e3);
+        std::vector<std::vector<float>> inputs(n, std::vector<float>(count));
+        for (auto& input : inputs)
+          for (float& x : input) x = normal(rng);
 
-      auto run = [&] {
-        std::vector<std::vector<float>> data = inputs;
-        const auto results = RunGroup(
-            n,
-            [&](int r, Communicator& comm) {
-              return comm.AllReduce(data[r].data(), count, DType::kFloat32, op);
-            },
-            {.chunk_bytes = 4096});
-        for (const auto& status : results) EXPECT_TRUE(status.ok()) << status;
-        return data;
-      };
-      const auto first = run();
-      const auto second = run();
-      const std::string where =
-          absl::StrCat(count, " x ", ReduceOpName(op), ", rank ");
-      for (int r = 0; r < n; ++r) {
-        EXPECT_EQ(std::memcmp(first[r].data(), first[0].data(), count * 4), 0)
-            << where << r;
-        EXPECT_EQ(std::memcmp(first[r].data(), second[r].data(), count * 4), 0)
-            << where << r;
+        auto run = [&] {
+          std::vector<std::vector<float>> data = inputs;
+          const auto results = RunGroup(
+              n,
+              [&](int r, Communicator& comm) {
+                return comm.AllReduce(data[r].data(), count, DType::kFloat32,
+                                      op);
+              },
+              {.chunk_bytes = 4096}, exchanges);
+          for (const auto& status : results) EXPECT_TRUE(status.ok()) << status;
+          return data;
+        };
+        const auto first = run();
+        const auto second = run();
+        const std::string where = absl::StrCat(
+            count, " x ", ReduceOpName(op),
+            exchanges == Exchanges::kAll ? ", exchanges" : ", ring", ", rank ");
+        for (int r = 0; r < n; ++r) {
+          EXPECT_EQ(std::memcmp(first[r].data(), first[0].data(), count * 4), 0)
+              << where << r;
+          EXPECT_EQ(std::memcmp(first[r].data(), second[r].data(), count * 4),
+                    0)
+              << where << r;
+        }
       }
     }
   }
@@ -190,7 +220,8 @@ TEST_P(ReduceToRootTest, TheRootGetsTheReferenceAndTheOthersKeepTheirInputs) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, ReduceToRootTest, ::testing::Values(1, 2, 3, 5));
+INSTANTIATE_TEST_SUITE_P(Ranks, ReduceToRootTest,
+                         ::testing::Values(1, 2, 3, 5));
 
 TEST(ReduceToRootTest, ARootOutOfRangeIsRefusedNamingIt) {
   const auto results = RunGroup(2, [](int, Communicator& comm) {
@@ -292,6 +323,30 @@ TEST(FailureTest, MismatchedCollectivesFailOnBothSidesNamingBoth) {
     EXPECT_THAT(std::string(status.message()),
                 HasSubstr("allgather float32 10"));
   }
+}
+
+// Ranks must agree on the algorithm as on the collective: one whose
+// transport favours exchanges, among three whose transports do not, fails
+// with the others at once, and the path each chose is named.
+TEST(FailureTest, RanksThatChoseDifferentAllReducePathsFailNamingThem) {
+  std::vector<std::vector<float>> data(4, std::vector<float>(1 << 16, 1.0f));
+  const auto results = RunGroup(
+      4,
+      [&](int r, Communicator& comm) {
+        return comm.AllReduce(data[r].data(), data[r].size(), DType::kFloat32,
+                              ReduceOp::kSum);
+      },
+      {.timeout = absl::Seconds(30)}, Exchanges::kRankZero);
+  bool named = false;
+  for (const absl::Status& status : results) {
+    EXPECT_FALSE(status.ok());
+    if (status.code() == absl::StatusCode::kFailedPrecondition) {
+      const std::string message(status.message());
+      named = absl::StrContains(message, "halving-doubling") &&
+              absl::StrContains(message, "ring");
+    }
+  }
+  EXPECT_TRUE(named) << results[0] << "; " << results[1];
 }
 
 TEST(FailureTest, MissingRankEndsInADeadlineOnEveryRank) {

@@ -1,6 +1,7 @@
-// The ring algorithms over a transport whose Send blocks once a link holds
-// its capacity, as the shared-memory ring does: the pipelined steps must stay
-// within the window they are given, or the group would wait on itself.
+// The pipelined algorithms (ring, halving-doubling) over a transport whose
+// Send blocks once a link holds its capacity, as the shared-memory ring
+// does: they must stay within the window they are given, or the group would
+// wait on itself.
 
 #include <functional>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "collective/transports/local_transport.h"
 #include "gtest/gtest.h"
 #include "tests/testing/collective_reference.h"
+#include "tests/testing/forwarding_transport.h"
 #include "tests/testing/rank_threads.h"
 
 namespace cohort::collective {
@@ -54,32 +56,37 @@ class Links {
   std::vector<size_t> held_ ABSL_GUARDED_BY(mu_);
 };
 
-// A LocalTransport whose links hold at most `links->capacity()` bytes.
-class BoundedTransport final : public Transport {
+// A LocalTransport whose links hold at most `links->capacity()` bytes,
+// favouring exchanges or not.
+class BoundedTransport final : public testing::ForwardingTransport {
  public:
-  BoundedTransport(std::unique_ptr<Transport> inner, Links* links)
-      : inner_(std::move(inner)), links_(links) {}
+  BoundedTransport(std::unique_ptr<Transport> inner, Links* links,
+                   bool exchanges)
+      : ForwardingTransport(std::move(inner)),
+        links_(links),
+        exchanges_(exchanges) {}
 
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  std::string Describe(int rank) const override {
-    return inner_->Describe(rank);
-  }
   size_t send_window_bytes() const override { return links_->capacity() / 2; }
+  bool favours_exchanges() const override { return exchanges_; }
 
   absl::Status Send(int peer, const Envelope& envelope, const void* data,
                     size_t bytes, absl::Time deadline) override {
     if (!links_->Reserve(rank(), peer, bytes, deadline)) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("rank ", rank(), " found no room on its link to ", peer,
-                       " for step ", envelope.tag.step, " chunk ",
-                       envelope.tag.chunk));
+      return absl::DeadlineExceededError(absl::StrCat(
+          "rank ", rank(), " found no room on its link to ", peer, " for step ",
+          envelope.tag.step, " chunk ", envelope.tag.chunk));
     }
-    return inner_->Send(peer, envelope, data, bytes, deadline);
+    return ForwardingTransport::Send(peer, envelope, data, bytes, deadline);
+  }
+  // Lent or not, a send takes room on the link.
+  absl::Status SendLent(int peer, const Envelope& envelope, const void* data,
+                        size_t bytes, absl::Time deadline) override {
+    return Send(peer, envelope, data, bytes, deadline);
   }
   absl::Status Recv(int peer, const Envelope& envelope, void* data,
                     size_t bytes, absl::Time deadline) override {
-    absl::Status status = inner_->Recv(peer, envelope, data, bytes, deadline);
+    absl::Status status =
+        ForwardingTransport::Recv(peer, envelope, data, bytes, deadline);
     if (status.ok()) links_->Release(peer, rank(), bytes);
     return status;
   }
@@ -87,30 +94,58 @@ class BoundedTransport final : public Transport {
                                       size_t bytes,
                                       absl::Time deadline) override {
     absl::StatusOr<absl::Cord> got =
-        inner_->RecvCord(peer, envelope, bytes, deadline);
+        ForwardingTransport::RecvCord(peer, envelope, bytes, deadline);
     if (got.ok()) links_->Release(peer, rank(), bytes);
     return got;
   }
-  void Abort(const absl::Status& status) override { inner_->Abort(status); }
 
  private:
-  std::unique_ptr<Transport> inner_;
   Links* const links_;
+  const bool exchanges_;
 };
 
 std::vector<absl::Status> RunBounded(
     int n, size_t capacity,
-    const std::function<absl::Status(int, Communicator&)>& body) {
+    const std::function<absl::Status(int, Communicator&)>& body,
+    bool exchanges = false) {
   LocalHub hub(n);
   Links links(n, capacity);
   std::vector<std::unique_ptr<Communicator>> comms;
   for (int r = 0; r < n; ++r) {
     comms.push_back(std::make_unique<AlgorithmicCommunicator>(
-        std::make_unique<BoundedTransport>(hub.Connect(r), &links),
+        std::make_unique<BoundedTransport>(hub.Connect(r), &links, exchanges),
         CommunicatorOptions{.timeout = absl::Seconds(30), .chunk_bytes = 256}));
   }
   return testing::RunOnRankThreads(comms, body);
 }
+
+// Every rank's all-reduce of `count` float32 under `op` over links of
+// `capacity` bytes equals the reference.
+void ExpectAllReduceFits(int n, size_t capacity, size_t count, ReduceOp op,
+                         bool exchanges) {
+  const std::string what =
+      absl::StrCat(n, " ranks, ", count, " float32 ", ReduceOpName(op),
+                   exchanges ? ", exchanges" : ", ring");
+  std::vector<std::vector<char>> data;
+  for (int r = 0; r < n; ++r) {
+    data.push_back(testing::ReferenceInputs(r, count, DType::kFloat32));
+  }
+  const auto reduced = RunBounded(
+      n, capacity,
+      [&](int r, Communicator& c) {
+        return c.AllReduce(data[r].data(), count, DType::kFloat32, op);
+      },
+      exchanges);
+  const std::vector<char> expected =
+      testing::ReferenceReduction(n, count, DType::kFloat32, op);
+  for (int r = 0; r < n; ++r) {
+    ASSERT_TRUE(reduced[r].ok())
+        << what << ", rank " << r << ": " << reduced[r];
+    EXPECT_TRUE(data[r] == expected) << what << ", rank " << r;
+  }
+}
+
+constexpr size_t kCapacity = 1024;
 
 class RingWindowTest : public ::testing::TestWithParam<int> {};
 
@@ -118,29 +153,13 @@ class RingWindowTest : public ::testing::TestWithParam<int> {};
 // step's chunks overlap the next step's, all within two chunks in flight.
 TEST_P(RingWindowTest, AllReduceReduceScatterAndAllGatherFitASmallLink) {
   const int n = GetParam();
-  constexpr size_t kCapacity = 1024;
   for (size_t count : {size_t{257}, size_t{1000}, size_t{4099}}) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean}) {
-      const std::string what = absl::StrCat(n, " ranks, ", count, " float32 ",
-                                            ReduceOpName(op));
-      std::vector<std::vector<char>> data;
-      for (int r = 0; r < n; ++r) {
-        data.push_back(testing::ReferenceInputs(r, count, DType::kFloat32));
-      }
-      const auto reduced = RunBounded(n, kCapacity, [&](int r, Communicator& c) {
-        return c.AllReduce(data[r].data(), count, DType::kFloat32, op);
-      });
-      const std::vector<char> expected =
-          testing::ReferenceReduction(n, count, DType::kFloat32, op);
-      for (int r = 0; r < n; ++r) {
-        ASSERT_TRUE(reduced[r].ok()) << what << ", rank " << r << ": "
-                                     << reduced[r];
-        EXPECT_TRUE(data[r] == expected) << what << ", rank " << r;
-      }
+      ExpectAllReduceFits(n, kCapacity, count, op, /*exchanges=*/false);
     }
 
-    std::vector<std::vector<float>> gathered(
-        static_cast<size_t>(n), std::vector<float>(count * n));
+    std::vector<std::vector<float>> gathered(static_cast<size_t>(n),
+                                             std::vector<float>(count * n));
     const auto gather = RunBounded(n, kCapacity, [&](int r, Communicator& c) {
       std::vector<float> mine(count, static_cast<float>(r + 1));
       return c.AllGather(mine.data(), gathered[r].data(), count,
@@ -172,6 +191,22 @@ TEST_P(RingWindowTest, AllReduceReduceScatterAndAllGatherFitASmallLink) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, RingWindowTest, ::testing::Values(2, 3, 4, 5));
+
+class HalvingDoublingWindowTest : public ::testing::TestWithParam<int> {};
+
+// The same links for the exchanges: each pair sends within the window
+// before it receives, and a step's sends wait on no other pair.
+TEST_P(HalvingDoublingWindowTest, AllReduceFitsASmallLink) {
+  for (size_t count : {size_t{257}, size_t{1000}, size_t{4099}}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean}) {
+      ExpectAllReduceFits(GetParam(), kCapacity, count, op,
+                          /*exchanges=*/true);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, HalvingDoublingWindowTest,
+                         ::testing::Values(4, 8));
 
 }  // namespace
 }  // namespace cohort::collective

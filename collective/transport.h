@@ -92,6 +92,14 @@ class Transport {
     return std::numeric_limits<size_t>::max();
   }
 
+  // Whether all-reduce should pair ranks in exchanges (halving-doubling)
+  // rather than pass data round the ring: where every message crosses a
+  // socket, fewer steps save wake-ups, and pairs that wait on no one else
+  // share few cores better. False where some ring links are faster than
+  // other pairs (shared memory), and in-process. The same on every rank of a
+  // group, since every rank must choose the same algorithm.
+  virtual bool favours_exchanges() const { return false; }
+
   // Fails pending and later Send/Recv on every rank of the group with
   // `status`. Idempotent: the first status wins.
   virtual void Abort(const absl::Status& status) = 0;

@@ -18,9 +18,8 @@ inline constexpr size_t kOneShotMaxBytes = 32 << 10;
 
 // Whether `bytes` take the one-shot path: small, and within the send
 // window, since every rank sends before it receives.
-inline bool OneShotFits(const OpContext& ctx, size_t bytes) {
-  return bytes <= kOneShotMaxBytes &&
-         bytes <= ctx.transport->send_window_bytes();
+inline bool OneShotFits(const Transport& transport, size_t bytes) {
+  return bytes <= kOneShotMaxBytes && bytes <= transport.send_window_bytes();
 }
 
 // Reduces `count` elements of `data` over all ranks, in place. Every rank

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "collective/algorithms/pipelining.h"
 #include "collective/reduce.h"
 #include "common/status_macros.h"
 
@@ -11,31 +12,6 @@ namespace cohort::collective {
 namespace {
 
 int Mod(int value, int n) { return ((value % n) + n) % n; }
-
-// Sends run at most this far ahead of receives, even over a transport that
-// would take more (gRPC): further ahead, a chunk has left the cache by the
-// time the transport reads it, and the transport holds more of them.
-constexpr size_t kMaxAheadBytes = 4 << 20;
-
-// Chunks of segments up to this size are lent to the transport, not copied
-// into it. A chunk goes out one segment after this rank last wrote it. While
-// that is within the cache, the transport reads it from there and the copy
-// is saved; beyond, the transport's read from memory (the kernel's, on
-// gRPC's thread) costs more than this thread's copy did (bench/RESULTS.md).
-constexpr size_t kMaxLentSegmentBytes = 8 << 20;
-
-// How far sends may run ahead of receives.
-size_t WindowBytes(const OpContext& ctx) {
-  return std::min(ctx.transport->send_window_bytes(), kMaxAheadBytes);
-}
-
-// Chunks of whole elements that fit the window at least twice over, so that
-// a bounded transport (a shared-memory ring) always has room for the chunks
-// in flight.
-size_t ChunkBytes(const OpContext& ctx, size_t element) {
-  const size_t limit = std::min(ctx.chunk_bytes, WindowBytes(ctx) / 2);
-  return std::max<size_t>(limit / element, 1) * element;
-}
 
 // A position in a pass: a chunk of a step, and how many chunks came before.
 struct Cursor {
@@ -52,12 +28,6 @@ struct Cursor {
   }
 };
 
-// How long past the deadline (after a success) or past a failure the
-// transport may take to hand back what a pass lent it. Short, because a
-// failure is reported only after it: a live peer reads what is in flight
-// within it, and a peer behind a cut link never will.
-constexpr absl::Duration kReclaimGrace = absl::Milliseconds(250);
-
 // Runs `steps` ring steps as one pipeline. At step s this rank sends segment
 // r - s - shift to next, and receives from prev the segment it sends on at
 // step s + 1; `receive(step, chunk, target, bytes)` takes chunk `chunk` of
@@ -71,8 +41,8 @@ constexpr absl::Duration kReclaimGrace = absl::Milliseconds(250);
 // still be in flight when the pass ends, which is why RingPass reclaims
 // them.
 template <typename Receive>
-absl::Status RingSteps(const OpContext& ctx, int steps, int shift,
-                       char* data, const Segments& segments, size_t element,
+absl::Status RingSteps(const OpContext& ctx, int steps, int shift, char* data,
+                       const Segments& segments, size_t element,
                        Receive receive) {
   const int n = ctx.size();
   const int r = ctx.rank();
@@ -110,10 +80,9 @@ absl::Status RingSteps(const OpContext& ctx, int steps, int shift,
     const auto [at, bytes] = piece(segment, sent.chunk);
     const auto step = static_cast<uint32_t>(sent.step);
     const auto index = static_cast<uint32_t>(sent.chunk);
-    absl::Status status =
-        segment_bytes(segment) <= kMaxLentSegmentBytes
-            ? ctx.SendLent(ctx.next(), step, index, at, bytes)
-            : ctx.Send(ctx.next(), step, index, at, bytes);
+    absl::Status status = segment_bytes(segment) <= kMaxLentSegmentBytes
+                              ? ctx.SendLent(ctx.next(), step, index, at, bytes)
+                              : ctx.Send(ctx.next(), step, index, at, bytes);
     sent.Advance(chunks_in(segment));
     return status;
   };
@@ -136,23 +105,8 @@ template <typename Receive>
 absl::Status RingPass(const OpContext& ctx, int steps, int shift, char* data,
                       const Segments& segments, size_t element,
                       Receive receive) {
-  const absl::Status status =
-      RingSteps(ctx, steps, shift, data, segments, element, receive);
-  const absl::Time grace = absl::Now() + kReclaimGrace;
-  const absl::Status reclaimed = ctx.transport->ReclaimLent(
-      status.ok() ? std::max(ctx.deadline, grace) : grace);
-  return status.ok() ? reclaimed : status;
-}
-
-// Adds chunk `chunk` of `step` from prev into `target`, straight from the
-// transport's buffers: no copy first.
-absl::Status ReduceFromPrev(const OpContext& ctx, uint32_t step,
-                            uint32_t chunk, char* target, size_t bytes,
-                            DType dtype, ReduceOp op) {
-  absl::StatusOr<absl::Cord> got = ctx.RecvCord(ctx.prev(), step, chunk, bytes);
-  if (!got.ok()) return got.status();
-  Accumulate(target, *got, dtype, op);
-  return absl::OkStatus();
+  return ReclaimingLent(
+      ctx, RingSteps(ctx, steps, shift, data, segments, element, receive));
 }
 
 }  // namespace
@@ -162,26 +116,25 @@ absl::Status RingReduceScatter(const OpContext& ctx, char* data,
                                ReduceOp op) {
   // Step s passes on the segment reduced so far and adds our part to the one
   // arriving. After n-1 steps segment r has passed through every rank.
-  return RingPass(ctx, ctx.size() - 1, 1, data, segments, DTypeSize(dtype),
-                  [&](uint32_t step, uint32_t chunk, char* target,
-                      size_t bytes) {
-                    return ReduceFromPrev(ctx, step, chunk, target, bytes,
-                                          dtype, op);
-                  });
+  return RingPass(
+      ctx, ctx.size() - 1, 1, data, segments, DTypeSize(dtype),
+      [&](uint32_t step, uint32_t chunk, char* target, size_t bytes) {
+        return ReduceFrom(ctx, ctx.prev(), step, chunk, target, bytes, dtype,
+                          op);
+      });
 }
 
 absl::Status RingAllGather(const OpContext& ctx, char* data,
                            const Segments& segments, DType dtype) {
-  return RingPass(ctx, ctx.size() - 1, 0, data, segments, DTypeSize(dtype),
-                  [&](uint32_t step, uint32_t chunk, char* target,
-                      size_t bytes) {
-                    return ctx.Recv(ctx.prev(), step, chunk, target, bytes);
-                  });
+  return RingPass(
+      ctx, ctx.size() - 1, 0, data, segments, DTypeSize(dtype),
+      [&](uint32_t step, uint32_t chunk, char* target, size_t bytes) {
+        return ctx.Recv(ctx.prev(), step, chunk, target, bytes);
+      });
 }
 
 absl::Status RingAllReduce(const OpContext& ctx, char* data,
-                           const Segments& segments, DType dtype,
-                           ReduceOp op) {
+                           const Segments& segments, DType dtype, ReduceOp op) {
   const int n = ctx.size();
   const size_t element = DTypeSize(dtype);
   // Steps [0, n-1) reduce; the last of them completes segment r, which steps
@@ -194,7 +147,7 @@ absl::Status RingAllReduce(const OpContext& ctx, char* data,
           return ctx.Recv(ctx.prev(), step, chunk, target, bytes);
         }
         COHORT_RETURN_IF_ERROR(
-            ReduceFromPrev(ctx, step, chunk, target, bytes, dtype, op));
+            ReduceFrom(ctx, ctx.prev(), step, chunk, target, bytes, dtype, op));
         if (op == ReduceOp::kMean && step == static_cast<uint32_t>(n - 2)) {
           DivideForMean(target, bytes / element, dtype, n);
         }

@@ -145,6 +145,11 @@ absl::Status GrpcTransport::Connect(Store& store) {
       COHORT_RETURN_IF_ERROR(sender->WaitConnected(connect_deadline));
     }
   }
+  for (int r = 0; r < options_.size; ++r) {
+    if (options_.shared_memory && hosts[r] == hosts[(r + 1) % options_.size]) {
+      favours_exchanges_ = false;
+    }
+  }
   if (options_.size > 1)
     COHORT_RETURN_IF_ERROR(ConnectSharedMemory(store, hosts));
   // Every rank has opened its streams: from here a broken stream means a

@@ -78,6 +78,10 @@ class GrpcTransport final : public Transport {
                                       size_t bytes,
                                       absl::Time deadline) override;
   size_t send_window_bytes() const override;
+  // True unless some ring neighbours share a host and may use shared
+  // memory: decided from what every rank published, not from which rings
+  // were made, so that the group agrees.
+  bool favours_exchanges() const override { return favours_exchanges_; }
   // How bytes to the next rank of the ring travel: "shm" or "grpc".
   std::string next_link() const { return shm_out_ != nullptr ? "shm" : "grpc"; }
   // Aborts locally and tells every peer, so that their waits end too.
@@ -114,6 +118,7 @@ class GrpcTransport final : public Transport {
   std::vector<std::unique_ptr<PeerSender>> senders_;  // by rank; null for self
   std::vector<LentBuffers> lent_;  // by rank: what SendLent lent its stream
   int prev_ = 0, next_ = 0;
+  bool favours_exchanges_ = true;
   std::unique_ptr<ShmChannel> shm_in_;   // from prev_, when on this host
   std::unique_ptr<ShmChannel> shm_out_;  // to next_, when on this host
   // Messages from prev_ read off the ring before they were asked for. Only

@@ -1,0 +1,46 @@
+#pragma once
+
+// What the pipelined algorithms (ring, halving-doubling) share: how big a
+// chunk is, how far sends run ahead of receives, which sends are lent, and
+// how a lent pass ends.
+
+#include <cstddef>
+
+#include "absl/status/status.h"
+#include "collective/algorithms/op_context.h"
+#include "collective/types.h"
+
+namespace cohort::collective {
+
+// Sends run at most this far ahead of receives, even over a transport that
+// would take more (gRPC): further ahead, a chunk has left the cache by the
+// time the transport reads it, and the transport holds more of them.
+inline constexpr size_t kMaxAheadBytes = 4 << 20;
+
+// Chunks of segments up to this size are lent to the transport, not copied
+// into it. A chunk goes out soon after this rank last wrote it. While that
+// is within the cache, the transport reads it from there and the copy is
+// saved; beyond, the transport's read from memory (the kernel's, on gRPC's
+// thread) costs more than this thread's copy did (bench/RESULTS.md).
+inline constexpr size_t kMaxLentSegmentBytes = 8 << 20;
+
+// How far sends may run ahead of receives.
+size_t WindowBytes(const OpContext& ctx);
+
+// Chunks of whole elements that fit the window at least twice over, so that
+// a bounded transport (a shared-memory ring) always has room for the chunks
+// in flight.
+size_t ChunkBytes(const OpContext& ctx, size_t element);
+
+// Adds chunk `chunk` of `step` from `peer` into `target`, straight from the
+// transport's buffers: no copy first.
+absl::Status ReduceFrom(const OpContext& ctx, int peer, uint32_t step,
+                        uint32_t chunk, char* target, size_t bytes, DType dtype,
+                        ReduceOp op);
+
+// Ends a pass that lent buffers: waits until the transport reads none of
+// them, so that the caller may reuse them whether the pass (`status`)
+// succeeded or not. Returns the pass's failure, else the wait's.
+absl::Status ReclaimingLent(const OpContext& ctx, absl::Status status);
+
+}  // namespace cohort::collective
