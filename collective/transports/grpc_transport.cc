@@ -36,9 +36,13 @@ std::string RingKey(const std::string& group, int from, int to) {
 }
 
 constexpr char kNoRing[] = "none";
-// Smaller payloads are copied even when lent: the copy costs less than
-// waiting, at the end of a collective, for gRPC to release them.
-constexpr size_t kMinLentBytes = 64 << 10;
+// Smaller payloads are copied even when lent. Below 64 KiB the copy costs
+// less than waiting, at the end of a collective, for gRPC to release them.
+// From 64 to 128 KiB, gRPC (1.51) keeps a reference to a message it has
+// delivered until the stream's next write: the last ones a collective sends
+// to a peer (halving-doubling's, or a 2-rank ring's) would stay lent, and
+// the reclaim would wait out the collective's timeout.
+constexpr size_t kMinLentBytes = 128 << 10;
 // How long gRPC may take to drop the frames of a closed connection.
 constexpr absl::Duration kCancelGrace = absl::Seconds(30);
 // A frame's signature is a short description; more means a corrupt ring.

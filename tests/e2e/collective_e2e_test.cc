@@ -87,6 +87,31 @@ INSTANTIATE_TEST_SUITE_P(Setups, CollectiveE2eTest,
                          ::testing::Values(Setup{2, true}, Setup{4, true},
                                            Setup{2, false}, Setup{4, false}));
 
+class MessageSizeE2eTest : public ::testing::TestWithParam<int> {};
+
+// Every byte over gRPC, in messages on both sides of the sizes where
+// payloads start to be lent: each all-reduce ends, with what it lent handed
+// back, long before its 20 s timeout. A lent message that gRPC kept would
+// hold its collective to that timeout and fail it.
+TEST_P(MessageSizeE2eTest, EveryAllReduceEndsWithItsLentBuffersBack) {
+  const int size = GetParam();
+  ScratchDir dir;
+  auto store = StartStore(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::vector<Rank> ranks =
+      StartRanks(dir, (*store)->address(), "sizes", size,
+                 {"--mode=sizes", "--shared_memory=false", "--timeout=20s"});
+  ASSERT_EQ(ranks.size(), size);
+  for (Rank& rank : ranks) {
+    std::optional<ExitStatus> exit = rank.process.Wait(absl::Seconds(100));
+    ASSERT_TRUE(exit.has_value()) << "rank still running";
+    EXPECT_THAT(rank.Output(), HasSubstr("OK rank"));
+  }
+  StopAll(ranks);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, MessageSizeE2eTest, ::testing::Values(2, 3, 4));
+
 class KilledRankTest : public ::testing::TestWithParam<bool> {};
 
 // A dead peer is seen from its closed connection, not waited out: each

@@ -22,7 +22,9 @@ ABSL_FLAG(int, size, 2, "Ranks in the group.");
 ABSL_FLAG(std::string, mode, "check",
           "check: every collective against the reference; loop: all-reduce "
           "--count floats --iterations times; mismatch: rank 0 all-reduces "
-          "1000 floats while the others all-gather 10; stall: rank 0 says "
+          "1000 floats while the others all-gather 10; sizes: all-reduces "
+          "of sizes whose messages fall on both sides of 64 and 128 KiB; "
+          "stall: rank 0 says "
           "READY, waits for --go_file, lends 64 MiB to rank 1 (which the test "
           "stops) and reclaims it within 2 s.");
 ABSL_FLAG(int64_t, count, 1 << 20, "loop: elements per all-reduce.");
@@ -108,6 +110,27 @@ absl::Status Loop(Communicator& comm) {
   return absl::OkStatus();
 }
 
+// All-reduces whose messages, cut by 2, 3 or 4 ranks (ring or
+// halving-doubling), fall just below, at and above 64 and 128 KiB: where
+// payloads start to be lent, and where gRPC holds lent ones until its next
+// write (rpc data path, docs/ARCHITECTURE.md). Each must end, reclaim
+// included, well within --timeout.
+absl::Status Sizes(Communicator& comm) {
+  for (size_t kib : {96, 130, 200, 255, 256, 260, 320, 384, 504, 520, 1000}) {
+    const size_t count = kib * 1024 / 4 + 1;  // odd: segments differ by one
+    std::vector<char> data =
+        ReferenceInputs(comm.rank(), count, DType::kFloat32);
+    absl::Status status =
+        comm.AllReduce(data.data(), count, DType::kFloat32, ReduceOp::kSum);
+    if (!status.ok()) return status;
+    if (data != ReferenceReduction(comm.size(), count, DType::kFloat32,
+                                   ReduceOp::kSum)) {
+      return Mismatch(absl::StrCat("allreduce of ", kib, " KiB"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MismatchedCalls(Communicator& comm) {
   std::vector<float> data(1000, 1.0f), gathered(10 * comm.size());
   return comm.rank() == 0 ? comm.AllReduce(data.data(), 1000, DType::kFloat32,
@@ -160,8 +183,9 @@ int Main(int argc, char** argv) {
     collective::AlgorithmicCommunicator comm(*std::move(transport),
                                              {.timeout = timeout});
     const std::string mode = absl::GetFlag(FLAGS_mode);
-    status = mode == "check"  ? CheckAll(comm)
-             : mode == "loop" ? Loop(comm)
+    status = mode == "check"   ? CheckAll(comm)
+             : mode == "loop"  ? Loop(comm)
+             : mode == "sizes" ? Sizes(comm)
              : mode == "mismatch"
                  ? MismatchedCalls(comm)
                  : absl::InvalidArgumentError("unknown --mode");
