@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "collective/algorithms/chain_broadcast.h"
+#include "collective/algorithms/direct.h"
 #include "collective/algorithms/dissemination_barrier.h"
-#include "collective/algorithms/halving_doubling.h"
 #include "collective/algorithms/one_shot.h"
 #include "collective/algorithms/reduce_to_root.h"
 #include "collective/algorithms/ring.h"
@@ -17,15 +17,15 @@ namespace cohort::collective {
 
 namespace {
 
-enum class AllReducePath { kOneShot, kHalvingDoubling, kRing };
+enum class AllReducePath { kOneShot, kDirect, kRing };
 
 // Chosen from what every rank of a group sees alike (the buffer's size, the
 // group's, the transport's kind), so that the ranks agree. The signature
 // names the path: a rank that chose another fails naming both, no wait.
 AllReducePath ChooseAllReduce(const Transport& transport, size_t bytes) {
   if (OneShotFits(transport, bytes)) return AllReducePath::kOneShot;
-  if (transport.favours_exchanges() && HalvingDoublingFits(transport.size())) {
-    return AllReducePath::kHalvingDoubling;
+  if (transport.favours_exchanges() && DirectFits(transport.size())) {
+    return AllReducePath::kDirect;
   }
   return AllReducePath::kRing;
 }
@@ -34,8 +34,8 @@ const char* AllReducePathName(AllReducePath path) {
   switch (path) {
     case AllReducePath::kOneShot:
       return "one-shot";
-    case AllReducePath::kHalvingDoubling:
-      return "halving-doubling";
+    case AllReducePath::kDirect:
+      return "direct";
     case AllReducePath::kRing:
       break;
   }
@@ -83,9 +83,9 @@ absl::Status AlgorithmicCommunicator::AllReduce(void* data, size_t count,
                switch (path) {
                  case AllReducePath::kOneShot:
                    return OneShotAllReduce(ctx, bytes, count, dtype, op);
-                 case AllReducePath::kHalvingDoubling:
-                   return HalvingDoublingAllReduce(ctx, bytes, count, dtype,
-                                                   op);
+                 case AllReducePath::kDirect:
+                   return DirectAllReduce(
+                       ctx, bytes, Segments(count, ctx.size()), dtype, op);
                  case AllReducePath::kRing:
                    break;
                }

@@ -1,7 +1,7 @@
 #pragma once
 
 // A Communicator built from point-to-point algorithms (ring,
-// halving-doubling, one-shot, chain, dissemination) over any Transport:
+// direct, one-shot, chain, dissemination) over any Transport:
 // threads of one process, or rank processes over gRPC.
 
 #include <memory>

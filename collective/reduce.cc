@@ -22,15 +22,18 @@ void Store(char* p, T value) {
   std::memcpy(p, &value, sizeof(T));
 }
 
-template <typename T, typename Combine>
+// dst[i] = combine(dst[i], src[i]), or combine(src[i], dst[i]) when
+// kSrcFirst.
+template <typename T, bool kSrcFirst, typename Combine>
 void CombineEach(char* dst, const char* src, size_t count, Combine combine) {
   for (size_t i = 0; i < count; ++i) {
     char* d = dst + i * sizeof(T);
-    Store<T>(d, combine(Load<T>(d), Load<T>(src + i * sizeof(T))));
+    const T s = Load<T>(src + i * sizeof(T));
+    Store<T>(d, kSrcFirst ? combine(s, Load<T>(d)) : combine(Load<T>(d), s));
   }
 }
 
-template <typename T>
+template <typename T, bool kSrcFirst>
 void AccumulateTyped(void* dst_ptr, const void* src_ptr, size_t count,
                      ReduceOp op) {
   char* dst = static_cast<char*>(dst_ptr);
@@ -38,22 +41,25 @@ void AccumulateTyped(void* dst_ptr, const void* src_ptr, size_t count,
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kMean:
-      return CombineEach<T>(dst, src, count, [](T a, T b) { return a + b; });
+      return CombineEach<T, kSrcFirst>(dst, src, count,
+                                       [](T a, T b) { return a + b; });
     case ReduceOp::kMin:
-      return CombineEach<T>(dst, src, count,
-                            [](T a, T b) { return std::min(a, b); });
+      return CombineEach<T, kSrcFirst>(dst, src, count,
+                                       [](T a, T b) { return std::min(a, b); });
     case ReduceOp::kMax:
-      return CombineEach<T>(dst, src, count,
-                            [](T a, T b) { return std::max(a, b); });
+      return CombineEach<T, kSrcFirst>(dst, src, count,
+                                       [](T a, T b) { return std::max(a, b); });
   }
 }
 
-template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float),
+          bool kSrcFirst>
 void AccumulateHalf(void* dst, const void* src, size_t count) {
-  CombineEach<uint16_t>(static_cast<char*>(dst), static_cast<const char*>(src),
-                        count, [](uint16_t a, uint16_t b) {
-                          return FromFloat(ToFloat(a) + ToFloat(b));
-                        });
+  CombineEach<uint16_t, kSrcFirst>(static_cast<char*>(dst),
+                                   static_cast<const char*>(src), count,
+                                   [](uint16_t a, uint16_t b) {
+                                     return FromFloat(ToFloat(a) + ToFloat(b));
+                                   });
 }
 
 template <typename T>
@@ -76,27 +82,30 @@ void DivideHalf(void* data_ptr, size_t count, int divisor) {
   }
 }
 
-}  // namespace
-
-void Accumulate(void* dst, const void* src, size_t count, DType dtype,
-                ReduceOp op) {
+template <bool kSrcFirst>
+void AccumulateOrdered(void* dst, const void* src, size_t count, DType dtype,
+                       ReduceOp op) {
   switch (dtype) {
     case DType::kFloat32:
-      return AccumulateTyped<float>(dst, src, count, op);
+      return AccumulateTyped<float, kSrcFirst>(dst, src, count, op);
     case DType::kFloat64:
-      return AccumulateTyped<double>(dst, src, count, op);
+      return AccumulateTyped<double, kSrcFirst>(dst, src, count, op);
     case DType::kInt32:
-      return AccumulateTyped<int32_t>(dst, src, count, op);
+      return AccumulateTyped<int32_t, kSrcFirst>(dst, src, count, op);
     case DType::kInt64:
-      return AccumulateTyped<int64_t>(dst, src, count, op);
+      return AccumulateTyped<int64_t, kSrcFirst>(dst, src, count, op);
     case DType::kFloat16:
-      return AccumulateHalf<HalfToFloat, FloatToHalf>(dst, src, count);
+      return AccumulateHalf<HalfToFloat, FloatToHalf, kSrcFirst>(dst, src,
+                                                                 count);
     case DType::kBFloat16:
-      return AccumulateHalf<BFloat16ToFloat, FloatToBFloat16>(dst, src, count);
+      return AccumulateHalf<BFloat16ToFloat, FloatToBFloat16, kSrcFirst>(
+          dst, src, count);
   }
 }
 
-void Accumulate(void* dst, const absl::Cord& src, DType dtype, ReduceOp op) {
+template <bool kSrcFirst>
+void AccumulateOrdered(void* dst, const absl::Cord& src, DType dtype,
+                       ReduceOp op) {
   const size_t element = DTypeSize(dtype);
   char* target = static_cast<char*>(dst);
   char split[16];
@@ -108,17 +117,33 @@ void Accumulate(void* dst, const absl::Cord& src, DType dtype, ReduceOp op) {
       held += take;
       piece.remove_prefix(take);
       if (held < element) continue;
-      Accumulate(target, split, 1, dtype, op);
+      AccumulateOrdered<kSrcFirst>(target, split, 1, dtype, op);
       target += element;
       held = 0;
     }
     const size_t whole = piece.size() / element;
-    Accumulate(target, piece.data(), whole, dtype, op);
+    AccumulateOrdered<kSrcFirst>(target, piece.data(), whole, dtype, op);
     target += whole * element;
     piece.remove_prefix(whole * element);
     std::memcpy(split, piece.data(), piece.size());
     held = piece.size();
   }
+}
+
+}  // namespace
+
+void Accumulate(void* dst, const void* src, size_t count, DType dtype,
+                ReduceOp op) {
+  AccumulateOrdered<false>(dst, src, count, dtype, op);
+}
+
+void Accumulate(void* dst, const absl::Cord& src, DType dtype, ReduceOp op) {
+  AccumulateOrdered<false>(dst, src, dtype, op);
+}
+
+void AccumulateSrcFirst(void* dst, const absl::Cord& src, DType dtype,
+                        ReduceOp op) {
+  AccumulateOrdered<true>(dst, src, dtype, op);
 }
 
 void DivideForMean(void* data, size_t count, DType dtype, int divisor) {

@@ -92,12 +92,13 @@ class Transport {
     return std::numeric_limits<size_t>::max();
   }
 
-  // Whether all-reduce should pair ranks in exchanges (halving-doubling)
-  // rather than pass data round the ring: where every message crosses a
-  // socket, fewer steps save wake-ups, and pairs that wait on no one else
-  // share few cores better. False where some ring links are faster than
-  // other pairs (shared memory), and in-process. The same on every rank of a
-  // group, since every rank must choose the same algorithm.
+  // Whether all-reduce should exchange with every peer directly rather than
+  // pass data round the ring: where every message crosses a socket, 2 steps
+  // instead of 2(n - 1) save round trips and wake-ups, and messages that
+  // wait on nothing but their arrival share few cores better. False where
+  // some ring links are faster than other pairs (shared memory), and
+  // in-process. The same on every rank of a group, since every rank must
+  // choose the same algorithm.
   virtual bool favours_exchanges() const { return false; }
 
   // Fails pending and later Send/Recv on every rank of the group with

@@ -1,6 +1,6 @@
 #pragma once
 
-// What the pipelined algorithms (ring, halving-doubling) share: how big a
+// What the pipelined algorithms (ring, direct) share: how big a
 // chunk is, how far sends run ahead of receives, which sends are lent, and
 // how a lent pass ends.
 

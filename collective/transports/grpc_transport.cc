@@ -40,7 +40,7 @@ constexpr char kNoRing[] = "none";
 // less than waiting, at the end of a collective, for gRPC to release them.
 // From 64 to 128 KiB, gRPC (1.51) keeps a reference to a message it has
 // delivered until the stream's next write: the last ones a collective sends
-// to a peer (halving-doubling's, or a 2-rank ring's) would stay lent, and
+// to a peer (the direct path's, or a 2-rank ring's) would stay lent, and
 // the reclaim would wait out the collective's timeout.
 constexpr size_t kMinLentBytes = 128 << 10;
 // How long gRPC may take to drop the frames of a closed connection.

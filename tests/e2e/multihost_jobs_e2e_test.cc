@@ -113,6 +113,60 @@ TEST_F(MultiHostJobsE2eTest,
   }
 }
 
+// Four agents on four hosts all-reduce directly (every link is a socket),
+// one host's four round the ring over shared memory: the direct path adds
+// in the ring's order, so the variables are the same, bit for bit.
+TEST_F(
+    MultiHostJobsE2eTest,
+    MultiWorkerMirroredOnFourHostsTakesTheDirectPathAndEqualsOneHostBitwise) {
+  absl::StatusOr<std::unique_ptr<HostCluster>> cluster =
+      HostCluster::Start(hosts_.get(), &dir_,
+                         {.coordinator_host = 1,
+                          .tasks = {{"chief", 0, 2},
+                                    {"worker", 0, 3},
+                                    {"worker", 1, 4},
+                                    {"worker", 2, 5}},
+                          .coordinator_flags = {absl::StrCat(
+                              "--state_dir=", dir_.path(), "/coordinator")},
+                          .agent_flags = {"--cpu_devices=2"}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  JobSpec spec = MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 600, "data");
+  spec.global_batch_size = 120;  // 15 per replica
+  // 128 x 128 weights: a 64 KiB gradient, past the one-shot path's 32 KiB.
+  spec.config_json.insert(spec.config_json.size() - 1, R"(, "hidden": 128)");
+  absl::StatusOr<std::string> id = (*cluster)->client().SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  const v1::JobStatus across =
+      WaitForJobEnd((*cluster)->client(), *id, absl::Seconds(120));
+  ASSERT_EQ(across.state(), v1::JOB_SUCCEEDED) << across.error();
+  EXPECT_EQ(across.num_replicas(), 8);
+  EXPECT_GE(across.metrics().at("accuracy"), kMlpAccuracyBar);
+
+  ScratchDir local_dir;
+  absl::StatusOr<ReadyCluster> local = StartReadyCluster(
+      local_dir, /*workers=*/3, /*ps=*/0,
+      {"--cpu_devices=2",
+       absl::StrCat("--state_dir=", local_dir.path(), "/state")});
+  ASSERT_TRUE(local.ok()) << local.status();
+  auto local_client = Client::Connect(local->coordinator->address());
+  ASSERT_TRUE(local_client.ok());
+  absl::StatusOr<std::string> local_id = (*local_client)->SubmitJob(spec);
+  ASSERT_TRUE(local_id.ok()) << local_id.status();
+  const v1::JobStatus one_host =
+      WaitForJobEnd(**local_client, *local_id, absl::Seconds(120));
+  ASSERT_EQ(one_host.state(), v1::JOB_SUCCEEDED) << one_host.error();
+
+  const auto a = Tensors(across);
+  const auto b = Tensors(one_host);
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a.size(), b.size());
+  for (const auto& [name, bytes] : a) {
+    ASSERT_TRUE(b.count(name)) << name;
+    EXPECT_TRUE(bytes == b.at(name))
+        << name << " differs between 4 hosts and one host";
+  }
+}
+
 TEST_F(MultiHostJobsE2eTest,
        ATraceAcrossHostsPutsEveryAgentOnTheCoordinatorsClock) {
   absl::StatusOr<std::unique_ptr<HostCluster>> cluster =

@@ -111,7 +111,7 @@ absl::Status Loop(Communicator& comm) {
 }
 
 // All-reduces whose messages, cut by 2, 3 or 4 ranks (ring or
-// halving-doubling), fall just below, at and above 64 and 128 KiB: where
+// direct), fall just below, at and above 64 and 128 KiB: where
 // payloads start to be lent, and where gRPC holds lent ones until its next
 // write (rpc data path, docs/ARCHITECTURE.md). Each must end, reclaim
 // included, well within --timeout.

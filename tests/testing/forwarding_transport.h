@@ -58,8 +58,7 @@ class ForwardingTransport : public collective::Transport {
 };
 
 // An in-process transport that favours exchanges, as one over sockets
-// does: all-reduce over it takes the halving-doubling path where the group
-// is a power of two.
+// does: all-reduce over it takes the direct path among 3 to 16 ranks.
 class ExchangingTransport final : public ForwardingTransport {
  public:
   using ForwardingTransport::ForwardingTransport;
