@@ -24,7 +24,7 @@ enum class AllReducePath { kOneShot, kDirect, kRing };
 // names the path: a rank that chose another fails naming both, no wait.
 AllReducePath ChooseAllReduce(const Transport& transport, size_t bytes) {
   if (OneShotFits(transport, bytes)) return AllReducePath::kOneShot;
-  if (transport.favours_exchanges() && DirectFits(transport.size())) {
+  if (transport.favours_exchanges() && DirectFits(transport.size(), bytes)) {
     return AllReducePath::kDirect;
   }
   return AllReducePath::kRing;

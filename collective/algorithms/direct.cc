@@ -132,7 +132,11 @@ absl::Status Run(const OpContext& ctx, char* data, const Segments& segments,
 
 }  // namespace
 
-bool DirectFits(int size) { return size >= 3 && size <= 16; }
+bool DirectFits(int size, size_t bytes) {
+  constexpr size_t kMaxSegmentBytes = 512 << 10;
+  return size >= 3 && size <= 16 &&
+         bytes < kMaxSegmentBytes * static_cast<size_t>(size);
+}
 
 absl::Status DirectAllReduce(const OpContext& ctx, char* data,
                              const Segments& segments, DType dtype,

@@ -19,11 +19,15 @@
 
 namespace cohort::collective {
 
-// Whether a group of `size` ranks takes the direct path where the transport
-// favours it: from 3 ranks (between 2 it is the ring) to 16 (beyond, each
-// rank's messages are a sixteenth of the buffer or less, to as many peers
-// at once, and the ring's one peer each way is the safer default).
-bool DirectFits(int size);
+// Whether an all-reduce of `bytes` among `size` ranks takes the direct path
+// where the transport favours it: from 3 ranks (between 2 it is the ring)
+// to 16 (beyond, as many streams at once, each carrying a sixteenth of the
+// buffer or less), and while each rank's segment is under 512 KiB. Between
+// 4 test hosts the direct path was a third faster than the ring at 512 KiB
+// and 1 MiB, even at 2 MiB (512 KiB segments), and slower beyond, where the
+// ring's one stream each way moves the bytes more cheaply
+// (bench/RESULTS.md, thirteenth pass).
+bool DirectFits(int size, size_t bytes);
 
 // Reduces `count` elements of `data` over all ranks, in place, with the
 // same bits as RingAllReduce over `segments` (MEAN: divided once by the
