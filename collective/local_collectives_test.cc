@@ -318,37 +318,9 @@ std::vector<char> AwkwardInputs(int rank, size_t count, DType dtype) {
     if (i % 29 == 0 && (rank + i) % 3 == 0) {
       x = rank % 2 == 0 ? std::nan("1") : -std::nan("2");
     }
-    char* at = out.data() + i * DTypeSize(dtype);
-    switch (dtype) {
-      case DType::kFloat32: {
-        const float v = static_cast<float>(x);
-        std::memcpy(at, &v, sizeof(v));
-        break;
-      }
-      case DType::kFloat64:
-        std::memcpy(at, &x, sizeof(x));
-        break;
-      case DType::kInt32: {
-        const int32_t v = std::isnan(x) ? -1 : static_cast<int32_t>(x);
-        std::memcpy(at, &v, sizeof(v));
-        break;
-      }
-      case DType::kInt64: {
-        const int64_t v = std::isnan(x) ? -1 : static_cast<int64_t>(x);
-        std::memcpy(at, &v, sizeof(v));
-        break;
-      }
-      case DType::kFloat16: {
-        const uint16_t v = FloatToHalf(static_cast<float>(x / 100));
-        std::memcpy(at, &v, sizeof(v));
-        break;
-      }
-      case DType::kBFloat16: {
-        const uint16_t v = FloatToBFloat16(static_cast<float>(x));
-        std::memcpy(at, &v, sizeof(v));
-        break;
-      }
-    }
+    const bool integral = dtype == DType::kInt32 || dtype == DType::kInt64;
+    testing::StoreAs(integral && std::isnan(x) ? -1 : x, dtype,
+                     out.data() + i * DTypeSize(dtype));
   }
   return out;
 }

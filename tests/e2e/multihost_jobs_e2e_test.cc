@@ -52,6 +52,37 @@ class MultiHostJobsE2eTest : public TestHostsTest<5> {
   std::string data_;
 };
 
+// Runs `spec` on one host, in a cluster of a chief and `workers` workers of
+// 2 CPU devices each, under `dir`, and returns how it ended.
+v1::JobStatus RunOnOneHost(const JobSpec& spec, int workers,
+                           const ScratchDir& dir) {
+  absl::StatusOr<ReadyCluster> local = StartReadyCluster(
+      dir, workers, /*ps=*/0,
+      {"--cpu_devices=2", absl::StrCat("--state_dir=", dir.path(), "/state")});
+  EXPECT_TRUE(local.ok()) << local.status();
+  if (!local.ok()) return {};
+  auto client = Client::Connect(local->coordinator->address());
+  EXPECT_TRUE(client.ok()) << client.status();
+  if (!client.ok()) return {};
+  absl::StatusOr<std::string> id = (*client)->SubmitJob(spec);
+  EXPECT_TRUE(id.ok()) << id.status();
+  if (!id.ok()) return {};
+  return WaitForJobEnd(**client, *id, absl::Seconds(120));
+}
+
+// Every variable and slot of `a`'s last checkpoint has the bits of `b`'s.
+void ExpectSameVariables(const v1::JobStatus& a, const v1::JobStatus& b,
+                         const std::string& what) {
+  const auto ours = Tensors(a);
+  const auto theirs = Tensors(b);
+  ASSERT_FALSE(ours.empty());
+  EXPECT_EQ(ours.size(), theirs.size());
+  for (const auto& [name, bytes] : ours) {
+    ASSERT_TRUE(theirs.count(name)) << name;
+    EXPECT_TRUE(bytes == theirs.at(name)) << name << " differs " << what;
+  }
+}
+
 TEST_F(MultiHostJobsE2eTest,
        MultiWorkerMirroredOnThreeHostsReachesTheBarAndEqualsOneHostBitwise) {
   absl::StatusOr<std::unique_ptr<HostCluster>> cluster = HostCluster::Start(
@@ -82,17 +113,7 @@ TEST_F(MultiHostJobsE2eTest,
 
   // The same job on one host, the same replica count and algorithm.
   ScratchDir local_dir;
-  absl::StatusOr<ReadyCluster> local = StartReadyCluster(
-      local_dir, /*workers=*/2, /*ps=*/0,
-      {"--cpu_devices=2",
-       absl::StrCat("--state_dir=", local_dir.path(), "/state")});
-  ASSERT_TRUE(local.ok()) << local.status();
-  auto local_client = Client::Connect(local->coordinator->address());
-  ASSERT_TRUE(local_client.ok());
-  absl::StatusOr<std::string> local_id = (*local_client)->SubmitJob(spec);
-  ASSERT_TRUE(local_id.ok()) << local_id.status();
-  const v1::JobStatus one_host =
-      WaitForJobEnd(**local_client, *local_id, absl::Seconds(120));
+  const v1::JobStatus one_host = RunOnOneHost(spec, /*workers=*/2, local_dir);
   ASSERT_EQ(one_host.state(), v1::JOB_SUCCEEDED) << one_host.error();
   EXPECT_EQ(one_host.communication_note(), across.communication_note());
   // On one host, neighbouring agents really share memory.
@@ -102,15 +123,7 @@ TEST_F(MultiHostJobsE2eTest,
     }
   }
 
-  const auto a = Tensors(across);
-  const auto b = Tensors(one_host);
-  ASSERT_FALSE(a.empty());
-  EXPECT_EQ(a.size(), b.size());
-  for (const auto& [name, bytes] : a) {
-    ASSERT_TRUE(b.count(name)) << name;
-    EXPECT_TRUE(bytes == b.at(name))
-        << name << " differs between 3 hosts and one host";
-  }
+  ExpectSameVariables(across, one_host, "between 3 hosts and one host");
 }
 
 // Four agents on four hosts all-reduce directly (every link is a socket),
@@ -143,28 +156,9 @@ TEST_F(
   EXPECT_GE(across.metrics().at("accuracy"), kMlpAccuracyBar);
 
   ScratchDir local_dir;
-  absl::StatusOr<ReadyCluster> local = StartReadyCluster(
-      local_dir, /*workers=*/3, /*ps=*/0,
-      {"--cpu_devices=2",
-       absl::StrCat("--state_dir=", local_dir.path(), "/state")});
-  ASSERT_TRUE(local.ok()) << local.status();
-  auto local_client = Client::Connect(local->coordinator->address());
-  ASSERT_TRUE(local_client.ok());
-  absl::StatusOr<std::string> local_id = (*local_client)->SubmitJob(spec);
-  ASSERT_TRUE(local_id.ok()) << local_id.status();
-  const v1::JobStatus one_host =
-      WaitForJobEnd(**local_client, *local_id, absl::Seconds(120));
+  const v1::JobStatus one_host = RunOnOneHost(spec, /*workers=*/3, local_dir);
   ASSERT_EQ(one_host.state(), v1::JOB_SUCCEEDED) << one_host.error();
-
-  const auto a = Tensors(across);
-  const auto b = Tensors(one_host);
-  ASSERT_FALSE(a.empty());
-  EXPECT_EQ(a.size(), b.size());
-  for (const auto& [name, bytes] : a) {
-    ASSERT_TRUE(b.count(name)) << name;
-    EXPECT_TRUE(bytes == b.at(name))
-        << name << " differs between 4 hosts and one host";
-  }
+  ExpectSameVariables(across, one_host, "between 4 hosts and one host");
 }
 
 TEST_F(MultiHostJobsE2eTest,

@@ -11,9 +11,7 @@ namespace cohort::testing {
 using collective::DType;
 using collective::ReduceOp;
 
-namespace {
-
-void Store(double value, DType dtype, char* out) {
+void StoreAs(double value, DType dtype, char* out) {
   switch (dtype) {
     case DType::kFloat32: {
       const float v = static_cast<float>(value);
@@ -46,8 +44,6 @@ void Store(double value, DType dtype, char* out) {
   }
 }
 
-}  // namespace
-
 double ReferenceInput(int rank, size_t i, DType dtype) {
   // In [-3, 7], with halves for floating types (sums stay within bfloat16's
   // 8 significant bits for up to 8 ranks). Signs vary for MIN and MAX.
@@ -61,7 +57,7 @@ std::vector<char> ReferenceInputs(int rank, size_t count, DType dtype) {
   const size_t element = collective::DTypeSize(dtype);
   std::vector<char> data(count * element);
   for (size_t i = 0; i < count; ++i) {
-    Store(ReferenceInput(rank, i, dtype), dtype, data.data() + i * element);
+    StoreAs(ReferenceInput(rank, i, dtype), dtype, data.data() + i * element);
   }
   return data;
 }
@@ -78,7 +74,7 @@ std::vector<char> ReferenceReduction(int ranks, size_t count, DType dtype,
             : op == ReduceOp::kMax ? std::max(acc, x)
                                    : acc + x;
     }
-    Store(acc, dtype, out.data() + i * element);
+    StoreAs(acc, dtype, out.data() + i * element);
   }
   if (op == ReduceOp::kMean) {
     collective::DivideForMean(out.data(), count, dtype, ranks);

@@ -13,6 +13,9 @@
 
 namespace cohort::testing {
 
+// Writes `value` at `out` as one element of `dtype` (integers truncated).
+void StoreAs(double value, collective::DType dtype, char* out);
+
 // One element of rank `rank`'s input.
 double ReferenceInput(int rank, size_t i, collective::DType dtype);
 // Rank `rank`'s input buffer of `count` elements.
