@@ -12,7 +12,7 @@ namespace cohort::collective {
 
 namespace {
 
-// Copies `cord`, which holds `bytes`, to `out`.
+// Copies `cord` to `out`, which has room for all of it.
 void CopyCord(const absl::Cord& cord, char* out) {
   for (absl::string_view piece : cord.Chunks()) {
     std::memcpy(out, piece.data(), piece.size());
@@ -21,8 +21,11 @@ void CopyCord(const absl::Cord& cord, char* out) {
 }
 
 // Chunks sent to each peer ahead of the receives, so that the transport
-// streams while this thread reduces. The window holds two chunks per link
-// (ChunkBytes), so these sends never wait.
+// streams while this thread reduces. ChunkBytes leaves room for two chunks
+// in a link's window, so a transport whose links hold twice their window
+// (the shared-memory ring) never makes these sends wait. Among n ranks this
+// is 2(n - 1) chunks in flight, past kMaxAheadBytes for 3 ranks and more:
+// the direct path is for buffers of a few MiB.
 constexpr size_t kAheadChunks = 2;
 
 // One step: chunk c of segment `send_segment(peer)` goes to every peer, and

@@ -22,11 +22,12 @@ namespace cohort::collective {
 // Whether an all-reduce of `bytes` among `size` ranks takes the direct path
 // where the transport favours it: from 3 ranks (between 2 it is the ring)
 // to 16 (beyond, as many streams at once, each carrying a sixteenth of the
-// buffer or less), and while each rank's segment is under 512 KiB. Between
-// 4 test hosts the direct path was a third faster than the ring at 512 KiB
-// and 1 MiB, even at 2 MiB (512 KiB segments), and slower beyond, where the
-// ring's one stream each way moves the bytes more cheaply
-// (bench/RESULTS.md, thirteenth pass).
+// buffer or less), and while the buffer is under 512 KiB per rank (its
+// segments about that or less). Between 4 test hosts the direct path led
+// the ring by a third or more at 512 KiB and 1 MiB and by 12% at 1.5 MiB,
+// trailed it by 3-5% at 2 MiB and by more beyond, where the ring's one
+// stream each way moves the bytes more cheaply (bench/RESULTS.md,
+// thirteenth pass).
 bool DirectFits(int size, size_t bytes);
 
 // Reduces `count` elements of `data` over all ranks, in place, with the

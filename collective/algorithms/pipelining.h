@@ -12,9 +12,10 @@
 
 namespace cohort::collective {
 
-// Sends run at most this far ahead of receives, even over a transport that
-// would take more (gRPC): further ahead, a chunk has left the cache by the
-// time the transport reads it, and the transport holds more of them.
+// A ring pass's sends run at most this far ahead of its receives, even over
+// a transport that would take more (gRPC): further ahead, a chunk has left
+// the cache by the time the transport reads it, and the transport holds
+// more of them. (The direct path bounds each peer's link instead.)
 inline constexpr size_t kMaxAheadBytes = 4 << 20;
 
 // Chunks of segments up to this size are lent to the transport, not copied

@@ -119,8 +119,12 @@ absl::Status GrpcTransport::Connect(Store& store) {
   COHORT_RETURN_IF_ERROR(
       store.Set(AddressKey(group, options_.rank), addresses_[options_.rank]));
   // Neighbours share memory only where shm_open names are shared, which an
-  // equal hostname does not prove.
-  const std::string domain = SharedMemoryDomain();
+  // equal hostname does not prove. A rank that shares none publishes a
+  // domain of its own, so that every rank reads the same layout from the
+  // store and chooses the same algorithms.
+  const std::string domain =
+      options_.shared_memory ? SharedMemoryDomain()
+                             : absl::StrCat("none:", group, ":", options_.rank);
   COHORT_RETURN_IF_ERROR(store.Set(HostKey(group, options_.rank), domain));
   COHORT_RETURN_IF_ERROR(
       store.Set(LabelKey(group, options_.rank), options_.label));
@@ -150,9 +154,7 @@ absl::Status GrpcTransport::Connect(Store& store) {
     }
   }
   for (int r = 0; r < options_.size; ++r) {
-    if (options_.shared_memory && hosts[r] == hosts[(r + 1) % options_.size]) {
-      favours_exchanges_ = false;
-    }
+    if (hosts[r] == hosts[(r + 1) % options_.size]) favours_exchanges_ = false;
   }
   if (options_.size > 1)
     COHORT_RETURN_IF_ERROR(ConnectSharedMemory(store, hosts));

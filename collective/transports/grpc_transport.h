@@ -78,8 +78,9 @@ class GrpcTransport final : public Transport {
                                       size_t bytes,
                                       absl::Time deadline) override;
   size_t send_window_bytes() const override;
-  // True unless some ring neighbours share a host and may use shared
-  // memory: decided from what every rank published, not from which rings
+  // True unless some ring neighbours share a memory domain, and may use
+  // shared memory: decided from the domains every rank published (a rank
+  // with shared memory off publishes one of its own), not from which rings
   // were made, so that the group agrees.
   bool favours_exchanges() const override { return favours_exchanges_; }
   // How bytes to the next rank of the ring travel: "shm" or "grpc".

@@ -154,6 +154,12 @@ TEST_F(
   ASSERT_EQ(across.state(), v1::JOB_SUCCEEDED) << across.error();
   EXPECT_EQ(across.num_replicas(), 8);
   EXPECT_GE(across.metrics().at("accuracy"), kMlpAccuracyBar);
+  // No two agents share memory, so their transport favours the direct path.
+  for (const v1::RingLink& link : across.links()) {
+    if (link.ring() == "agents") {
+      EXPECT_EQ(link.transport(), "grpc") << link.ShortDebugString();
+    }
+  }
 
   ScratchDir local_dir;
   const v1::JobStatus one_host = RunOnOneHost(spec, /*workers=*/3, local_dir);

@@ -116,7 +116,8 @@ absl::Status Loop(Communicator& comm) {
 // write (rpc data path, docs/ARCHITECTURE.md). Each must end, reclaim
 // included, well within --timeout.
 absl::Status Sizes(Communicator& comm) {
-  for (size_t kib : {96, 130, 200, 255, 256, 260, 320, 384, 504, 520, 1000}) {
+  for (size_t kib :
+       {96, 130, 200, 255, 256, 260, 320, 384, 504, 520, 1000, 1500, 1900}) {
     const size_t count = kib * 1024 / 4 + 1;  // odd: segments differ by one
     std::vector<char> data =
         ReferenceInputs(comm.rank(), count, DType::kFloat32);
