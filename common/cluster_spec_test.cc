@@ -371,6 +371,46 @@ TEST(HostPortTest, ErrorsNameTheInput) {
   }
 }
 
+TEST(PortRangeTest, ParsesRangesAndSinglePorts) {
+  absl::StatusOr<PortRange> range = ParsePortRange("20000-20099");
+  ASSERT_TRUE(range.ok()) << range.status();
+  EXPECT_EQ(range->first, 20000);
+  EXPECT_EQ(range->last, 20099);
+  EXPECT_EQ(range->size(), 100);
+  EXPECT_EQ(range->ToString(), "20000-20099");
+
+  range = ParsePortRange("7000");
+  ASSERT_TRUE(range.ok()) << range.status();
+  EXPECT_EQ(range->size(), 1);
+  EXPECT_EQ(range->ToString(), "7000");
+
+  range = ParsePortRange("");
+  ASSERT_TRUE(range.ok()) << range.status();
+  EXPECT_TRUE(range->empty());
+  EXPECT_EQ(range->size(), 0);
+}
+
+TEST(PortRangeTest, ErrorsNameTheInputAndTheFault) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"20099-20000", "20099 is above 20000"},
+      {"0-10", "port 0 is out of range 1..65535"},
+      {"20000-70000", "port 70000 is out of range 1..65535"},
+      {"a-b", "port \"a\" is not a number"},
+      {"20000-", "empty port"},
+      {"-20000", "empty port"},
+      {"1-2-3", "port \"2-3\" is not a number"},
+  };
+  for (const auto& [text, fault] : cases) {
+    absl::StatusOr<PortRange> range = ParsePortRange(text);
+    ASSERT_FALSE(range.ok()) << text;
+    EXPECT_EQ(range.status().code(), absl::StatusCode::kInvalidArgument);
+    const std::string message(range.status().message());
+    EXPECT_THAT(message,
+                StartsWith(absl::StrCat("port range \"", text, "\": ")));
+    EXPECT_THAT(message, HasSubstr(fault)) << text;
+  }
+}
+
 TEST(TaskTypeTest, KnownTypes) {
   EXPECT_TRUE(IsKnownTaskType("chief"));
   EXPECT_TRUE(IsKnownTaskType("worker"));

@@ -158,4 +158,30 @@ absl::StatusOr<HostPort> ParseHostPort(absl::string_view text,
   return address;
 }
 
+std::string PortRange::ToString() const {
+  return first == last ? absl::StrCat(first) : absl::StrCat(first, "-", last);
+}
+
+absl::StatusOr<PortRange> ParsePortRange(absl::string_view text) {
+  if (text.empty()) return PortRange{};
+  const size_t dash = text.find('-');
+  const absl::string_view first_text = text.substr(0, dash);
+  const absl::string_view last_text =
+      dash == absl::string_view::npos ? first_text : text.substr(dash + 1);
+  absl::StatusOr<int> first = ParsePort(first_text, false);
+  absl::StatusOr<int> last = ParsePort(last_text, false);
+  for (const absl::StatusOr<int>* port : {&first, &last}) {
+    if (!port->ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "port range ", Quoted(text), ": ", port->status().message(),
+          "; expected FIRST-LAST, e.g. 20000-20099"));
+    }
+  }
+  if (*first > *last) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "port range ", Quoted(text), ": ", *first, " is above ", *last));
+  }
+  return PortRange{*first, *last};
+}
+
 }  // namespace cohort

@@ -30,6 +30,21 @@ absl::StatusOr<HostPort> ParseHostPort(absl::string_view text,
 absl::StatusOr<HostPort> SplitHostPort(absl::string_view text,
                                        bool allow_port_zero);
 
+// Ports a server may bind, first..last inclusive, so that a firewall can
+// let them through. Empty (first = 0): any free port.
+struct PortRange {
+  int first = 0;
+  int last = 0;
+
+  bool empty() const { return first == 0; }
+  int size() const { return empty() ? 0 : last - first + 1; }
+  std::string ToString() const;  // "20000-20099", or "20000" for one port
+};
+
+// Parses "FIRST-LAST" or a single "PORT"; "" is the empty range. Errors
+// name the input and what is wrong.
+absl::StatusOr<PortRange> ParsePortRange(absl::string_view text);
+
 // A comparable form of an address: hostnames are case-insensitive, one
 // IPv6 address has many spellings ("::1" and "0::1"), and "localhost" is
 // 127.0.0.1.

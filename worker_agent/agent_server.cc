@@ -6,6 +6,7 @@
 #include "collective/transports/shm_channel.h"
 #include "common/file_util.h"
 #include "common/host_info.h"
+#include "common/host_port.h"
 #include "spdlog/spdlog.h"
 #include "worker_agent/agent_service.h"
 #include "worker_agent/device_discovery.h"
@@ -50,6 +51,11 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Create(
         absl::StrCat("--stop_timeout must be positive, got ",
                      absl::FormatDuration(options.stop_timeout)));
   }
+  absl::StatusOr<PortRange> peer_ports = ParsePortRange(options.peer_ports);
+  if (!peer_ports.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--peer_ports: ", peer_ports.status().message()));
+  }
   DiscoveredDevices devices = DiscoverDevices(options.cpu_devices);
   spdlog::info("devices: {}", devices.note);
 
@@ -66,6 +72,7 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Create(
   }
   jobs.peer_listen_host = PeerListenHost(config.daemon.server.listen);
   jobs.peer_advertise_host = PeerAdvertiseHost(config.advertise_address);
+  jobs.peer_ports = *peer_ports;
   std::string state_dir = options.state_dir;
   if (state_dir.empty()) {
     state_dir = absl::StrCat(TempDirectory(), "/cohort-agent-", getuid(), "/",

@@ -27,6 +27,10 @@ struct AgentServerOptions {
   // step under way and end (JobAgentOptions::leave_timeout); 0: no
   // checkpoint.
   absl::Duration leave_timeout = absl::Seconds(10);
+  // The ports the agent's peer servers (one per replica of a running job,
+  // and one per link between agents) may bind, as "FIRST-LAST". Empty: any
+  // free port.
+  std::string peer_ports;
 };
 
 // Owns the service, the job agent and the runtime. Create and Run from one

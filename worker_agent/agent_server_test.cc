@@ -35,17 +35,29 @@ TEST(AgentServerTest, ANegativeShutdownCheckpointTimeoutIsNamed) {
                                  "negative, got -1s")));
 }
 
+TEST(AgentServerTest, AMalformedPeerPortRangeIsNamed) {
+  EXPECT_THAT(
+      AgentServer::Create(Worker("127.0.0.1:0"), {.peer_ports = "20100-20000"})
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("--peer_ports: port range \"20100-20000\": 20100 is "
+                         "above 20000")));
+}
+
 TEST(AgentServerTest, WiresTheJobAgentFromTheTaskAndItsStateDir) {
-  absl::StatusOr<std::unique_ptr<AgentServer>> server = AgentServer::Create(
-      Worker("[::1]:0"), {.cpu_devices = 3,
-                          .state_dir = "/var/lib/a",
-                          .leave_timeout = absl::Seconds(4)});
+  absl::StatusOr<std::unique_ptr<AgentServer>> server =
+      AgentServer::Create(Worker("[::1]:0"), {.cpu_devices = 3,
+                                              .state_dir = "/var/lib/a",
+                                              .leave_timeout = absl::Seconds(4),
+                                              .peer_ports = "20000-20015"});
   ASSERT_TRUE(server.ok()) << server.status();
   const JobAgentOptions& jobs = (*server)->job_options();
   EXPECT_EQ(jobs.task, (TaskId{"worker", 2}));
   EXPECT_EQ(jobs.coordinator, "127.0.0.1:1");
   // Peer servers bind where the agent serves, an IPv6 host bracketed.
   EXPECT_EQ(jobs.peer_listen_host, "[::1]");
+  EXPECT_EQ(jobs.peer_ports.first, 20000);
+  EXPECT_EQ(jobs.peer_ports.last, 20015);
   EXPECT_EQ(jobs.cache_dir, "/var/lib/a/libraries");
   EXPECT_EQ(jobs.checkpoint_copies, "/var/lib/a/checkpoints");
   EXPECT_EQ(jobs.leave_timeout, absl::Seconds(4));
@@ -64,6 +76,7 @@ TEST(AgentServerTest, ACacheDirOfItsOwnIsKept) {
   ASSERT_TRUE(server.ok()) << server.status();
   EXPECT_EQ((*server)->job_options().cache_dir, "/c");
   EXPECT_EQ((*server)->job_options().peer_listen_host, "10.1.2.3");
+  EXPECT_TRUE((*server)->job_options().peer_ports.empty());
 }
 
 }  // namespace

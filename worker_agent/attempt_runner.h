@@ -14,6 +14,7 @@
 #include "cohort/step.h"
 #include "cohort/v1/job.pb.h"
 #include "common/cluster_spec.h"
+#include "common/host_port.h"
 #include "rpc/security.h"
 #include "worker_agent/job_control_client.h"
 
@@ -33,6 +34,7 @@ struct RunnerOptions {
   // What peers dial when peer_listen_host is a wildcard (see
   // GrpcTransportOptions::advertise_host).
   std::string peer_advertise_host;
+  PortRange peer_ports;  // what the peer servers bind; empty: any free port
   LibraryFetcher fetch_library;
   // The coordinator's JobControl; ParameterServer executors exchange
   // closures through it.

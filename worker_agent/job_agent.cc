@@ -187,6 +187,7 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
       .security = options_.security,
       .peer_listen_host = options_.peer_listen_host,
       .peer_advertise_host = options_.peer_advertise_host,
+      .peer_ports = options_.peer_ports,
       .fetch_library =
           [this](const std::string& digest) { return FetchLibrary(digest); },
       .job_control = options_.job_control,

@@ -39,6 +39,7 @@ struct JobAgentOptions {
   std::vector<Device> devices;
   std::string peer_listen_host;     // see RunnerOptions
   std::string peer_advertise_host;  // see RunnerOptions
+  PortRange peer_ports;             // see RunnerOptions
   std::string cache_dir;            // where fetched libraries are kept
   // Where this agent keeps its own copy of each job's checkpoints
   // (<checkpoint_copies>/<job id>-<uid>), unless it is the chief, which writes

@@ -31,6 +31,11 @@ ABSL_FLAG(absl::Duration, shutdown_checkpoint_timeout, absl::Seconds(10),
           "stops without that checkpoint. Keep it under the supervisor's "
           "stop timeout (systemd's TimeoutStopSec, Kubernetes' "
           "terminationGracePeriodSeconds).");
+ABSL_FLAG(std::string, peer_ports, "",
+          "Ports the agent's peer servers may bind, FIRST-LAST (e.g. "
+          "20000-20099), so that a firewall between hosts can let the data "
+          "plane through: each replica of a running job holds one, and so "
+          "does each link between agents. Default: any free port.");
 ABSL_FLAG(std::string, cache_dir, "",
           "Where fetched step libraries are kept. Default: "
           "<state_dir>/libraries.");
@@ -61,7 +66,8 @@ int main(int argc, char** argv) {
            .state_dir = absl::GetFlag(FLAGS_state_dir),
            .cache_dir = absl::GetFlag(FLAGS_cache_dir),
            .stop_timeout = absl::GetFlag(FLAGS_stop_timeout),
-           .leave_timeout = absl::GetFlag(FLAGS_shutdown_checkpoint_timeout)});
+           .leave_timeout = absl::GetFlag(FLAGS_shutdown_checkpoint_timeout),
+           .peer_ports = absl::GetFlag(FLAGS_peer_ports)});
   if (!server.ok()) ExitWithConfigError(server.status());
   return (*server)->Run();
 }

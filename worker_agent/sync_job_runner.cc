@@ -222,6 +222,7 @@ SyncJobRunner::Connect(int local, const Device& device) {
     o.size = size;
     o.listen = absl::StrCat(options_.peer_listen_host, ":0");
     o.advertise_host = options_.peer_advertise_host;
+    o.ports = options_.peer_ports;
     o.label = options_.task.ToString();
     o.security = options_.security;
     o.connect_timeout = absl::Seconds(30);

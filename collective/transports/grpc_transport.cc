@@ -97,16 +97,44 @@ absl::StatusOr<std::unique_ptr<GrpcTransport>> GrpcTransport::Create(
   return transport;
 }
 
+absl::Status GrpcTransport::Serve(const std::string& listen) {
+  // A fresh service each time: gRPC ties an async service to the first
+  // server it was offered to, even one that then failed to bind.
+  service_ = std::make_unique<PeerService>(options_.group, options_.rank,
+                                           options_.size, &mailbox_, &auth_);
+  server_ = std::make_unique<rpc::RpcServer>(rpc::ServerOptions{
+      .listen = listen, .security = options_.security, .async_only = true});
+  server_->AddService(service_.get());
+  absl::Status started = server_->Start();
+  if (!started.ok()) {
+    server_.reset();
+    service_.reset();
+  }
+  return started;
+}
+
+absl::Status GrpcTransport::ServeInRange() {
+  COHORT_ASSIGN_OR_RETURN(HostPort listen,
+                          ParseHostPort(options_.listen, true));
+  const PortRange& ports = options_.ports;
+  if (ports.empty() || listen.port != 0) return Serve(options_.listen);
+  // The first free port: ranks starting together each find theirs, as a
+  // port taken since the last try fails to bind (no SO_REUSEPORT).
+  for (int port = ports.first; port <= ports.last; ++port) {
+    listen.port = port;
+    absl::Status served = Serve(listen.ToString());
+    if (served.ok() || !absl::IsUnavailable(served)) return served;
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "no free port for this rank's peer server in ", ports.ToString(), " on ",
+      listen.host, ": all ", ports.size(),
+      " are in use; every replica of a running job, and each agent's link "
+      "to the others, holds one (widen --peer_ports)"));
+}
+
 absl::Status GrpcTransport::Connect(Store& store) {
   const std::string& group = options_.group;
-  service_ = std::make_unique<PeerService>(group, options_.rank, options_.size,
-                                           &mailbox_, &auth_);
-  server_ = std::make_unique<rpc::RpcServer>(
-      rpc::ServerOptions{.listen = options_.listen,
-                         .security = options_.security,
-                         .async_only = true});
-  server_->AddService(service_.get());
-  COHORT_RETURN_IF_ERROR(server_->Start());
+  COHORT_RETURN_IF_ERROR(ServeInRange());
   loop_ = std::make_unique<CompletionLoop>(server_->completion_queue());
   mailbox_.set_driver(
       [this](absl::FunctionRef<bool()> done, absl::Time deadline) {

@@ -24,6 +24,7 @@
 #include "collective/transports/completion_loop.h"
 #include "collective/transports/lent_buffers.h"
 #include "collective/transports/shm_channel.h"
+#include "common/host_port.h"
 #include "rpc/auth.h"
 #include "rpc/security.h"
 #include "rpc/server.h"
@@ -35,6 +36,9 @@ struct GrpcTransportOptions {
   int rank = 0;
   int size = 1;
   std::string listen = "127.0.0.1:0";  // this rank's Peer server
+  // Where `listen`'s port is 0: the ports it may bind, so that a firewall
+  // can let peers in. Empty: any free port.
+  PortRange ports;
   // The host peers dial when `listen` is a wildcard (0.0.0.0, ::): the
   // host's name in the cluster spec. Empty: this machine's hostname.
   std::string advertise_host;
@@ -65,6 +69,8 @@ class GrpcTransport final : public Transport {
   int rank() const override { return options_.rank; }
   int size() const override { return options_.size; }
   std::string Describe(int rank) const override;
+  // The address this rank's peers dial.
+  const std::string& address() const { return addresses_[options_.rank]; }
 
   absl::Status Send(int peer, const Envelope& envelope, const void* data,
                     size_t bytes, absl::Time deadline) override;
@@ -91,6 +97,10 @@ class GrpcTransport final : public Transport {
  private:
   explicit GrpcTransport(GrpcTransportOptions options);
   absl::Status Connect(Store& store);
+  // Starts server_ with a fresh service_ on `listen`; on failure, neither.
+  absl::Status Serve(const std::string& listen);
+  // Serve on options_.listen, or on the first free port of options_.ports.
+  absl::Status ServeInRange();
   // The address `peer` published, within connect_timeout; logs whom it
   // waits for meanwhile, and names that rank if it never comes.
   absl::StatusOr<std::string> AwaitPeerAddress(Store& store, int peer) const;

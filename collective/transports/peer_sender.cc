@@ -147,7 +147,11 @@ absl::Status PeerSender::WaitConnected(absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   if (!mu_.AwaitWithDeadline(absl::Condition(&settled), deadline)) {
     return absl::DeadlineExceededError(
-        absl::StrCat("could not connect to ", peer_, " in time"));
+        absl::StrCat("could not connect to ", peer_,
+                     " in time: it published that address, but no connection "
+                     "to it was made (a firewall between the hosts? agents' "
+                     "--peer_ports keeps peer servers on ports it can let "
+                     "through)"));
   }
   return failed_;
 }

@@ -231,6 +231,36 @@ TEST_F(MultiHostJobsE2eTest,
   }
 }
 
+// Agent hosts behind a firewall that lets in only the tasks' spec ports
+// (HostCluster gives them 7100 and up) and the agents' --peer_ports: a peer
+// server on any other port would never be reached, and the job would fail
+// once its rendezvous timed out.
+TEST_F(MultiHostJobsE2eTest, AgentsBehindAFirewallServeTheirPeersOnPeerPorts) {
+  absl::StatusOr<std::unique_ptr<HostCluster>> cluster = HostCluster::Start(
+      hosts_.get(), &dir_,
+      {.coordinator_host = 1,
+       .tasks = {{"chief", 0, 2}, {"worker", 0, 3}},
+       .agent_flags = {"--cpu_devices=2", "--peer_ports=21000-21015"}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  for (int host : {2, 3}) {
+    ASSERT_TRUE(hosts_->Firewall(host, "7100:7199,21000:21015").ok());
+  }
+  absl::StatusOr<std::string> id = (*cluster)->client().SubmitJob(
+      MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 200, "data"));
+  ASSERT_TRUE(id.ok()) << id.status();
+  const v1::JobStatus status =
+      WaitForJobEnd((*cluster)->client(), *id, absl::Seconds(120));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED)
+      << status.error() << "\n"
+      << ReadFile((*cluster)->TaskLog("chief:0")).value_or("");
+  EXPECT_EQ(status.attempt(), 1) << "no attempt failed on the way";
+  bool across = false;
+  for (const v1::RingLink& link : status.links()) {
+    across = across || link.ring() == "agents";
+  }
+  EXPECT_TRUE(across) << status.ShortDebugString();
+}
+
 TEST_F(MultiHostJobsE2eTest, ParameterServerWithEveryTaskOnItsOwnHost) {
   absl::StatusOr<std::unique_ptr<HostCluster>> cluster = HostCluster::Start(
       hosts_.get(), &dir_,

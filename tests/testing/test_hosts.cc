@@ -121,6 +121,10 @@ absl::Status TestHosts::AddLoss(int i, double percent) {
   return Run({"loss", name_, absl::StrCat(i), absl::StrCat(percent)});
 }
 
+absl::Status TestHosts::Firewall(int i, const std::string& ports) {
+  return Run({"firewall", name_, absl::StrCat(i), ports});
+}
+
 absl::Status TestHosts::ClearFaults(int i) {
   return Run({"clear", name_, absl::StrCat(i)});
 }

@@ -45,7 +45,10 @@ class TestHosts {
   absl::Status SetLink(int i, bool up);
   absl::Status LimitRate(int i, const std::string& rate);  // "100mbit"
   absl::Status AddLoss(int i, double percent);
-  absl::Status ClearFaults(int i);
+  // Drops new TCP connections to host i except to `ports`
+  // ("2222,20000:20099"), as a host firewall would.
+  absl::Status Firewall(int i, const std::string& ports);
+  absl::Status ClearFaults(int i);  // the firewall too
 
   // The path of testhosts.sh in the source tree.
   static std::string Script();

@@ -3,7 +3,8 @@
 # hostname (UTS namespace), its own IPC namespace and /dev/shm, joined to the
 # others by a bridge, with an address in 198.18.0.0/15 (the range reserved
 # for network benchmarking). Faults go on each host's link: down/up, a rate
-# limit (tc tbf) and random loss (iptables' statistic match).
+# limit (tc tbf) and random loss (iptables' statistic match); a host can
+# have a firewall.
 #
 # Needs root. Everything a set creates carries its name, and `down` removes
 # all of it, killing only the holder processes it started (by pid).
@@ -16,7 +17,11 @@
 #   testhosts.sh link NAME I up|down  cut or restore host I's link
 #   testhosts.sh rate NAME I RATE     limit host I's link both ways (e.g. 100mbit)
 #   testhosts.sh loss NAME I PERCENT  drop PERCENT% of host I's packets, both ways
-#   testhosts.sh clear NAME I         remove host I's rate limit and loss
+#   testhosts.sh firewall NAME I PORTS
+#                                     drop new TCP connections to host I except
+#                                     to PORTS (e.g. 2222,20000:20099), as a
+#                                     host firewall would
+#   testhosts.sh clear NAME I         remove host I's rate limit, loss and firewall
 #   testhosts.sh down NAME            remove the set
 #   testhosts.sh list                 the sets that exist, with their owner pids
 #
@@ -166,6 +171,19 @@ cmd_loss() {
   done
 }
 
+cmd_firewall() {
+  holder_pid "$1" "$2" >/dev/null
+  command -v iptables >/dev/null || die "firewall needs iptables (Debian: iptables)"
+  [[ "$3" =~ ^[0-9]+(:[0-9]+)?(,[0-9]+(:[0-9]+)?)*$ ]] ||
+    die "firewall: PORTS must be ports or FIRST:LAST ranges joined by commas, got '$3'"
+  local ns
+  ns=$(netns "$1" "$2")
+  # The host's own traffic (to its own address too) goes over lo; a
+  # connection's first packet is its only SYN, so no connection tracking.
+  ip netns exec "$ns" iptables -A INPUT -i lo -j ACCEPT
+  ip netns exec "$ns" iptables -A INPUT -p tcp --syn -m multiport ! --dports "$3" -j DROP
+}
+
 cmd_clear() {
   holder_pid "$1" "$2" >/dev/null
   local ns
@@ -228,6 +246,7 @@ case "$command" in
   link)  [ $# -eq 3 ] || die "usage: link NAME I up|down"; cmd_link "$@" ;;
   rate)  [ $# -eq 3 ] || die "usage: rate NAME I RATE"; cmd_rate "$@" ;;
   loss)  [ $# -eq 3 ] || die "usage: loss NAME I PERCENT"; cmd_loss "$@" ;;
+  firewall) [ $# -eq 3 ] || die "usage: firewall NAME I PORTS"; cmd_firewall "$@" ;;
   clear) [ $# -eq 2 ] || die "usage: clear NAME I"; cmd_clear "$@" ;;
   down)  [ $# -eq 1 ] || die "usage: down NAME"; cmd_down "$@" ;;
   list)  cmd_list ;;

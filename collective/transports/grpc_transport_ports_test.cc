@@ -1,0 +1,120 @@
+// Peer servers within a port range, the ports a firewall between hosts lets
+// through.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "absl/random/random.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "collective/local_store.h"
+#include "collective/transports/grpc_transport.h"
+#include "common/host_port.h"
+#include "tests/testing/status_matchers.h"
+
+namespace cohort::collective {
+namespace {
+
+using ::cohort::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// A socket listening on 127.0.0.1:`port`, closed on destruction; invalid
+// where the port is taken.
+class HeldPort {
+ public:
+  explicit HeldPort(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    if (fd_ >= 0 && (bind(fd_, reinterpret_cast<sockaddr*>(&address),
+                          sizeof(address)) != 0 ||
+                     listen(fd_, 1) != 0)) {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~HeldPort() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool valid() const { return fd_ >= 0; }
+
+ private:
+  int fd_;
+};
+
+// Three free ports in a row, below the kernel's ephemeral range, where the
+// other tests' servers (bound to port 0) never land.
+absl::StatusOr<int> FindThreeFreePorts() {
+  absl::BitGen random;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int first = absl::Uniform(random, 20000, 30000);
+    if (HeldPort(first).valid() && HeldPort(first + 1).valid() &&
+        HeldPort(first + 2).valid()) {
+      return first;
+    }
+  }
+  return absl::UnavailableError("no three free ports in a row in 20000-30000");
+}
+
+int PortOf(const std::string& address) {
+  absl::StatusOr<HostPort> parsed = ParseHostPort(address);
+  return parsed.ok() ? parsed->port : -1;
+}
+
+TEST(GrpcTransportPortsTest, RanksBindFreePortsOfTheRangeAndOneTooManyIsNamed) {
+  absl::StatusOr<int> first = FindThreeFreePorts();
+  ASSERT_TRUE(first.ok()) << first.status();
+  // Another process's port, inside the range: skipped, not shared.
+  HeldPort taken(*first);
+  ASSERT_TRUE(taken.valid());
+  const PortRange range{*first, *first + 2};
+
+  LocalStore store;
+  std::unique_ptr<GrpcTransport> transports[2];
+  absl::Status created[2];
+  {
+    std::thread ranks[2];
+    for (int rank = 0; rank < 2; ++rank) {
+      ranks[rank] = std::thread([&, rank] {
+        absl::StatusOr<std::unique_ptr<GrpcTransport>> transport =
+            GrpcTransport::Create({.group = "ports",
+                                   .rank = rank,
+                                   .size = 2,
+                                   .ports = range,
+                                   .connect_timeout = absl::Seconds(30)},
+                                  store);
+        created[rank] = transport.status();
+        if (transport.ok()) transports[rank] = *std::move(transport);
+      });
+    }
+    for (std::thread& rank : ranks) rank.join();
+  }
+  ASSERT_TRUE(created[0].ok()) << created[0];
+  ASSERT_TRUE(created[1].ok()) << created[1];
+  const std::set<int> bound = {PortOf(transports[0]->address()),
+                               PortOf(transports[1]->address())};
+  EXPECT_EQ(bound, (std::set<int>{*first + 1, *first + 2}));
+
+  // The range is full: a third rank fails at once, naming it.
+  EXPECT_THAT(
+      GrpcTransport::Create(
+          {.group = "ports-full", .rank = 0, .size = 1, .ports = range}, store)
+          .status(),
+      StatusIs(absl::StatusCode::kResourceExhausted,
+               AllOf(HasSubstr(absl::StrCat("no free port for this rank's peer "
+                                            "server in ",
+                                            range.ToString(), " on 127.0.0.1")),
+                     HasSubstr("--peer_ports"))));
+}
+
+}  // namespace
+}  // namespace cohort::collective
