@@ -168,6 +168,27 @@ absl::Status AlgorithmicCommunicator::Barrier() {
              [](const OpContext& ctx) { return DisseminationBarrier(ctx); });
 }
 
+std::string AlgorithmicCommunicator::Route(std::string_view op,
+                                           size_t bytes) const {
+  const int n = size();
+  if (n <= 1) return "none";
+  const std::string everyone = absl::StrCat("all ", n, " ranks");
+  const int r = rank();
+  const std::string ring = absl::StrCat("ring: ranks ", (r + n - 1) % n, " -> ",
+                                        r, " -> ", (r + 1) % n);
+  if (op == "allreduce") {
+    const AllReducePath path = ChooseAllReduce(*transport_, bytes);
+    return path == AllReducePath::kRing
+               ? ring
+               : absl::StrCat(AllReducePathName(path), ": ", everyone);
+  }
+  if (op == "allgather" || op == "reduce_scatter") return ring;
+  if (op == "broadcast") return "chain: from the root, round the ring";
+  if (op == "reduce") return absl::StrCat("to the root: ", everyone);
+  if (op == "barrier") return absl::StrCat("dissemination: ", everyone);
+  return {};
+}
+
 void AlgorithmicCommunicator::Abort(const absl::Status& status) {
   {
     absl::MutexLock lock(&mu_);

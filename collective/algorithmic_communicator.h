@@ -34,6 +34,7 @@ class AlgorithmicCommunicator final : public Communicator {
                              DType dtype, ReduceOp op) override;
   absl::Status Barrier() override;
   void Abort(const absl::Status& status) override;
+  std::string Route(std::string_view op, size_t bytes) const override;
 
  private:
   // Runs one operation: refuses once failed, numbers it, and on failure

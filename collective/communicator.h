@@ -11,6 +11,8 @@
 // failed stays failed: the group re-forms under a new communicator.
 
 #include <cstddef>
+#include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -56,6 +58,14 @@ class Communicator {
   virtual absl::Status Barrier() = 0;
 
   virtual void Abort(const absl::Status& status) = 0;
+
+  // For traces: how this rank's part of `op` ("allreduce", "allgather",
+  // "reduce_scatter", "broadcast", "reduce", "barrier") over `bytes`
+  // travels, e.g. "ring: ranks 3 -> 4 -> 5" or "direct: all 8 ranks".
+  // Empty where the communicator does not choose its own algorithms.
+  virtual std::string Route(std::string_view op, size_t bytes) const {
+    return {};
+  }
 };
 
 }  // namespace cohort::collective

@@ -11,8 +11,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "collective/algorithmic_communicator.h"
+#include "collective/metered_communicator.h"
 #include "collective/reduce.h"
 #include "collective/transports/local_transport.h"
+#include "common/trace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/collective_reference.h"
@@ -399,6 +401,55 @@ TEST(AllReduceTest, TheDirectPathGivesTheRingsBitsForEveryDtypeAndOp) {
         }
       }
     }
+  }
+}
+
+// What a trace says of each collective: the path its size takes, and with
+// whom this rank exchanges data on it.
+TEST(RouteTest, NamesThePathEachAllReduceTakesAndItsPeers) {
+  LocalHub hub(4);
+  AlgorithmicCommunicator plain(hub.Connect(1));
+  AlgorithmicCommunicator exchanging(
+      std::make_unique<testing::ExchangingTransport>(hub.Connect(2)));
+  EXPECT_EQ(plain.Route("allreduce", 1024), "one-shot: all 4 ranks");
+  EXPECT_EQ(plain.Route("allreduce", 1 << 20), "ring: ranks 0 -> 1 -> 2");
+  EXPECT_EQ(exchanging.Route("allreduce", 1 << 20), "direct: all 4 ranks");
+  EXPECT_EQ(exchanging.Route("allreduce", 64 << 20), "ring: ranks 1 -> 2 -> 3");
+  EXPECT_EQ(plain.Route("allgather", 1024), "ring: ranks 0 -> 1 -> 2");
+  EXPECT_EQ(plain.Route("barrier", 0), "dissemination: all 4 ranks");
+}
+
+TEST(RouteTest, AMeteredCollectivesSpanCarriesItsRoute) {
+  LocalHub hub(2);
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (int r = 0; r < 2; ++r) {
+    comms.push_back(std::make_unique<MeteredCommunicator>(
+        std::make_unique<AlgorithmicCommunicator>(hub.Connect(r)), "ring"));
+  }
+  std::vector<std::unique_ptr<TraceRecorder>> recorders;
+  for (int r = 0; r < 2; ++r) {
+    recorders.push_back(std::make_unique<TraceRecorder>(16));
+  }
+  std::vector<std::vector<float>> data(2, std::vector<float>(1 << 18, 1.0f));
+  const auto results =
+      testing::RunOnRankThreads(comms, [&](int r, Communicator& comm) {
+        TraceRecorder::Scope scope(recorders[r].get());
+        return comm.AllReduce(data[r].data(), data[r].size(), DType::kFloat32,
+                              ReduceOp::kSum);
+      });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(results[r].ok()) << results[r];
+    int64_t dropped = 0;
+    const std::vector<TraceEvent> events = recorders[r]->Events(&dropped);
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_STREQ(events[0].name, "allreduce");
+    std::string route;
+    for (const auto& [key, value] : events[0].args) {
+      if (std::string_view(key) == "route") route = value;
+    }
+    EXPECT_EQ(route, comms[r]->Route("allreduce", 1 << 20));
+    EXPECT_EQ(comms[r]->Route("allreduce", 1 << 20),
+              r == 0 ? "ring: ranks 1 -> 0 -> 1" : "ring: ranks 0 -> 1 -> 0");
   }
 }
 

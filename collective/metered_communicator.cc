@@ -11,17 +11,6 @@ namespace {
 constexpr char kDuration[] = "cohort_collective_duration_seconds";
 constexpr char kSize[] = "cohort_collective_size_bytes";
 
-// Whom a rank exchanges data with: its ring neighbours, or the whole
-// group for the algorithms that involve every rank at each stage.
-std::string Peers(const std::string& algorithm, int rank, int size) {
-  if (size <= 1) return "none";
-  if (algorithm == "ring") {
-    return absl::StrCat("ranks ", (rank + size - 1) % size, " -> ", rank,
-                        " -> ", (rank + 1) % size);
-  }
-  return absl::StrCat("all ", size, " ranks");
-}
-
 }  // namespace
 
 MeteredCommunicator::MeteredCommunicator(std::unique_ptr<Communicator> inner,
@@ -46,7 +35,9 @@ absl::Status MeteredCommunicator::Timed(const char* name, size_t bytes,
   if (span.active()) {
     span.Arg("bytes", absl::StrCat(bytes));
     span.Arg("algorithm", algorithm_);
-    span.Arg("peers", Peers(algorithm_, rank(), size()));
+    if (std::string route = inner_->Route(name, bytes); !route.empty()) {
+      span.Arg("route", std::move(route));
+    }
     span.Arg("seq", absl::StrCat(seq));
   }
   const absl::Time start = absl::Now();

@@ -4,7 +4,7 @@
 // /metrics: cohort_collective_duration_seconds and
 // cohort_collective_size_bytes, histograms by op and algorithm; and, on a
 // thread that traces (common/trace.h), records each as a span with its
-// bytes, algorithm, peers and sequence number.
+// bytes, algorithm, route (where `inner` gives one) and sequence number.
 
 #include <memory>
 #include <string>
@@ -37,6 +37,9 @@ class MeteredCommunicator final : public Communicator {
                              DType dtype, ReduceOp op) override;
   absl::Status Barrier() override;
   void Abort(const absl::Status& status) override { inner_->Abort(status); }
+  std::string Route(std::string_view op, size_t bytes) const override {
+    return inner_->Route(op, bytes);
+  }
 
  private:
   // Runs `op` and records its time and `bytes` (this rank's payload).

@@ -37,6 +37,9 @@ class StagedCommunicator final : public collective::Communicator {
                              DType dtype, collective::ReduceOp op) override;
   absl::Status Barrier() override { return host_->Barrier(); }
   void Abort(const absl::Status& status) override { host_->Abort(status); }
+  std::string Route(std::string_view op, size_t bytes) const override {
+    return host_->Route(op, bytes);
+  }
 
  private:
   // Runs `op` on a host copy of `data` (`bytes`), then copies it back.
