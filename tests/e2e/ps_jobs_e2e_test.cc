@@ -151,8 +151,7 @@ TEST_F(PsJobsE2eTest, MlpTrainsToTheBarWithVariablesShardedOverBothPsTasks) {
 TEST_F(PsJobsE2eTest, AColocatedVariableSitsWholeWithTheFirstPartOfItsPeer) {
   JobSpec spec{.name = "colocated",
                .strategy = StrategyKind::kParameterServer,
-               .library_path =
-                   absl::StrCat(BinDir(), "/../tests/libcohort_test_steps.so"),
+               .library_path = TestStepsLibrary(),
                .init_fn = "colocated_init",
                .step_fn = "empty_step",
                .steps = 4,

@@ -6,12 +6,17 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
+#include <iostream>
+#include <regex>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
 #include "cohort/cluster_coordinator.h"
 #include "tests/testing/jobs.h"
 #include "tests/testing/test_cluster.h"
+#include "tests/testing/wait.h"
 
 namespace cohort::testing {
 namespace {
@@ -148,19 +153,31 @@ TEST_F(PsScheduleE2eTest, AFailedCallIsItsOwnErrorAndTheJobGoesOn) {
   EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
-TEST_F(PsScheduleE2eTest, TheCallsOfAKilledWorkerRunAgainElsewhere) {
-  JobSpec spec = SlowLinearJob(StrategyKind::kParameterServer, 0, 40);
-  spec.step_fn.clear();
+// worker:0's executor parks in its first call, so that the kill certainly
+// takes calls with it; they must run again, and the job's record must say
+// how many.
+TEST_F(PsScheduleE2eTest, TheCallsAKilledWorkerHeldRunAgain) {
+  const std::string parked = dir_->path() + "/parked";
+  ASSERT_TRUE(std::filesystem::create_directories(parked));
+  JobSpec spec{
+      .name = "parking",
+      .strategy = StrategyKind::kParameterServer,
+      .library_path = TestStepsLibrary(),
+      .steps = 0,
+      .global_batch_size = 4,
+      .config_json = absl::StrCat(R"({"park_dir": ")", parked, R"("})")};
   spec.ps.schedule_from_client = true;
   ClusterCoordinator coordinator(client_, Submit(spec));
   std::vector<int64_t> ids;
-  for (int i = 0; i < 60; ++i) {
+  for (int i = 0; i < 30; ++i) {
     absl::StatusOr<RemoteValue> call =
-        coordinator.Schedule("linear_step", {}, {.takes_batch = true});
+        coordinator.Schedule("park_on_worker_step");
     ASSERT_TRUE(call.ok()) << call.status();
     ids.push_back(call->id());
   }
-  WaitForStep(*client_, coordinator.job_id(), 10, absl::Seconds(60));
+  // worker:0's executor holds a parked call.
+  ASSERT_TRUE(WaitUntil([&] { return !std::filesystem::is_empty(parked); },
+                        absl::Seconds(60)));
   absl::StatusOr<v1::ClusterState> state = coordinator_->State();
   ASSERT_TRUE(state.ok()) << state.status();
   const v1::TaskStatus* worker = FindTask(*state, "worker", 0);
@@ -176,16 +193,27 @@ TEST_F(PsScheduleE2eTest, TheCallsOfAKilledWorkerRunAgainElsewhere) {
   for (const v1::CallStatus& call : calls->calls()) {
     EXPECT_EQ(call.state(), v1::CallStatus::DONE) << "call " << call.id();
   }
-  // The coordinator saw the worker go (the event may follow the join when
-  // the other worker ran everything left).
-  auto lost = [](const v1::JobStatus& status) {
-    for (const v1::JobEvent& event : status.events()) {
-      if (absl::StrContains(event.text(), "worker:0 lost")) return true;
-    }
-    return false;
-  };
-  EXPECT_TRUE(lost(
-      WaitForJob(*client_, coordinator.job_id(), lost, absl::Seconds(60))));
+  // The loss and what it re-queued: at least the parked call, and as many
+  // as were run again.
+  const std::regex lost(
+      R"(worker:0 lost \(.*\); ([0-9]+) in-flight closure\(s\) re-queued)");
+  int requeued = -1;
+  const v1::JobStatus status = WaitForJob(
+      *client_, coordinator.job_id(),
+      [&](const v1::JobStatus& s) {
+        for (const v1::JobEvent& event : s.events()) {
+          std::smatch match;
+          if (std::regex_search(event.text(), match, lost)) {
+            requeued = std::stoi(match[1]);
+            return true;
+          }
+        }
+        return false;
+      },
+      absl::Seconds(60));
+  std::cout << "worker:0 lost with " << requeued << " call(s) in flight\n";
+  EXPECT_GE(requeued, 1);
+  EXPECT_EQ(status.closures_rerun(), requeued);
   FinishAndExpectSuccess(coordinator);
 }
 

@@ -22,10 +22,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string TestSteps() {
-  return absl::StrCat(BinDir(), "/../tests/libcohort_test_steps.so");
-}
-
 class TrainingLoopE2eTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -59,7 +55,7 @@ class TrainingLoopE2eTest : public ::testing::Test {
                               int64_t steps) {
     return JobSpec{.name = step,
                    .strategy = strategy,
-                   .library_path = TestSteps(),
+                   .library_path = TestStepsLibrary(),
                    .step_fn = step,
                    .steps = steps,
                    .global_batch_size = 4};

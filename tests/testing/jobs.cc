@@ -46,6 +46,10 @@ std::string ExampleLibrary(const std::string& name) {
   return absl::StrCat(BinDir(), "/../lib/lib", name, ".so");
 }
 
+std::string TestStepsLibrary() {
+  return absl::StrCat(BinDir(), "/../tests/libcohort_test_steps.so");
+}
+
 JobSpec MlpJob(const std::string& data_dir, StrategyKind strategy,
                int64_t steps, const std::string& shard_policy) {
   return JobSpec{.name = "mlp",

@@ -15,6 +15,8 @@ namespace cohort::testing {
 
 // An example step library: build/lib/lib<name>.so.
 std::string ExampleLibrary(const std::string& name);
+// The test step functions' library (tests/testing/test_steps.cc).
+std::string TestStepsLibrary();
 
 // The MLP example on the spirals record files in `data_dir`, global batch
 // 128, seed 3, 2 devices per agent (the PS strategy ignores that).

@@ -3,11 +3,15 @@
 // that drive the training loop from the step (reductions, merge_call
 // results, stop_training).
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -101,6 +105,31 @@ absl::Status StopPsStep(cohort::ReplicaContext& ctx, const cohort::Batch&) {
   return absl::OkStatus();
 }
 
+// ParameterServer: on a worker, each replica's first call leaves a marker
+// file in the job config's "park_dir" and parks (until its process is
+// killed; 10 minutes at most); later calls, calls of a restarted worker
+// whose marker exists, and every call elsewhere return at once. A test can
+// then kill a worker that certainly holds calls.
+absl::Status ParkOnWorkerStep(cohort::ReplicaContext& ctx,
+                              const cohort::Batch&) {
+  if (ctx.task_type() != "worker") return absl::OkStatus();
+  const std::string& config = ctx.config_json();
+  const std::string key = "\"park_dir\": \"";
+  const size_t at = config.find(key);
+  if (at == std::string::npos) {
+    return absl::InvalidArgumentError(
+        "park_on_worker_step needs \"park_dir\" in the job's config");
+  }
+  const size_t from = at + key.size();
+  const std::string marker = absl::StrCat(
+      config.substr(from, config.find('"', from) - from), "/worker-",
+      ctx.task_id(), "-replica-", ctx.replica_id_in_sync_group());
+  if (std::filesystem::exists(marker)) return absl::OkStatus();
+  std::ofstream(marker) << ctx.step() << "\n";
+  std::this_thread::sleep_for(std::chrono::minutes(10));
+  return absl::OkStatus();
+}
+
 // A table split over the ps tasks, and the variable that must sit with it
 // (colocate_vars_with), then one more that takes the next turn.
 absl::Status ColocatedInit(cohort::ReplicaContext& ctx) {
@@ -160,6 +189,7 @@ COHORT_REGISTER_STEP("batched_step", BatchedStep);
 COHORT_REGISTER_INIT("colocated_init", ColocatedInit);
 COHORT_REGISTER_STEP("control_step", ControlStep);
 COHORT_REGISTER_STEP("stop_ps_step", StopPsStep);
+COHORT_REGISTER_STEP("park_on_worker_step", ParkOnWorkerStep);
 COHORT_REGISTER_STEP("fail_step", FailStep);
 COHORT_REGISTER_STEP("garbled_step", GarbledStep);
 COHORT_REGISTER_STEP("crash_step", CrashStep);
