@@ -17,7 +17,11 @@ std::optional<std::string> EarlyStoppingRule::Observe(
   if (!enabled()) return std::nullopt;
   const auto it = reduced.find(spec_.metric());
   if (it == reduced.end()) {
-    if (!seen_ && !warned_ && !reduced.empty()) {
+    if (seen_ || warned_) return std::nullopt;
+    constexpr char kHow[] =
+        "; the rule judges only the steps that report it with "
+        "ReplicaContext::report(name, value, ReduceOp)";
+    if (!reduced.empty()) {
       warned_ = true;
       warning_ = absl::StrCat(
           "early_stopping watches \"", spec_.metric(), "\", but step ",
@@ -26,8 +30,12 @@ std::optional<std::string> EarlyStoppingRule::Observe(
                         [](std::string* out, const auto& entry) {
                           absl::StrAppend(out, "\"", entry.first, "\"");
                         }),
-          " reduced; the rule judges only the steps that report it with "
-          "ReplicaContext::report(name, value, ReduceOp)");
+          " reduced", kHow);
+    } else if (steps_done >= kQuietSteps) {
+      warned_ = true;
+      warning_ = absl::StrCat("early_stopping watches \"", spec_.metric(),
+                              "\", but none of the first ", steps_done,
+                              " steps reported any metric", kHow);
     }
     return std::nullopt;
   }

@@ -17,6 +17,10 @@ namespace cohort::agent {
 
 class EarlyStoppingRule {
  public:
+  // Steps in a row without any metric after which the rule warns that it
+  // has had nothing to judge.
+  static constexpr int64_t kQuietSteps = 100;
+
   explicit EarlyStoppingRule(v1::EarlyStopping spec);
 
   bool enabled() const { return !spec_.metric().empty(); }
@@ -27,7 +31,8 @@ class EarlyStoppingRule {
   std::optional<std::string> Observe(
       int64_t steps_done, const std::map<std::string, double>& reduced);
   // Once, the first time a step reported reduced metrics but never yet the
-  // watched one (a misspelt name, say): a warning naming what it reported.
+  // watched one (a misspelt name, say): a warning naming what it reported;
+  // or once kQuietSteps steps reported no metric at all.
   std::optional<std::string> TakeWarning();
 
  private:

@@ -84,5 +84,21 @@ TEST(EarlyStoppingRuleTest, StepsWithoutTheMetricAreNotJudgedAndWarnOnce) {
               ::testing::Optional(HasSubstr("reached the target 0.9")));
 }
 
+TEST(EarlyStoppingRuleTest, StepsThatReportNoMetricAtAllWarnOnceAfterAWhile) {
+  EarlyStoppingRule rule(Rule("val_loss"));
+  const int64_t quiet = EarlyStoppingRule::kQuietSteps;
+  for (int64_t done = 1; done < quiet; ++done) {
+    EXPECT_EQ(rule.Observe(done, {}), std::nullopt);
+    ASSERT_EQ(rule.TakeWarning(), std::nullopt) << "after " << done << " steps";
+  }
+  EXPECT_EQ(rule.Observe(quiet, {}), std::nullopt);
+  EXPECT_THAT(rule.TakeWarning(),
+              ::testing::Optional(HasSubstr(
+                  "watches \"val_loss\", but none of the first 100 steps "
+                  "reported any metric")));
+  EXPECT_EQ(rule.Observe(quiet + 1, {}), std::nullopt);
+  EXPECT_EQ(rule.TakeWarning(), std::nullopt);  // once
+}
+
 }  // namespace
 }  // namespace cohort::agent
