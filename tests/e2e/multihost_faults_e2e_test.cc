@@ -1,6 +1,7 @@
 // Network faults between test hosts while the processes stay alive: a cut
 // link (ip link set down), a lossy and slow link (iptables' statistic match
-// and tc tbf), the coordinator cut off, a ps host cut off. Nothing may hang:
+// and tc tbf), with delay as well (a delay_relay), the coordinator cut off,
+// a ps host cut off. Nothing may hang:
 // every wait here has a deadline, and so must every wait in the daemons.
 // Skips, saying why, where test hosts cannot be made (not root).
 
@@ -139,6 +140,54 @@ TEST_F(MultiHostFaultsE2eTest, ALossySlowLinkStillTrainsWithoutAFalseDeath) {
   EXPECT_EQ(status.restarts_size(), 0);
   EXPECT_GE(status.metrics().at("accuracy"), kMlpAccuracyBar);
   EXPECT_THAT(c.coordinator().Log(), Not(HasSubstr("is DEAD")));
+}
+
+// The same bad link, with 200 ms more each way: every connection to
+// worker:1 (host 4) goes through a delaying relay on host 5.
+TEST_F(MultiHostFaultsE2eTest,
+       ADelayedLossySlowLinkTrainsCorrectlyWithoutAFalseDeath) {
+  auto cluster = HostCluster::Start(
+      hosts_.get(), &dir_,
+      {.coordinator_host = 1,
+       .tasks = {{"chief", 0, 2},
+                 {"worker", 0, 3},
+                 {"worker", 1, 4, /*relay_host=*/5}},
+       .coordinator_flags = {absl::StrCat("--state_dir=", dir_.path(),
+                                          "/coordinator"),
+                             absl::StrCat(
+                                 "--heartbeat_timeout=",
+                                 absl::FormatDuration(kHeartbeatTimeout))},
+       .agent_flags = {"--cpu_devices=2"},
+       .peer_ports = "21000-21015",
+       .relay_delay = absl::Milliseconds(200)});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  HostCluster& c = **cluster;
+  ASSERT_TRUE(hosts_->LimitRate(4, "100mbit").ok());
+  ASSERT_TRUE(hosts_->AddLoss(4, 5).ok());
+  constexpr int kSteps = 30;
+  const JobSpec spec =
+      SlowLinearJob(StrategyKind::kMultiWorkerMirrored, kSteps, /*sleep=*/0);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::string> id = c.client().SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  const v1::JobStatus status =
+      WaitForJobEnd(c.client(), *id, absl::Seconds(240));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  const absl::Duration took = absl::Now() - start;
+  std::cout << kSteps << " steps with worker:1 200 ms away took "
+            << absl::FormatDuration(took) << "\n";
+  // Every step waits for bytes to worker:1 at least once: the relay was
+  // in the path.
+  EXPECT_GE(took, kSteps * absl::Milliseconds(200));
+  EXPECT_EQ(status.restarts_size(), 0);
+  EXPECT_EQ(status.num_replicas(), 6);
+  EXPECT_THAT(c.coordinator().Log(), Not(HasSubstr("is DEAD")));
+
+  // Correctly: the same bits as the same job on one host.
+  ScratchDir local_dir;
+  const v1::JobStatus one_host = RunOnOneHost(spec, /*workers=*/2, local_dir);
+  ASSERT_EQ(one_host.state(), v1::JOB_SUCCEEDED) << one_host.error();
+  ExpectSameVariables(status, one_host, "with a delayed lossy link");
 }
 
 TEST_F(MultiHostFaultsE2eTest,

@@ -25,19 +25,6 @@ namespace {
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
-// Every variable and slot of a checkpoint, as raw bytes by name.
-std::map<std::string, std::string> Tensors(const v1::JobStatus& status) {
-  absl::StatusOr<Checkpoint> checkpoint =
-      LoadLatestCheckpoint(status.checkpoint_dir());
-  EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
-  std::map<std::string, std::string> out;
-  if (!checkpoint.ok()) return out;
-  for (const auto& [name, tensor] : checkpoint->tensors) {
-    out[name] = tensor.bytes;
-  }
-  return out;
-}
-
 class MultiHostJobsE2eTest : public TestHostsTest<5> {
  protected:
   void SetUp() override {
@@ -51,37 +38,6 @@ class MultiHostJobsE2eTest : public TestHostsTest<5> {
 
   std::string data_;
 };
-
-// Runs `spec` on one host, in a cluster of a chief and `workers` workers of
-// 2 CPU devices each, under `dir`, and returns how it ended.
-v1::JobStatus RunOnOneHost(const JobSpec& spec, int workers,
-                           const ScratchDir& dir) {
-  absl::StatusOr<ReadyCluster> local = StartReadyCluster(
-      dir, workers, /*ps=*/0,
-      {"--cpu_devices=2", absl::StrCat("--state_dir=", dir.path(), "/state")});
-  EXPECT_TRUE(local.ok()) << local.status();
-  if (!local.ok()) return {};
-  auto client = Client::Connect(local->coordinator->address());
-  EXPECT_TRUE(client.ok()) << client.status();
-  if (!client.ok()) return {};
-  absl::StatusOr<std::string> id = (*client)->SubmitJob(spec);
-  EXPECT_TRUE(id.ok()) << id.status();
-  if (!id.ok()) return {};
-  return WaitForJobEnd(**client, *id, absl::Seconds(120));
-}
-
-// Every variable and slot of `a`'s last checkpoint has the bits of `b`'s.
-void ExpectSameVariables(const v1::JobStatus& a, const v1::JobStatus& b,
-                         const std::string& what) {
-  const auto ours = Tensors(a);
-  const auto theirs = Tensors(b);
-  ASSERT_FALSE(ours.empty());
-  EXPECT_EQ(ours.size(), theirs.size());
-  for (const auto& [name, bytes] : ours) {
-    ASSERT_TRUE(theirs.count(name)) << name;
-    EXPECT_TRUE(bytes == theirs.at(name)) << name << " differs " << what;
-  }
-}
 
 TEST_F(MultiHostJobsE2eTest,
        MultiWorkerMirroredOnThreeHostsReachesTheBarAndEqualsOneHostBitwise) {

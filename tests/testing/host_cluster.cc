@@ -9,6 +9,7 @@
 #include "common/host_port.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/wait.h"
 
 namespace cohort::testing {
 namespace {
@@ -39,8 +40,17 @@ absl::StatusOr<std::unique_ptr<HostCluster>> HostCluster::Start(
       return absl::InvalidArgumentError(absl::StrCat(
           "tasks of type ", task.type, " must come in index order"));
     }
-    list.push_back(absl::StrCat(hosts->address(task.host), ":",
-                                kFirstTaskPort + static_cast<int>(i)));
+    const int port = kFirstTaskPort + static_cast<int>(i);
+    if (task.relay_host > 0) {
+      if (task.type != "ps" && o.peer_ports.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            task.id(), " is relayed, so its agent needs peer_ports"));
+      }
+      COHORT_RETURN_IF_ERROR(cluster->StartRelay(task, port));
+    }
+    list.push_back(absl::StrCat(
+        hosts->address(task.relay_host > 0 ? task.relay_host : task.host), ":",
+        port));
   }
   cluster->spec_json_ = spec.dump();
   const std::string spec_file = dir->Write("cluster.json", cluster->spec_json_);
@@ -74,6 +84,35 @@ HostCluster::~HostCluster() {
   for (auto& [task, process] : processes_) process.Signal(SIGTERM);
   for (auto& [task, process] : processes_) process.Stop(absl::Seconds(5));
   coordinator_.reset();
+  for (Subprocess& relay : relays_) relay.Stop(absl::Seconds(5));
+}
+
+absl::Status HostCluster::StartRelay(const HostTask& task, int port) {
+  std::string name = task.id();
+  std::replace(name.begin(), name.end(), ':', '-');
+  const std::string ready = absl::StrCat(dir_->path(), "/relay-", name);
+  std::string ports = absl::StrCat(port);
+  if (task.type != "ps") absl::StrAppend(&ports, ",", options_.peer_ports);
+  absl::StatusOr<Subprocess> relay = Subprocess::Spawn(
+      {.argv = hosts_->Command(
+           task.relay_host,
+           {TestBinary("delay_relay"),
+            absl::StrCat("--listen_host=", hosts_->address(task.relay_host)),
+            absl::StrCat("--target_host=", hosts_->address(task.host)),
+            absl::StrCat("--ports=", ports),
+            absl::StrCat("--delay=",
+                         absl::FormatDuration(options_.relay_delay)),
+            absl::StrCat("--ready_file=", ready)}),
+       .output_file = ready + ".log"});
+  if (!relay.ok()) return relay.status();
+  relays_.push_back(*std::move(relay));
+  if (!WaitUntil([&] { return std::filesystem::exists(ready); },
+                 absl::Seconds(10))) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "the relay of ", task.id(),
+        " did not start: ", ReadFile(ready + ".log").value_or("")));
+  }
+  return absl::OkStatus();
 }
 
 int HostCluster::host_of(const std::string& task) const {
@@ -118,7 +157,7 @@ absl::Status HostCluster::StartTask(const std::string& task) {
       Binary(ps ? "cohort-ps" : "cohort-agent"),
       absl::StrCat("--coordinator=", coordinator_->address()),
       absl::StrCat("--state_dir=", StateDir(task))};
-  if (options_.listen_on_all_interfaces) {
+  if (options_.listen_on_all_interfaces || found->relay_host > 0) {
     const std::string address =
         tf_config["cluster"][found->type][found->index].get<std::string>();
     absl::StatusOr<HostPort> spec_address = ParseHostPort(address);
@@ -129,6 +168,9 @@ absl::Status HostCluster::StartTask(const std::string& task) {
   const std::vector<std::string>& extra =
       ps ? options_.ps_flags : options_.agent_flags;
   argv.insert(argv.end(), extra.begin(), extra.end());
+  if (!ps && !options_.peer_ports.empty()) {
+    argv.push_back(absl::StrCat("--peer_ports=", options_.peer_ports));
+  }
   absl::StatusOr<Subprocess> child =
       Subprocess::Spawn({.argv = hosts_->Command(found->host, argv),
                          .env = {{"TF_CONFIG", tf_config.dump()}},

@@ -26,6 +26,12 @@ struct HostTask {
   std::string type;  // "chief", "worker", "ps"
   int index = 0;
   int host = 0;  // TestHosts index
+  // Another host, on which a delay_relay forwards every connection to this
+  // task (HostClusterOptions::relay_delay each way): the cluster spec names
+  // the relay's host, and the task serves on every interface and registers
+  // that address, so that whatever dials it, peers included, goes through
+  // the relay. 0: none.
+  int relay_host = 0;
   std::string id() const { return type + ":" + std::to_string(index); }
 };
 
@@ -35,6 +41,9 @@ struct HostClusterOptions {
   std::vector<std::string> coordinator_flags;
   std::vector<std::string> agent_flags;  // e.g. --cpu_devices=2
   std::vector<std::string> ps_flags;
+  // Given to every agent as --peer_ports, and forwarded by the relays.
+  std::string peer_ports;
+  absl::Duration relay_delay = absl::Milliseconds(200);
   // Agents and ps tasks serve on every interface (--listen=0.0.0.0:PORT)
   // and register their spec address (--advertise_address), as
   // deploy/kubernetes runs them; otherwise they serve on their spec address.
@@ -80,7 +89,11 @@ class HostCluster {
   std::string spec_json_;
   std::unique_ptr<CoordinatorProcess> coordinator_;
   std::unique_ptr<Client> client_;
+  // Starts the relay of `task`, and waits until it listens.
+  absl::Status StartRelay(const HostTask& task, int port);
+
   std::map<std::string, Subprocess> processes_;  // by task id
+  std::vector<Subprocess> relays_;
 };
 
 // A fixture with `n` test hosts; skips, saying why, where they cannot be

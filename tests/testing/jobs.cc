@@ -5,6 +5,50 @@
 #include "tests/testing/test_cluster.h"
 
 namespace cohort::testing {
+namespace {
+
+// Every variable and slot of a checkpoint, as raw bytes by name.
+std::map<std::string, std::string> Tensors(const v1::JobStatus& status) {
+  absl::StatusOr<Checkpoint> checkpoint =
+      LoadLatestCheckpoint(status.checkpoint_dir());
+  EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
+  std::map<std::string, std::string> out;
+  if (!checkpoint.ok()) return out;
+  for (const auto& [name, tensor] : checkpoint->tensors) {
+    out[name] = tensor.bytes;
+  }
+  return out;
+}
+
+}  // namespace
+
+v1::JobStatus RunOnOneHost(const JobSpec& spec, int workers,
+                           const ScratchDir& dir) {
+  absl::StatusOr<ReadyCluster> local = StartReadyCluster(
+      dir, workers, /*ps=*/0,
+      {"--cpu_devices=2", absl::StrCat("--state_dir=", dir.path(), "/state")});
+  EXPECT_TRUE(local.ok()) << local.status();
+  if (!local.ok()) return {};
+  auto client = Client::Connect(local->coordinator->address());
+  EXPECT_TRUE(client.ok()) << client.status();
+  if (!client.ok()) return {};
+  absl::StatusOr<std::string> id = (*client)->SubmitJob(spec);
+  EXPECT_TRUE(id.ok()) << id.status();
+  if (!id.ok()) return {};
+  return WaitForJobEnd(**client, *id, absl::Seconds(120));
+}
+
+void ExpectSameVariables(const v1::JobStatus& a, const v1::JobStatus& b,
+                         const std::string& what) {
+  const auto ours = Tensors(a);
+  const auto theirs = Tensors(b);
+  ASSERT_FALSE(ours.empty());
+  EXPECT_EQ(ours.size(), theirs.size());
+  for (const auto& [name, bytes] : ours) {
+    ASSERT_TRUE(theirs.count(name)) << name;
+    EXPECT_TRUE(bytes == theirs.at(name)) << name << " differs " << what;
+  }
+}
 
 std::vector<double> LinearParameters(const v1::JobStatus& status) {
   absl::StatusOr<Checkpoint> checkpoint =
@@ -47,7 +91,7 @@ std::string ExampleLibrary(const std::string& name) {
 }
 
 std::string TestStepsLibrary() {
-  return absl::StrCat(BinDir(), "/../tests/libcohort_test_steps.so");
+  return TestBinary("libcohort_test_steps.so");
 }
 
 JobSpec MlpJob(const std::string& data_dir, StrategyKind strategy,

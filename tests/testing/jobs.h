@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "cohort/client.h"
+#include "tests/testing/test_cluster.h"
 
 namespace cohort::testing {
 
@@ -63,5 +64,14 @@ v1::JobStatus WaitForEvaluation(Client& client, const std::string& id,
 v1::JobStatus WaitForJobEnd(Client& client, const std::string& id,
                             absl::Duration timeout);
 bool JobEnded(const v1::JobStatus& status);
+
+// Runs `spec` on one host, in a cluster of a chief and `workers` workers of
+// 2 CPU devices each, under `dir`, and returns how it ended: the reference
+// a job across hosts is compared with.
+v1::JobStatus RunOnOneHost(const JobSpec& spec, int workers,
+                           const ScratchDir& dir);
+// Every variable and slot of `a`'s last checkpoint has the bits of `b`'s.
+void ExpectSameVariables(const v1::JobStatus& a, const v1::JobStatus& b,
+                         const std::string& what);
 
 }  // namespace cohort::testing
