@@ -38,11 +38,11 @@ class WithoutReflection final : public grpc::ServerBuilderOption {
   }
 };
 
-// Why `listen` cannot be bound, found by binding it once ourselves: gRPC
-// would log a long error tree and report only that no address was added.
-// Binds as gRPC does (SO_REUSEADDR, so that connections of an earlier run
-// still in TIME_WAIT do not count), and passes where any of the host's
-// addresses binds, as gRPC needs only one.
+}  // namespace
+
+// Binds once itself as gRPC does (SO_REUSEADDR, so that connections of an
+// earlier run still in TIME_WAIT do not count), and passes where any of the
+// host's addresses binds, as gRPC needs only one.
 absl::Status CheckCanListen(const HostPort& listen) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -96,8 +96,6 @@ absl::Status CheckCanListen(const HostPort& listen) {
   return first_error == EADDRINUSE ? absl::UnavailableError(message)
                                    : absl::FailedPreconditionError(message);
 }
-
-}  // namespace
 
 RpcServer::RpcServer(ServerOptions options) : options_(std::move(options)) {}
 

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/host_port.h"
 #include "rpc/security.h"
 
 namespace cohort::rpc {
@@ -28,6 +29,11 @@ struct ServerOptions {
   // reflection service, whose threads would poll them too.
   bool async_only = false;
 };
+
+// Whether this host can bind `listen`; if not, why, in the terms of
+// RpcServer::Start (gRPC would log a long error tree and report only that
+// no address was added).
+absl::Status CheckCanListen(const HostPort& listen);
 
 // Owns the grpc::Server. Services are not owned and must outlive Shutdown().
 // AddService and Start are called from one thread before serving; Shutdown is

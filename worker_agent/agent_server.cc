@@ -7,6 +7,7 @@
 #include "common/file_util.h"
 #include "common/host_info.h"
 #include "common/host_port.h"
+#include "rpc/server.h"
 #include "spdlog/spdlog.h"
 #include "worker_agent/agent_service.h"
 #include "worker_agent/device_discovery.h"
@@ -33,6 +34,29 @@ std::string PeerAdvertiseHost(const std::string& advertise_address) {
   return address.ok() ? address->host : "";
 }
 
+// --peer_host: an address of this host, which peers can dial. Returns it
+// as peer servers bind it (an IPv6 host bracketed).
+absl::StatusOr<std::string> CheckPeerHost(const std::string& host) {
+  const std::string bracketed =
+      host.find(':') != std::string::npos ? absl::StrCat("[", host, "]") : host;
+  absl::StatusOr<HostPort> address =
+      ParseHostPort(absl::StrCat(bracketed, ":0"), /*allow_port_zero=*/true);
+  if (!address.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--peer_host: ", address.status().message()));
+  }
+  if (address->IsWildcard()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--peer_host: ", host,
+        " serves every interface; name the one peers should dial"));
+  }
+  if (absl::Status bindable = rpc::CheckCanListen(*address); !bindable.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--peer_host: ", bindable.message()));
+  }
+  return bracketed;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Create(
@@ -56,6 +80,12 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("--peer_ports: ", peer_ports.status().message()));
   }
+  std::string peer_host;
+  if (!options.peer_host.empty()) {
+    absl::StatusOr<std::string> checked = CheckPeerHost(options.peer_host);
+    if (!checked.ok()) return checked.status();
+    peer_host = *std::move(checked);
+  }
   DiscoveredDevices devices = DiscoverDevices(options.cpu_devices);
   spdlog::info("devices: {}", devices.note);
 
@@ -70,7 +100,9 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Create(
                                         : Device::Kind::kCpu,
                             .index = device.index()});
   }
-  jobs.peer_listen_host = PeerListenHost(config.daemon.server.listen);
+  jobs.peer_listen_host = peer_host.empty()
+                              ? PeerListenHost(config.daemon.server.listen)
+                              : peer_host;
   jobs.peer_advertise_host = PeerAdvertiseHost(config.advertise_address);
   jobs.peer_ports = *peer_ports;
   std::string state_dir = options.state_dir;

@@ -31,6 +31,9 @@ struct AgentServerOptions {
   // and one per link between agents) may bind, as "FIRST-LAST". Empty: any
   // free port.
   std::string peer_ports;
+  // The address the agent's peer servers bind and peers dial: a network of
+  // its own for the data plane. Empty: the host of the agent's --listen.
+  std::string peer_host;
 };
 
 // Owns the service, the job agent and the runtime. Create and Run from one

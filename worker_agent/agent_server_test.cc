@@ -44,6 +44,31 @@ TEST(AgentServerTest, AMalformedPeerPortRangeIsNamed) {
                          "above 20000")));
 }
 
+TEST(AgentServerTest, APeerHostMustBeAnAddressOfThisHostThatPeersCanDial) {
+  // 192.0.2.1 (TEST-NET-1) is no address of this machine.
+  EXPECT_THAT(
+      AgentServer::Create(Worker("127.0.0.1:0"), {.peer_host = "192.0.2.1"})
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("--peer_host: cannot listen on 192.0.2.1:0: "
+                         "192.0.2.1 is not an address of this host")));
+  EXPECT_THAT(
+      AgentServer::Create(Worker("127.0.0.1:0"), {.peer_host = "0.0.0.0"})
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("--peer_host: 0.0.0.0 serves every interface")));
+  EXPECT_THAT(
+      AgentServer::Create(Worker("127.0.0.1:0"), {.peer_host = "a b"}).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--peer_host: ")));
+}
+
+TEST(AgentServerTest, APeerHostIsWherePeerServersBind) {
+  absl::StatusOr<std::unique_ptr<AgentServer>> server =
+      AgentServer::Create(Worker("10.1.2.3:2222"), {.peer_host = "127.0.0.1"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ((*server)->job_options().peer_listen_host, "127.0.0.1");
+}
+
 TEST(AgentServerTest, WiresTheJobAgentFromTheTaskAndItsStateDir) {
   absl::StatusOr<std::unique_ptr<AgentServer>> server =
       AgentServer::Create(Worker("[::1]:0"), {.cpu_devices = 3,

@@ -36,6 +36,11 @@ ABSL_FLAG(std::string, peer_ports, "",
           "20000-20099), so that a firewall between hosts can let the data "
           "plane through: each replica of a running job holds one, and so "
           "does each link between agents. Default: any free port.");
+ABSL_FLAG(std::string, peer_host, "",
+          "The address of this host that its peer servers bind and peers "
+          "dial, to keep the data plane between hosts on a network of its "
+          "own (as NCCL_SOCKET_IFNAME or GLOO_SOCKET_IFNAME do). Default: "
+          "the host of --listen.");
 ABSL_FLAG(std::string, cache_dir, "",
           "Where fetched step libraries are kept. Default: "
           "<state_dir>/libraries.");
@@ -67,7 +72,8 @@ int main(int argc, char** argv) {
            .cache_dir = absl::GetFlag(FLAGS_cache_dir),
            .stop_timeout = absl::GetFlag(FLAGS_stop_timeout),
            .leave_timeout = absl::GetFlag(FLAGS_shutdown_checkpoint_timeout),
-           .peer_ports = absl::GetFlag(FLAGS_peer_ports)});
+           .peer_ports = absl::GetFlag(FLAGS_peer_ports),
+           .peer_host = absl::GetFlag(FLAGS_peer_host)});
   if (!server.ok()) ExitWithConfigError(server.status());
   return (*server)->Run();
 }

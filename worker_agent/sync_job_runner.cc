@@ -234,7 +234,7 @@ SyncJobRunner::Connect(int local, const Device& device) {
           std::unique_ptr<collective::GrpcTransport> transport,
           collective::GrpcTransport::Create(
               grpc_options("ring", rank, a.num_replicas()), *store_));
-      AddLink("replicas", rank, a.num_replicas(), transport->next_link());
+      AddLink("replicas", rank, a.num_replicas(), *transport);
       return Staged(device,
                     std::make_unique<collective::AlgorithmicCommunicator>(
                         std::move(transport), comm_options));
@@ -257,7 +257,7 @@ SyncJobRunner::Connect(int local, const Device& device) {
             std::unique_ptr<collective::GrpcTransport> transport,
             collective::GrpcTransport::Create(
                 grpc_options("cross", a.node(), a.num_nodes()), *store_));
-        AddLink("agents", a.node(), a.num_nodes(), transport->next_link());
+        AddLink("agents", a.node(), a.num_nodes(), *transport);
         cross = std::make_unique<collective::AlgorithmicCommunicator>(
             std::move(transport), comm_options);
       }
@@ -290,14 +290,23 @@ SyncJobRunner::Connect(int local, const Device& device) {
 }
 
 void SyncJobRunner::AddLink(const std::string& ring, int from, int end,
-                            const std::string& transport, int begin) {
+                            const std::string& transport, int begin,
+                            const std::string& to_address) {
   v1::RingLink link;
   link.set_ring(ring);
   link.set_from_rank(from);
   link.set_to_rank(from + 1 < end ? from + 1 : begin);
   link.set_transport(transport);
+  link.set_to_address(to_address);
   absl::MutexLock lock(&mu_);
   links_.push_back(std::move(link));
+}
+
+void SyncJobRunner::AddLink(const std::string& ring, int from, int end,
+                            const collective::GrpcTransport& transport) {
+  const std::string kind = transport.next_link();
+  AddLink(ring, from, end, kind, 0,
+          kind == "grpc" ? transport.next_address() : "");
 }
 
 void SyncJobRunner::RunReplica(int local) {

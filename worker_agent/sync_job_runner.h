@@ -22,6 +22,7 @@
 #include "cohort/v1/job.pb.h"
 #include "collective/communicator.h"
 #include "collective/grpc_store.h"
+#include "collective/transports/grpc_transport.h"
 #include "collective/transports/local_transport.h"
 #include "common/cluster_spec.h"
 #include "rpc/security.h"
@@ -66,9 +67,14 @@ class SyncJobRunner final : public AttemptRunner {
   // `device` is the replica's, with its stream.
   absl::StatusOr<std::unique_ptr<collective::Communicator>> Connect(
       int local, const Device& device);
-  // Records the link from rank `from` to the next of the ring [begin, end).
+  // Records the link from rank `from` to the next of the ring [begin, end),
+  // and where its bytes go when it crosses a socket.
   void AddLink(const std::string& ring, int from, int end,
-               const std::string& transport, int begin = 0);
+               const std::string& transport, int begin = 0,
+               const std::string& to_address = "");
+  // The same for the link of `transport`'s ring [0, end).
+  void AddLink(const std::string& ring, int from, int end,
+               const collective::GrpcTransport& transport);
   // Records the first failure and aborts everything else (see
   // AttemptLifecycle::RecordError).
   void Fail(const absl::Status& status, bool permanent,

@@ -274,12 +274,16 @@ std::string JobDetails(const v1::JobStatus& job, absl::Time now,
   AddDetail(
       &out, "placement",
       job.placement().empty() ? "-" : absl::StrJoin(job.placement(), ", "));
-  // One line per ring link: "agents 0->1 chief:0 -> worker:0 grpc".
+  // One line per ring link:
+  // "agents 0->1 chief:0 -> worker:0 grpc to 10.1.0.3:20004".
   for (const v1::RingLink& link : job.links()) {
     AddDetail(&out, "link",
               absl::StrCat(link.ring(), " ", link.from_rank(), "->",
                            link.to_rank(), " ", link.from_task(), " -> ",
-                           link.to_task(), " ", link.transport()));
+                           link.to_task(), " ", link.transport(),
+                           link.to_address().empty()
+                               ? ""
+                               : absl::StrCat(" to ", link.to_address())));
   }
 
   std::string checkpoint =

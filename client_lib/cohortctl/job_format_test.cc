@@ -289,6 +289,7 @@ TEST(JobDetailsTest, ShowsHistoryPlacementAndError) {
   link->set_from_task("chief:0");
   link->set_to_task("worker:0");
   link->set_transport("grpc");
+  link->set_to_address("10.1.0.3:20004");
   job.set_checkpoint_dir("/ckpt/3");
   job.set_checkpoint_step(600);
   AddRestart(job, 2, "worker:0 lost", 500);
@@ -304,9 +305,9 @@ TEST(JobDetailsTest, ShowsHistoryPlacementAndError) {
   EXPECT_THAT(details, HasSubstr("step=train_step init=init\n"));
   EXPECT_THAT(details,
               HasSubstr("chief:0 (2 replicas), worker:0 (2 replicas)\n"));
-  EXPECT_THAT(
-      details,
-      HasSubstr("  link        agents 0->1 chief:0 -> worker:0 grpc\n"));
+  EXPECT_THAT(details,
+              HasSubstr("  link        agents 0->1 chief:0 -> worker:0 grpc to "
+                        "10.1.0.3:20004\n"));
   EXPECT_THAT(details,
               HasSubstr("/ckpt/3, last at step 600, every 100 steps or 10m\n"));
   EXPECT_THAT(details, HasSubstr("2023-11-14 22:13:20 (1m30s ago)"));

@@ -91,6 +91,8 @@ class GrpcTransport final : public Transport {
   bool favours_exchanges() const override { return favours_exchanges_; }
   // How bytes to the next rank of the ring travel: "shm" or "grpc".
   std::string next_link() const { return shm_out_ != nullptr ? "shm" : "grpc"; }
+  // The next rank's peer server.
+  const std::string& next_address() const { return addresses_[next_]; }
   // Aborts locally and tells every peer, so that their waits end too.
   void Abort(const absl::Status& status) override;
 

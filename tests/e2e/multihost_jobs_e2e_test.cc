@@ -217,6 +217,43 @@ TEST_F(MultiHostJobsE2eTest, AgentsBehindAFirewallServeTheirPeersOnPeerPorts) {
   EXPECT_TRUE(across) << status.ShortDebugString();
 }
 
+// A network of its own for the data plane: each agent's host has a second
+// address, on 198.19.K.0/24, and --peer_host names it. The spec and the
+// coordinator know only the first; every link between agents goes to the
+// second.
+TEST_F(MultiHostJobsE2eTest, AgentsGivenAPeerHostKeepTheDataPlaneOnIt) {
+  auto data_address = [&](int host) {
+    return absl::StrCat("198.19", hosts_->address(host).substr(6));
+  };
+  for (int host : {2, 3}) {
+    ASSERT_TRUE(hosts_->AddAddress(host, data_address(host) + "/24").ok());
+  }
+  absl::StatusOr<std::unique_ptr<HostCluster>> cluster = HostCluster::Start(
+      hosts_.get(), &dir_,
+      {.coordinator_host = 1,
+       .tasks = {{"chief", 0, 2, 0, {"--peer_host=" + data_address(2)}},
+                 {"worker", 0, 3, 0, {"--peer_host=" + data_address(3)}}},
+       .agent_flags = {"--cpu_devices=2"}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  absl::StatusOr<std::string> id = (*cluster)->client().SubmitJob(
+      MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 200, "data"));
+  ASSERT_TRUE(id.ok()) << id.status();
+  const v1::JobStatus status =
+      WaitForJobEnd((*cluster)->client(), *id, absl::Seconds(120));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  int across = 0;
+  for (const v1::RingLink& link : status.links()) {
+    if (link.ring() != "agents") continue;
+    ++across;
+    EXPECT_EQ(link.transport(), "grpc");
+    const std::string to =
+        link.to_task() == "chief:0" ? data_address(2) : data_address(3);
+    EXPECT_THAT(link.to_address(), ::testing::StartsWith(to + ":"))
+        << link.ShortDebugString();
+  }
+  EXPECT_EQ(across, 2) << status.ShortDebugString();
+}
+
 TEST_F(MultiHostJobsE2eTest, ParameterServerWithEveryTaskOnItsOwnHost) {
   absl::StatusOr<std::unique_ptr<HostCluster>> cluster = HostCluster::Start(
       hosts_.get(), &dir_,

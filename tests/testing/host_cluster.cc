@@ -171,6 +171,7 @@ absl::Status HostCluster::StartTask(const std::string& task) {
   if (!ps && !options_.peer_ports.empty()) {
     argv.push_back(absl::StrCat("--peer_ports=", options_.peer_ports));
   }
+  argv.insert(argv.end(), found->flags.begin(), found->flags.end());
   absl::StatusOr<Subprocess> child =
       Subprocess::Spawn({.argv = hosts_->Command(found->host, argv),
                          .env = {{"TF_CONFIG", tf_config.dump()}},

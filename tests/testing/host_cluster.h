@@ -32,6 +32,7 @@ struct HostTask {
   // that address, so that whatever dials it, peers included, goes through
   // the relay. 0: none.
   int relay_host = 0;
+  std::vector<std::string> flags;  // this task's own, after the common ones
   std::string id() const { return type + ":" + std::to_string(index); }
 };
 

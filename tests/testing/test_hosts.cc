@@ -113,6 +113,10 @@ absl::Status TestHosts::SetLink(int i, bool up) {
   return Run({"link", name_, absl::StrCat(i), up ? "up" : "down"});
 }
 
+absl::Status TestHosts::AddAddress(int i, const std::string& cidr) {
+  return Run({"address", name_, absl::StrCat(i), cidr});
+}
+
 absl::Status TestHosts::LimitRate(int i, const std::string& rate) {
   return Run({"rate", name_, absl::StrCat(i), rate});
 }

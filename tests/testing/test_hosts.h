@@ -41,6 +41,10 @@ class TestHosts {
   // wrapper execs, so the spawned pid is the command's own.
   std::vector<std::string> Command(int i, std::vector<std::string> argv) const;
 
+  // Gives host i another address on its link, e.g. "198.19.0.2/24": a
+  // network of its own for the data plane.
+  absl::Status AddAddress(int i, const std::string& cidr);
+
   // Faults on host i's link, both directions.
   absl::Status SetLink(int i, bool up);
   absl::Status LimitRate(int i, const std::string& rate);  // "100mbit"

@@ -14,6 +14,7 @@
 #                                     SUBNET defaults to the first one unused
 #   testhosts.sh exec NAME I CMD...   run CMD on host I
 #   testhosts.sh addr NAME I          print host I's address (I=0: the bridge)
+#   testhosts.sh address NAME I CIDR  give host I another address (a data network)
 #   testhosts.sh link NAME I up|down  cut or restore host I's link
 #   testhosts.sh rate NAME I RATE     limit host I's link both ways (e.g. 100mbit)
 #   testhosts.sh loss NAME I PERCENT  drop PERCENT% of host I's packets, both ways
@@ -140,6 +141,13 @@ cmd_addr() {
   if [ "$2" = 0 ]; then echo "198.18.$subnet.254"; else echo "198.18.$subnet.$2"; fi
 }
 
+cmd_address() {
+  holder_pid "$1" "$2" >/dev/null
+  [[ "$3" =~ ^198\.(18|19)\.[0-9]+\.[0-9]+/[0-9]+$ ]] ||
+    die "address: CIDR must be in 198.18.0.0/15, e.g. 198.19.0.2/24, got '$3'"
+  ip -n "$(netns "$1" "$2")" addr add "$3" dev eth0
+}
+
 cmd_link() {
   holder_pid "$1" "$2" >/dev/null
   case "$3" in
@@ -243,6 +251,7 @@ case "$command" in
   up)    [ $# -ge 2 ] || die "usage: up NAME N [SUBNET]"; cmd_up "$@" ;;
   exec)  [ $# -ge 3 ] || die "usage: exec NAME I CMD..."; cmd_exec "$@" ;;
   addr)  [ $# -eq 2 ] || die "usage: addr NAME I"; cmd_addr "$@" ;;
+  address) [ $# -eq 3 ] || die "usage: address NAME I CIDR"; cmd_address "$@" ;;
   link)  [ $# -eq 3 ] || die "usage: link NAME I up|down"; cmd_link "$@" ;;
   rate)  [ $# -eq 3 ] || die "usage: rate NAME I RATE"; cmd_rate "$@" ;;
   loss)  [ $# -eq 3 ] || die "usage: loss NAME I PERCENT"; cmd_loss "$@" ;;
