@@ -192,11 +192,12 @@ TEST_F(MultiHostJobsE2eTest,
 // server on any other port would never be reached, and the job would fail
 // once its rendezvous timed out.
 TEST_F(MultiHostJobsE2eTest, AgentsBehindAFirewallServeTheirPeersOnPeerPorts) {
-  absl::StatusOr<std::unique_ptr<HostCluster>> cluster = HostCluster::Start(
-      hosts_.get(), &dir_,
-      {.coordinator_host = 1,
-       .tasks = {{"chief", 0, 2}, {"worker", 0, 3}},
-       .agent_flags = {"--cpu_devices=2", "--peer_ports=21000-21015"}});
+  absl::StatusOr<std::unique_ptr<HostCluster>> cluster =
+      HostCluster::Start(hosts_.get(), &dir_,
+                         {.coordinator_host = 1,
+                          .tasks = {{"chief", 0, 2}, {"worker", 0, 3}},
+                          .agent_flags = {"--cpu_devices=2"},
+                          .peer_ports = "21000-21015"});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   for (int host : {2, 3}) {
     ASSERT_TRUE(hosts_->Firewall(host, "7100:7199,21000:21015").ok());
