@@ -62,7 +62,8 @@ class Communicator {
   // For traces: how this rank's part of `op` ("allreduce", "allgather",
   // "reduce_scatter", "broadcast", "reduce", "barrier") over `bytes`
   // travels, e.g. "ring: ranks 3 -> 4 -> 5" or "direct: all 8 ranks".
-  // Empty where the communicator does not choose its own algorithms.
+  // Empty where the communicator does not choose its own algorithms. Called
+  // by the thread that runs the operations.
   virtual std::string Route(std::string_view op, size_t bytes) const {
     return {};
   }

@@ -134,4 +134,11 @@ void HierarchicalCommunicator::Abort(const absl::Status& status) {
   if (leader()) cross_->Abort(status);
 }
 
+std::string HierarchicalCommunicator::Route(std::string_view op,
+                                            size_t bytes) const {
+  std::string route = absl::StrCat("local ", local_->Route(op, bytes));
+  if (leader()) absl::StrAppend(&route, "; agents ", cross_->Route(op, bytes));
+  return route;
+}
+
 }  // namespace cohort::collective

@@ -48,6 +48,8 @@ class HierarchicalCommunicator final : public Communicator {
                              DType dtype, ReduceOp op) override;
   absl::Status Barrier() override;
   void Abort(const absl::Status& status) override;
+  // "local <route>", and on a node's leader "; agents <route>".
+  std::string Route(std::string_view op, size_t bytes) const override;
 
  private:
   bool leader() const { return cross_ != nullptr; }

@@ -49,6 +49,19 @@ std::vector<absl::Status> RunHierarchy(
   return testing::RunOnRankThreads(comms, body);
 }
 
+TEST(HierarchicalRouteTest, NamesTheLocalRouteAndOnALeaderTheAgents) {
+  LocalHub node(2), cross(3);
+  HierarchicalCommunicator leader(
+      std::make_unique<AlgorithmicCommunicator>(node.Connect(0)),
+      std::make_unique<AlgorithmicCommunicator>(cross.Connect(1)), 3, 1);
+  HierarchicalCommunicator other(
+      std::make_unique<AlgorithmicCommunicator>(node.Connect(1)), nullptr, 3,
+      1);
+  EXPECT_EQ(leader.Route("allreduce", 1 << 20),
+            "local ring: ranks 1 -> 0 -> 1; agents ring: ranks 0 -> 1 -> 2");
+  EXPECT_EQ(other.Route("allreduce", 1 << 20), "local ring: ranks 0 -> 1 -> 0");
+}
+
 class HierarchicalTest : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(HierarchicalTest, EveryCollectiveMatchesTheReference) {

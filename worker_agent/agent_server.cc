@@ -36,7 +36,10 @@ std::string PeerAdvertiseHost(const std::string& advertise_address) {
 
 // --peer_host: an address of this host, which peers can dial. Returns it
 // as peer servers bind it (an IPv6 host bracketed).
-absl::StatusOr<std::string> CheckPeerHost(const std::string& host) {
+absl::StatusOr<std::string> CheckPeerHost(std::string host) {
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
   const std::string bracketed =
       host.find(':') != std::string::npos ? absl::StrCat("[", host, "]") : host;
   absl::StatusOr<HostPort> address =

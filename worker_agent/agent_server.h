@@ -27,9 +27,9 @@ struct AgentServerOptions {
   // step under way and end (JobAgentOptions::leave_timeout); 0: no
   // checkpoint.
   absl::Duration leave_timeout = absl::Seconds(10);
-  // The ports the agent's peer servers (one per replica of a running job,
-  // and one per link between agents) may bind, as "FIRST-LAST". Empty: any
-  // free port.
+  // The ports the agent's peer servers (one per replica of a running job
+  // under RING, one per agent under HIERARCHICAL) may bind, as
+  // "FIRST-LAST". Empty: any free port.
   std::string peer_ports;
   // The address the agent's peer servers bind and peers dial: a network of
   // its own for the data plane. Empty: the host of the agent's --listen.

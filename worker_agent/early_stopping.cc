@@ -31,11 +31,12 @@ std::optional<std::string> EarlyStoppingRule::Observe(
                           absl::StrAppend(out, "\"", entry.first, "\"");
                         }),
           " reduced", kHow);
-    } else if (steps_done >= kQuietSteps) {
+    } else if (++quiet_steps_ >= kQuietSteps) {
       warned_ = true;
       warning_ = absl::StrCat("early_stopping watches \"", spec_.metric(),
-                              "\", but none of the first ", steps_done,
-                              " steps reported any metric", kHow);
+                              "\", but none of the ", quiet_steps_,
+                              " steps since step ", steps_done - quiet_steps_,
+                              " reported any metric", kHow);
     }
     return std::nullopt;
   }

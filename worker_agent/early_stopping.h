@@ -17,8 +17,8 @@ namespace cohort::agent {
 
 class EarlyStoppingRule {
  public:
-  // Steps in a row without any metric after which the rule warns that it
-  // has had nothing to judge.
+  // Steps observed in a row without any metric after which the rule warns
+  // that it has had nothing to judge.
   static constexpr int64_t kQuietSteps = 100;
 
   explicit EarlyStoppingRule(v1::EarlyStopping spec);
@@ -32,7 +32,7 @@ class EarlyStoppingRule {
       int64_t steps_done, const std::map<std::string, double>& reduced);
   // Once, the first time a step reported reduced metrics but never yet the
   // watched one (a misspelt name, say): a warning naming what it reported;
-  // or once kQuietSteps steps reported no metric at all.
+  // or once kQuietSteps steps in a row reported no metric at all.
   std::optional<std::string> TakeWarning();
 
  private:
@@ -45,6 +45,7 @@ class EarlyStoppingRule {
   int64_t since_best_ = 0;  // judged steps in a row without an improvement
   bool seen_ = false;       // the metric was reported at least once
   bool warned_ = false;
+  int64_t quiet_steps_ = 0;  // observed in a row with no metric at all
   std::optional<std::string> warning_;
 };
 

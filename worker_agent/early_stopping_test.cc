@@ -85,18 +85,19 @@ TEST(EarlyStoppingRuleTest, StepsWithoutTheMetricAreNotJudgedAndWarnOnce) {
 }
 
 TEST(EarlyStoppingRuleTest, StepsThatReportNoMetricAtAllWarnOnceAfterAWhile) {
+  // A resumed attempt's first step is 601: it counts the steps it saw.
   EarlyStoppingRule rule(Rule("val_loss"));
   const int64_t quiet = EarlyStoppingRule::kQuietSteps;
-  for (int64_t done = 1; done < quiet; ++done) {
+  for (int64_t done = 601; done < 600 + quiet; ++done) {
     EXPECT_EQ(rule.Observe(done, {}), std::nullopt);
-    ASSERT_EQ(rule.TakeWarning(), std::nullopt) << "after " << done << " steps";
+    ASSERT_EQ(rule.TakeWarning(), std::nullopt) << "after step " << done;
   }
-  EXPECT_EQ(rule.Observe(quiet, {}), std::nullopt);
+  EXPECT_EQ(rule.Observe(600 + quiet, {}), std::nullopt);
   EXPECT_THAT(rule.TakeWarning(),
               ::testing::Optional(HasSubstr(
-                  "watches \"val_loss\", but none of the first 100 steps "
-                  "reported any metric")));
-  EXPECT_EQ(rule.Observe(quiet + 1, {}), std::nullopt);
+                  "watches \"val_loss\", but none of the 100 steps since "
+                  "step 600 reported any metric")));
+  EXPECT_EQ(rule.Observe(601 + quiet, {}), std::nullopt);
   EXPECT_EQ(rule.TakeWarning(), std::nullopt);  // once
 }
 

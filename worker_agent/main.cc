@@ -34,13 +34,15 @@ ABSL_FLAG(absl::Duration, shutdown_checkpoint_timeout, absl::Seconds(10),
 ABSL_FLAG(std::string, peer_ports, "",
           "Ports the agent's peer servers may bind, FIRST-LAST (e.g. "
           "20000-20099), so that a firewall between hosts can let the data "
-          "plane through: each replica of a running job holds one, and so "
-          "does each link between agents. Default: any free port.");
+          "plane through: a running job holds one per replica under RING, "
+          "one per agent under HIERARCHICAL. (NCCL, between CUDA replicas, "
+          "picks its own.) Default: any free port.");
 ABSL_FLAG(std::string, peer_host, "",
           "The address of this host that its peer servers bind and peers "
           "dial, to keep the data plane between hosts on a network of its "
-          "own (as NCCL_SOCKET_IFNAME or GLOO_SOCKET_IFNAME do). Default: "
-          "the host of --listen.");
+          "own, as GLOO_SOCKET_IFNAME does for Gloo (NCCL, between CUDA "
+          "replicas, follows NCCL_SOCKET_IFNAME). Default: the host of "
+          "--listen.");
 ABSL_FLAG(std::string, cache_dir, "",
           "Where fetched step libraries are kept. Default: "
           "<state_dir>/libraries.");

@@ -306,7 +306,7 @@ void SyncJobRunner::AddLink(const std::string& ring, int from, int end,
                             const collective::GrpcTransport& transport) {
   const std::string kind = transport.next_link();
   AddLink(ring, from, end, kind, 0,
-          kind == "grpc" ? transport.next_address() : "");
+          kind == "grpc" && end > 1 ? transport.next_address() : "");
 }
 
 void SyncJobRunner::RunReplica(int local) {

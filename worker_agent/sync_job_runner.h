@@ -22,7 +22,6 @@
 #include "cohort/v1/job.pb.h"
 #include "collective/communicator.h"
 #include "collective/grpc_store.h"
-#include "collective/transports/grpc_transport.h"
 #include "collective/transports/local_transport.h"
 #include "common/cluster_spec.h"
 #include "rpc/security.h"
@@ -31,6 +30,10 @@
 #include "worker_agent/replica_context.h"
 #include "worker_agent/step_input.h"
 #include "worker_agent/step_library.h"
+
+namespace cohort::collective {
+class GrpcTransport;
+}  // namespace cohort::collective
 
 namespace cohort::agent {
 

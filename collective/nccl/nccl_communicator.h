@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "collective/communicator.h"
 #include "collective/store.h"
@@ -51,6 +52,9 @@ class NcclCommunicator final : public Communicator {
                              DType dtype, ReduceOp op) override;
   absl::Status Barrier() override;
   void Abort(const absl::Status& status) override;
+  std::string Route(std::string_view, size_t) const override {
+    return absl::StrCat("nccl: all ", size(), " ranks");
+  }
 
  private:
   explicit NcclCommunicator(NcclOptions options)

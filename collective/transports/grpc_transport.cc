@@ -118,18 +118,25 @@ absl::Status GrpcTransport::ServeInRange() {
                           ParseHostPort(options_.listen, true));
   const PortRange& ports = options_.ports;
   if (ports.empty() || listen.port != 0) return Serve(options_.listen);
-  // The first free port: ranks starting together each find theirs, as a
-  // port taken since the last try fails to bind (no SO_REUSEPORT).
+  // The first free port. Ranks of one agent start together: a port another
+  // took since the check fails gRPC's bind (no SO_REUSEPORT), and the next
+  // is tried; any other failure is returned.
   for (int port = ports.first; port <= ports.last; ++port) {
     listen.port = port;
+    absl::Status free = rpc::CheckCanListen(listen);
+    if (absl::IsUnavailable(free)) continue;  // in use
+    if (!free.ok()) return free;
     absl::Status served = Serve(listen.ToString());
-    if (served.ok() || !absl::IsUnavailable(served)) return served;
+    if (served.ok() || !absl::IsUnavailable(rpc::CheckCanListen(listen))) {
+      return served;
+    }
   }
-  return absl::ResourceExhaustedError(absl::StrCat(
+  // UNAVAILABLE: ports come free as ended attempts close their servers.
+  return absl::UnavailableError(absl::StrCat(
       "no free port for this rank's peer server in ", ports.ToString(), " on ",
       listen.host, ": all ", ports.size(),
-      " are in use; every replica of a running job, and each agent's link "
-      "to the others, holds one (widen --peer_ports)"));
+      " are in use (a job holds one per replica under RING, one per agent "
+      "under HIERARCHICAL; widen --peer_ports)"));
 }
 
 absl::Status GrpcTransport::Connect(Store& store) {

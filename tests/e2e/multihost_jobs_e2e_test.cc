@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
 #include "common/file_util.h"
+#include "common/host_port.h"
 #include "tests/testing/host_cluster.h"
 #include "tests/testing/jobs.h"
 #include "tests/testing/test_cluster.h"
@@ -202,8 +203,11 @@ TEST_F(MultiHostJobsE2eTest, AgentsBehindAFirewallServeTheirPeersOnPeerPorts) {
   for (int host : {2, 3}) {
     ASSERT_TRUE(hosts_->Firewall(host, "7100:7199,21000:21015").ok());
   }
-  absl::StatusOr<std::string> id = (*cluster)->client().SubmitJob(
-      MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 200, "data"));
+  // RING: each replica serves its own peer, so both of an agent's take a
+  // port of the range at once.
+  JobSpec spec = MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 200, "data");
+  spec.communication = Communication::kRing;
+  absl::StatusOr<std::string> id = (*cluster)->client().SubmitJob(spec);
   ASSERT_TRUE(id.ok()) << id.status();
   const v1::JobStatus status =
       WaitForJobEnd((*cluster)->client(), *id, absl::Seconds(120));
@@ -211,11 +215,17 @@ TEST_F(MultiHostJobsE2eTest, AgentsBehindAFirewallServeTheirPeersOnPeerPorts) {
       << status.error() << "\n"
       << ReadFile((*cluster)->TaskLog("chief:0")).value_or("");
   EXPECT_EQ(status.attempt(), 1) << "no attempt failed on the way";
-  bool across = false;
+  // Every link between the hosts goes to a port of the range.
+  int across = 0;
   for (const v1::RingLink& link : status.links()) {
-    across = across || link.ring() == "agents";
+    if (link.transport() != "grpc") continue;
+    ++across;
+    absl::StatusOr<HostPort> to = ParseHostPort(link.to_address());
+    ASSERT_TRUE(to.ok()) << link.ShortDebugString();
+    EXPECT_GE(to->port, 21000) << link.ShortDebugString();
+    EXPECT_LE(to->port, 21015) << link.ShortDebugString();
   }
-  EXPECT_TRUE(across) << status.ShortDebugString();
+  EXPECT_EQ(across, 2) << status.ShortDebugString();
 }
 
 // A network of its own for the data plane: each agent's host has a second

@@ -73,7 +73,9 @@ class Pipe {
     while (true) {
       const ssize_t n = read(from_, buffer.data(), buffer.size());
       absl::MutexLock lock(&mu_);
-      if (n <= 0) {  // end of stream or error: pass the end on, once due
+      // End of stream, or an error (a reset too): passed on as an end, once
+      // due; tests need no more.
+      if (n <= 0) {
         held_.push_back({absl::Now() + delay_, std::string(), true});
         return;
       }
@@ -148,6 +150,8 @@ struct Connection {
   Pipe down;
 };
 
+// Connects to the target and starts the connection's threads. Runs on a
+// thread of its own: a connect may wait for a lost SYN's retry.
 void Relay(int client, const std::string& target_host, int port,
            absl::Duration delay) {
   const int target = socket(AF_INET, SOCK_STREAM, 0);
@@ -226,7 +230,11 @@ int main(int argc, char** argv) {
     acceptors.emplace_back([=] {
       while (true) {
         const int client = accept(fd, nullptr, nullptr);
-        if (client >= 0) Relay(client, target_host, port, delay);
+        if (client < 0) {  // out of descriptors, say: try again shortly
+          absl::SleepFor(absl::Milliseconds(10));
+          continue;
+        }
+        std::thread(Relay, client, target_host, port, delay).detach();
       }
     });
   }

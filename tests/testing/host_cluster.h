@@ -83,6 +83,9 @@ class HostCluster {
  private:
   HostCluster(TestHosts* hosts, const ScratchDir* dir,
               HostClusterOptions options);
+  // Starts the relay of `task` (its spec port is `port`), and waits until it
+  // listens.
+  absl::Status StartRelay(const HostTask& task, int port);
 
   TestHosts* const hosts_;
   const ScratchDir* const dir_;
@@ -90,10 +93,8 @@ class HostCluster {
   std::string spec_json_;
   std::unique_ptr<CoordinatorProcess> coordinator_;
   std::unique_ptr<Client> client_;
-  // Starts the relay of `task`, and waits until it listens.
-  absl::Status StartRelay(const HostTask& task, int port);
-
   std::map<std::string, Subprocess> processes_;  // by task id
+  // Stopped last, after the tasks and the coordinator that talk through them.
   std::vector<Subprocess> relays_;
 };
 

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cohort/step.h"
+#include "nlohmann/json.hpp"
 
 namespace {
 
@@ -105,25 +106,23 @@ absl::Status StopPsStep(cohort::ReplicaContext& ctx, const cohort::Batch&) {
   return absl::OkStatus();
 }
 
-// ParameterServer: on a worker, each replica's first call leaves a marker
-// file in the job config's "park_dir" and parks (until its process is
-// killed; 10 minutes at most); later calls, calls of a restarted worker
-// whose marker exists, and every call elsewhere return at once. A test can
-// then kill a worker that certainly holds calls.
+// ParameterServer: a worker's first call leaves a marker file in the job
+// config's "park_dir" and parks (until its process is killed; 10 minutes at
+// most); later calls, those of a restarted worker whose marker exists, and
+// every call elsewhere return at once. A test can then kill a worker that
+// certainly holds a call.
 absl::Status ParkOnWorkerStep(cohort::ReplicaContext& ctx,
                               const cohort::Batch&) {
   if (ctx.task_type() != "worker") return absl::OkStatus();
-  const std::string& config = ctx.config_json();
-  const std::string key = "\"park_dir\": \"";
-  const size_t at = config.find(key);
-  if (at == std::string::npos) {
+  const nlohmann::json config =
+      nlohmann::json::parse(ctx.config_json(), nullptr, false);
+  if (!config.is_object() || !config.contains("park_dir") ||
+      !config["park_dir"].is_string()) {
     return absl::InvalidArgumentError(
-        "park_on_worker_step needs \"park_dir\" in the job's config");
+        "park_on_worker_step needs a string \"park_dir\" in the job's config");
   }
-  const size_t from = at + key.size();
-  const std::string marker = absl::StrCat(
-      config.substr(from, config.find('"', from) - from), "/worker-",
-      ctx.task_id(), "-replica-", ctx.replica_id_in_sync_group());
+  const std::string marker = absl::StrCat(config["park_dir"].get<std::string>(),
+                                          "/worker-", ctx.task_id());
   if (std::filesystem::exists(marker)) return absl::OkStatus();
   std::ofstream(marker) << ctx.step() << "\n";
   std::this_thread::sleep_for(std::chrono::minutes(10));
