@@ -40,6 +40,20 @@ class MultiHostJobsE2eTest : public TestHostsTest<5> {
   std::string data_;
 };
 
+// Submits `spec` to `cluster` and waits (2 minutes at most) for its end,
+// which must be a success; a failure shows the chief's log.
+v1::JobStatus RunToSuccess(HostCluster& cluster, const JobSpec& spec) {
+  absl::StatusOr<std::string> id = cluster.client().SubmitJob(spec);
+  EXPECT_TRUE(id.ok()) << id.status();
+  if (!id.ok()) return {};
+  v1::JobStatus status =
+      WaitForJobEnd(cluster.client(), *id, absl::Seconds(120));
+  EXPECT_EQ(status.state(), v1::JOB_SUCCEEDED)
+      << status.error() << "\n"
+      << ReadFile(cluster.TaskLog("chief:0")).value_or("");
+  return status;
+}
+
 TEST_F(MultiHostJobsE2eTest,
        MultiWorkerMirroredOnThreeHostsReachesTheBarAndEqualsOneHostBitwise) {
   absl::StatusOr<std::unique_ptr<HostCluster>> cluster = HostCluster::Start(
@@ -173,14 +187,10 @@ TEST_F(MultiHostJobsE2eTest,
                           .agent_flags = {"--cpu_devices=2"},
                           .listen_on_all_interfaces = true});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  absl::StatusOr<std::string> id = (*cluster)->client().SubmitJob(
+  const v1::JobStatus status = RunToSuccess(
+      **cluster,
       MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 200, "data"));
-  ASSERT_TRUE(id.ok()) << id.status();
-  const v1::JobStatus status =
-      WaitForJobEnd((*cluster)->client(), *id, absl::Seconds(120));
-  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED)
-      << status.error() << "\n"
-      << ReadFile((*cluster)->TaskLog("chief:0")).value_or("");
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED);
   ASSERT_GT(status.links_size(), 0);
   for (const v1::RingLink& link : status.links()) {
     EXPECT_EQ(link.transport(), link.ring() == "agents" ? "grpc" : "in-process")
@@ -207,13 +217,8 @@ TEST_F(MultiHostJobsE2eTest, AgentsBehindAFirewallServeTheirPeersOnPeerPorts) {
   // port of the range at once.
   JobSpec spec = MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 200, "data");
   spec.communication = Communication::kRing;
-  absl::StatusOr<std::string> id = (*cluster)->client().SubmitJob(spec);
-  ASSERT_TRUE(id.ok()) << id.status();
-  const v1::JobStatus status =
-      WaitForJobEnd((*cluster)->client(), *id, absl::Seconds(120));
-  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED)
-      << status.error() << "\n"
-      << ReadFile((*cluster)->TaskLog("chief:0")).value_or("");
+  const v1::JobStatus status = RunToSuccess(**cluster, spec);
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED);
   EXPECT_EQ(status.attempt(), 1) << "no attempt failed on the way";
   // Every link between the hosts goes to a port of the range.
   int across = 0;
@@ -246,12 +251,10 @@ TEST_F(MultiHostJobsE2eTest, AgentsGivenAPeerHostKeepTheDataPlaneOnIt) {
                  {"worker", 0, 3, 0, {"--peer_host=" + data_address(3)}}},
        .agent_flags = {"--cpu_devices=2"}});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  absl::StatusOr<std::string> id = (*cluster)->client().SubmitJob(
+  const v1::JobStatus status = RunToSuccess(
+      **cluster,
       MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 200, "data"));
-  ASSERT_TRUE(id.ok()) << id.status();
-  const v1::JobStatus status =
-      WaitForJobEnd((*cluster)->client(), *id, absl::Seconds(120));
-  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED);
   int across = 0;
   for (const v1::RingLink& link : status.links()) {
     if (link.ring() != "agents") continue;
