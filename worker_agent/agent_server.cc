@@ -15,14 +15,18 @@
 namespace cohort::agent {
 namespace {
 
+// A host as it goes before ":port": an IPv6 address bracketed.
+std::string Bracketed(const std::string& host) {
+  return host.find(':') != std::string::npos ? absl::StrCat("[", host, "]")
+                                             : host;
+}
+
 // Peer servers of the job's collectives bind where the agent serves.
 std::string PeerListenHost(const std::string& listen) {
   const absl::StatusOr<HostPort> address =
       ParseHostPort(listen, /*allow_port_zero=*/true);
   if (!address.ok()) return "127.0.0.1";
-  return address->host.find(':') != std::string::npos
-             ? absl::StrCat("[", address->host, "]")
-             : address->host;
+  return Bracketed(address->host);
 }
 
 // The host peers dial when the peer servers bind a wildcard (as under
@@ -40,8 +44,7 @@ absl::StatusOr<std::string> CheckPeerHost(std::string host) {
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
-  const std::string bracketed =
-      host.find(':') != std::string::npos ? absl::StrCat("[", host, "]") : host;
+  const std::string bracketed = Bracketed(host);
   absl::StatusOr<HostPort> address =
       ParseHostPort(absl::StrCat(bracketed, ":0"), /*allow_port_zero=*/true);
   if (!address.ok()) {

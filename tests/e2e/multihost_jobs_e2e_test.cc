@@ -66,11 +66,8 @@ TEST_F(MultiHostJobsE2eTest,
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   JobSpec spec = MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 600, "data");
   spec.global_batch_size = 120;  // 20 per replica
-  absl::StatusOr<std::string> id = (*cluster)->client().SubmitJob(spec);
-  ASSERT_TRUE(id.ok()) << id.status();
-  const v1::JobStatus across =
-      WaitForJobEnd((*cluster)->client(), *id, absl::Seconds(120));
-  ASSERT_EQ(across.state(), v1::JOB_SUCCEEDED) << across.error();
+  const v1::JobStatus across = RunToSuccess(**cluster, spec);
+  ASSERT_EQ(across.state(), v1::JOB_SUCCEEDED);
   EXPECT_EQ(across.num_replicas(), 6);
   EXPECT_GE(across.metrics().at("accuracy"), kMlpAccuracyBar);
   // Between hosts every agent-ring link is gRPC: no shared memory.
@@ -118,11 +115,8 @@ TEST_F(
   spec.global_batch_size = 120;  // 15 per replica
   // 128 x 128 weights: a 64 KiB gradient, past the one-shot path's 32 KiB.
   spec.config_json.insert(spec.config_json.size() - 1, R"(, "hidden": 128)");
-  absl::StatusOr<std::string> id = (*cluster)->client().SubmitJob(spec);
-  ASSERT_TRUE(id.ok()) << id.status();
-  const v1::JobStatus across =
-      WaitForJobEnd((*cluster)->client(), *id, absl::Seconds(120));
-  ASSERT_EQ(across.state(), v1::JOB_SUCCEEDED) << across.error();
+  const v1::JobStatus across = RunToSuccess(**cluster, spec);
+  ASSERT_EQ(across.state(), v1::JOB_SUCCEEDED);
   EXPECT_EQ(across.num_replicas(), 8);
   EXPECT_GE(across.metrics().at("accuracy"), kMlpAccuracyBar);
   // No two agents share memory, so their transport favours the direct path.

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +19,12 @@ namespace {
 constexpr int kCoordinatorPort = 7070;
 constexpr int kFirstTaskPort = 7100;
 const absl::Duration kReadyTimeout = absl::Seconds(60);
+
+// A task id as a file name: "worker:1" -> "worker-1".
+std::string FileName(std::string task) {
+  std::replace(task.begin(), task.end(), ':', '-');
+  return task;
+}
 
 }  // namespace
 
@@ -88,9 +95,8 @@ HostCluster::~HostCluster() {
 }
 
 absl::Status HostCluster::StartRelay(const HostTask& task, int port) {
-  std::string name = task.id();
-  std::replace(name.begin(), name.end(), ':', '-');
-  const std::string ready = absl::StrCat(dir_->path(), "/relay-", name);
+  const std::string ready =
+      absl::StrCat(dir_->path(), "/relay-", FileName(task.id()));
   std::string ports = absl::StrCat(port);
   if (task.type != "ps") absl::StrAppend(&ports, ",", options_.peer_ports);
   absl::StatusOr<Subprocess> relay = Subprocess::Spawn(
@@ -130,9 +136,8 @@ v1::TaskState HostCluster::TaskState(const std::string& type, int index) {
 }
 
 std::string HostCluster::StateDir(const std::string& task) const {
-  std::string name = task;
-  std::replace(name.begin(), name.end(), ':', '-');
-  return absl::StrCat(dir_->path(), "/host", host_of(task), "/", name);
+  return absl::StrCat(dir_->path(), "/host", host_of(task), "/",
+                      FileName(task));
 }
 
 Subprocess* HostCluster::process(const std::string& task) {
@@ -189,9 +194,7 @@ void HostCluster::KillTask(const std::string& task) {
 }
 
 std::string HostCluster::TaskLog(const std::string& task) const {
-  std::string name = task;
-  std::replace(name.begin(), name.end(), ':', '-');
-  return absl::StrCat(dir_->path(), "/", name, ".log");
+  return absl::StrCat(dir_->path(), "/", FileName(task), ".log");
 }
 
 }  // namespace cohort::testing
