@@ -14,6 +14,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -35,14 +37,23 @@ std::string AddressString(const sockaddr* addr) {
   return buf;
 }
 
-std::set<std::string> LocalAddresses() {
-  std::set<std::string> out;
+// Every address of every interface, as (interface name, address).
+std::vector<std::pair<std::string, std::string>> InterfaceAddresses() {
+  std::vector<std::pair<std::string, std::string>> out;
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return out;
   for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
-    if (it->ifa_addr != nullptr) out.insert(AddressString(it->ifa_addr));
+    if (it->ifa_addr == nullptr) continue;
+    std::string address = AddressString(it->ifa_addr);
+    if (!address.empty()) out.emplace_back(it->ifa_name, std::move(address));
   }
   freeifaddrs(list);
+  return out;
+}
+
+std::set<std::string> LocalAddresses() {
+  std::set<std::string> out;
+  for (auto& [name, address] : InterfaceAddresses()) out.insert(address);
   return out;
 }
 
@@ -90,6 +101,13 @@ bool IsLocalHost(absl::string_view host) {
   }
   freeaddrinfo(result);
   return is_local;
+}
+
+std::string InterfaceWithAddress(absl::string_view address) {
+  for (auto& [name, local] : InterfaceAddresses()) {
+    if (absl::EqualsIgnoreCase(local, address)) return name;
+  }
+  return "";
 }
 
 absl::StatusOr<int> PickUnusedPort(absl::string_view host) {

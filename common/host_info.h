@@ -24,6 +24,10 @@ std::string SharedMemoryDomain();
 // interfaces. Names are resolved once through getaddrinfo.
 bool IsLocalHost(absl::string_view host);
 
+// The name of the interface that holds `address`, a literal address as
+// inet_ntop writes it ("198.18.0.2", "fd00::2"); "" when none does.
+std::string InterfaceWithAddress(absl::string_view address);
+
 // A TCP port on `host` that was free a moment ago (bind to 0, read, close).
 absl::StatusOr<int> PickUnusedPort(absl::string_view host = "127.0.0.1");
 

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "collective/transports/shm_channel.h"
 #include "common/file_util.h"
@@ -63,6 +65,34 @@ absl::StatusOr<std::string> CheckPeerHost(std::string host) {
   return bracketed;
 }
 
+// NCCL, between CUDA replicas, picks its interfaces itself (for its
+// bootstrap and its data alike) unless NCCL_SOCKET_IFNAME names them. Point
+// it at --peer_host's interface, so that no replica leaves the data network;
+// an operator's own setting stands. `host` is unbracketed. Must run before
+// any thread that may read the environment starts (device discovery loads
+// CUDA).
+void PointNcclAtPeerHost(const std::string& host) {
+  const std::string interface = InterfaceWithAddress(host);
+  if (const char* set = std::getenv("NCCL_SOCKET_IFNAME"); set != nullptr) {
+    spdlog::info("NCCL keeps NCCL_SOCKET_IFNAME={} (--peer_host {} is on {})",
+                 set, host, interface.empty() ? "no interface" : interface);
+    return;
+  }
+  if (interface.empty()) {
+    spdlog::warn(
+        "--peer_host {} is not an interface's address; NCCL picks its own "
+        "interface unless NCCL_SOCKET_IFNAME is set",
+        host);
+    return;
+  }
+  // "=" asks NCCL for this interface exactly, not every name it prefixes.
+  setenv("NCCL_SOCKET_IFNAME", absl::StrCat("=", interface).c_str(), 1);
+  if (host.find(':') != std::string::npos) {
+    setenv("NCCL_SOCKET_FAMILY", "AF_INET6", /*overwrite=*/0);
+  }
+  spdlog::info("NCCL between hosts uses {} (--peer_host {})", interface, host);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Create(
@@ -91,6 +121,10 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Create(
     absl::StatusOr<std::string> checked = CheckPeerHost(options.peer_host);
     if (!checked.ok()) return checked.status();
     peer_host = *std::move(checked);
+    PointNcclAtPeerHost(
+        options.peer_host.front() == '['
+            ? options.peer_host.substr(1, options.peer_host.size() - 2)
+            : options.peer_host);
   }
   DiscoveredDevices devices = DiscoverDevices(options.cpu_devices);
   spdlog::info("devices: {}", devices.note);

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "tests/testing/status_matchers.h"
 
 namespace cohort::agent {
@@ -67,6 +69,22 @@ TEST(AgentServerTest, APeerHostIsWherePeerServersBind) {
       AgentServer::Create(Worker("10.1.2.3:2222"), {.peer_host = "127.0.0.1"});
   ASSERT_TRUE(server.ok()) << server.status();
   EXPECT_EQ((*server)->job_options().peer_listen_host, "127.0.0.1");
+}
+
+TEST(AgentServerTest, APeerHostPointsNcclAtItsInterfaceUnlessTheOperatorDid) {
+  unsetenv("NCCL_SOCKET_IFNAME");
+  ASSERT_TRUE(
+      AgentServer::Create(Worker("127.0.0.1:0"), {.peer_host = "127.0.0.1"})
+          .ok());
+  ASSERT_NE(std::getenv("NCCL_SOCKET_IFNAME"), nullptr);
+  EXPECT_STREQ(std::getenv("NCCL_SOCKET_IFNAME"), "=lo");
+
+  setenv("NCCL_SOCKET_IFNAME", "eth9", 1);
+  ASSERT_TRUE(
+      AgentServer::Create(Worker("127.0.0.1:0"), {.peer_host = "127.0.0.1"})
+          .ok());
+  EXPECT_STREQ(std::getenv("NCCL_SOCKET_IFNAME"), "eth9");
+  unsetenv("NCCL_SOCKET_IFNAME");
 }
 
 TEST(AgentServerTest, WiresTheJobAgentFromTheTaskAndItsStateDir) {

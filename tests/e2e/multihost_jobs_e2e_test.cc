@@ -238,6 +238,7 @@ TEST_F(MultiHostJobsE2eTest, AgentsGivenAPeerHostKeepTheDataPlaneOnIt) {
   for (int host : {2, 3}) {
     ASSERT_TRUE(hosts_->AddAddress(host, data_address(host) + "/24").ok());
   }
+  unsetenv("NCCL_SOCKET_IFNAME");  // the agents inherit this environment
   absl::StatusOr<std::unique_ptr<HostCluster>> cluster = HostCluster::Start(
       hosts_.get(), &dir_,
       {.coordinator_host = 1,
@@ -260,6 +261,11 @@ TEST_F(MultiHostJobsE2eTest, AgentsGivenAPeerHostKeepTheDataPlaneOnIt) {
         << link.ShortDebugString();
   }
   EXPECT_EQ(across, 2) << status.ShortDebugString();
+  // CUDA replicas would keep to it too: NCCL was pointed at its interface.
+  EXPECT_THAT(ReadFile((*cluster)->TaskLog("worker:0")).value_or(""),
+              HasSubstr(absl::StrCat("NCCL between hosts uses eth0 "
+                                     "(--peer_host ",
+                                     data_address(3), ")")));
 }
 
 TEST_F(MultiHostJobsE2eTest, ParameterServerWithEveryTaskOnItsOwnHost) {

@@ -1,0 +1,25 @@
+#include "common/host_info.h"
+
+#include "gtest/gtest.h"
+
+namespace cohort {
+namespace {
+
+TEST(HostInfoTest, InterfaceWithAddressNamesTheInterfaceThatHoldsIt) {
+  EXPECT_EQ(InterfaceWithAddress("127.0.0.1"), "lo");
+  // 192.0.2.1 (TEST-NET-1) is no address of this machine; a name is no
+  // address at all.
+  EXPECT_EQ(InterfaceWithAddress("192.0.2.1"), "");
+  EXPECT_EQ(InterfaceWithAddress("localhost"), "");
+  EXPECT_EQ(InterfaceWithAddress(""), "");
+}
+
+TEST(HostInfoTest, IsLocalHostKnowsLoopbackAndNotOtherAddresses) {
+  EXPECT_TRUE(IsLocalHost("localhost"));
+  EXPECT_TRUE(IsLocalHost("127.0.0.1"));
+  EXPECT_TRUE(IsLocalHost(Hostname()));
+  EXPECT_FALSE(IsLocalHost("192.0.2.1"));
+}
+
+}  // namespace
+}  // namespace cohort
