@@ -184,6 +184,9 @@ TEST_F(MultiHostFaultsE2eTest,
     }
   }
   EXPECT_TRUE(relayed) << status.ShortDebugString();
+  // So were worker:1's heartbeats: its connection to the coordinator.
+  EXPECT_THAT(ReadFile(c.CoordinatorRelayLog(5)).value_or(""),
+              HasSubstr("relaying a connection to port 7070"));
   EXPECT_EQ(status.restarts_size(), 0);
   EXPECT_EQ(status.num_replicas(), 6);
   EXPECT_THAT(c.coordinator().Log(), Not(HasSubstr("is DEAD")));

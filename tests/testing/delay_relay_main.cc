@@ -5,9 +5,10 @@
 //   delay_relay --listen_host=198.18.0.5 --target_host=198.18.0.3
 //       --ports=7101,21000-21015 --delay=200ms --ready_file=F
 //
-// A connection to listen_host:P is forwarded to target_host:P. Runs until
-// killed. Test tooling: connections are few, so each direction of one is a
-// pair of threads: one reads and stamps, the other writes what is due.
+// A connection to listen_host:P is forwarded to target_host:P, and logged
+// ("relaying a connection to port P"). Runs until killed. Test tooling:
+// connections are few, so each direction of one is a pair of threads: one reads
+// and stamps, the other writes what is due.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -162,6 +163,8 @@ void Relay(int client, const std::string& target_host, int port,
     close(client);  // as if the target refused it
     return;
   }
+  std::printf("delay_relay: relaying a connection to port %d\n", port);
+  std::fflush(stdout);
   NoDelay(client);
   NoDelay(target);
   auto connection = std::make_shared<Connection>(client, target, delay);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
@@ -39,6 +40,7 @@ absl::StatusOr<std::unique_ptr<HostCluster>> HostCluster::Start(
   const HostClusterOptions& o = cluster->options_;
 
   nlohmann::json spec = {{"cluster", nlohmann::json::object()}};
+  std::set<int> relays_to_coordinator;  // by relay host
   for (size_t i = 0; i < o.tasks.size(); ++i) {
     const HostTask& task = o.tasks[i];
     nlohmann::json& list = spec["cluster"][task.type];
@@ -53,7 +55,22 @@ absl::StatusOr<std::unique_ptr<HostCluster>> HostCluster::Start(
         return absl::InvalidArgumentError(absl::StrCat(
             task.id(), " is relayed, so its agent needs peer_ports"));
       }
-      COHORT_RETURN_IF_ERROR(cluster->StartRelay(task, port));
+      if (task.relay_host == o.coordinator_host) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(task.id(),
+                         " is relayed on the coordinator's host, where the "
+                         "relay cannot take the coordinator's port"));
+      }
+      std::string ports = absl::StrCat(port);
+      if (task.type != "ps") absl::StrAppend(&ports, ",", o.peer_ports);
+      COHORT_RETURN_IF_ERROR(cluster->StartRelay(
+          FileName(task.id()), task.relay_host, task.host, ports));
+      if (relays_to_coordinator.insert(task.relay_host).second) {
+        COHORT_RETURN_IF_ERROR(cluster->StartRelay(
+            absl::StrCat("coordinator-on-host", task.relay_host),
+            task.relay_host, o.coordinator_host,
+            absl::StrCat(kCoordinatorPort)));
+      }
     }
     list.push_back(absl::StrCat(
         hosts->address(task.relay_host > 0 ? task.relay_host : task.host), ":",
@@ -94,17 +111,16 @@ HostCluster::~HostCluster() {
   for (Subprocess& relay : relays_) relay.Stop(absl::Seconds(5));
 }
 
-absl::Status HostCluster::StartRelay(const HostTask& task, int port) {
-  const std::string ready =
-      absl::StrCat(dir_->path(), "/relay-", FileName(task.id()));
-  std::string ports = absl::StrCat(port);
-  if (task.type != "ps") absl::StrAppend(&ports, ",", options_.peer_ports);
+absl::Status HostCluster::StartRelay(const std::string& name, int relay_host,
+                                     int target_host,
+                                     const std::string& ports) {
+  const std::string ready = absl::StrCat(dir_->path(), "/relay-", name);
   absl::StatusOr<Subprocess> relay = Subprocess::Spawn(
       {.argv = hosts_->Command(
-           task.relay_host,
+           relay_host,
            {TestBinary("delay_relay"),
-            absl::StrCat("--listen_host=", hosts_->address(task.relay_host)),
-            absl::StrCat("--target_host=", hosts_->address(task.host)),
+            absl::StrCat("--listen_host=", hosts_->address(relay_host)),
+            absl::StrCat("--target_host=", hosts_->address(target_host)),
             absl::StrCat("--ports=", ports),
             absl::StrCat("--delay=",
                          absl::FormatDuration(options_.relay_delay)),
@@ -115,7 +131,7 @@ absl::Status HostCluster::StartRelay(const HostTask& task, int port) {
   if (!WaitUntil([&] { return std::filesystem::exists(ready); },
                  absl::Seconds(10))) {
     return absl::DeadlineExceededError(absl::StrCat(
-        "the relay of ", task.id(),
+        "the relay ", name,
         " did not start: ", ReadFile(ready + ".log").value_or("")));
   }
   return absl::OkStatus();
@@ -158,9 +174,13 @@ absl::Status HostCluster::StartTask(const std::string& task) {
   tf_config["task"] = {{"type", found->type}, {"index", found->index}};
   const bool ps = found->type == "ps";
   std::filesystem::create_directories(StateDir(task));
+  const std::string coordinator =
+      found->relay_host > 0 ? absl::StrCat(hosts_->address(found->relay_host),
+                                           ":", kCoordinatorPort)
+                            : coordinator_->address();
   std::vector<std::string> argv = {
       Binary(ps ? "cohort-ps" : "cohort-agent"),
-      absl::StrCat("--coordinator=", coordinator_->address()),
+      absl::StrCat("--coordinator=", coordinator),
       absl::StrCat("--state_dir=", StateDir(task))};
   if (options_.listen_on_all_interfaces || found->relay_host > 0) {
     const std::string address =
@@ -191,6 +211,11 @@ void HostCluster::KillTask(const std::string& task) {
     p->Signal(SIGKILL);
     p->Wait(absl::Seconds(10));
   }
+}
+
+std::string HostCluster::CoordinatorRelayLog(int relay_host) const {
+  return absl::StrCat(dir_->path(), "/relay-coordinator-on-host", relay_host,
+                      ".log");
 }
 
 std::string HostCluster::TaskLog(const std::string& task) const {

@@ -30,7 +30,10 @@ struct HostTask {
   // task (HostClusterOptions::relay_delay each way): the cluster spec names
   // the relay's host, and the task serves on every interface and registers
   // that address, so that whatever dials it, peers included, goes through
-  // the relay. 0: none.
+  // the relay. The task dials the coordinator through a relay on that host
+  // too, so heartbeats are delayed both ways; what the task dials itself
+  // (its peers' servers, ps tasks) is not. Not the coordinator's host.
+  // 0: none.
   int relay_host = 0;
   std::vector<std::string> flags;  // this task's own, after the common ones
   std::string id() const { return type + ":" + std::to_string(index); }
@@ -79,13 +82,17 @@ class HostCluster {
   std::string TaskLog(const std::string& task) const;
   // Where a task keeps its local state (--state_dir): <dir>/host<h>/<task>.
   std::string StateDir(const std::string& task) const;
+  // The output of the relay on `relay_host` that forwards to the
+  // coordinator: a line per connection it relayed.
+  std::string CoordinatorRelayLog(int relay_host) const;
 
  private:
   HostCluster(TestHosts* hosts, const ScratchDir* dir,
               HostClusterOptions options);
-  // Starts the relay of `task` (its spec port is `port`), and waits until it
-  // listens.
-  absl::Status StartRelay(const HostTask& task, int port);
+  // Starts a relay on `relay_host` that forwards `ports` to `target_host`,
+  // and waits until it listens. Its output goes to <dir>/relay-<name>.log.
+  absl::Status StartRelay(const std::string& name, int relay_host,
+                          int target_host, const std::string& ports);
 
   TestHosts* const hosts_;
   const ScratchDir* const dir_;
