@@ -6,7 +6,10 @@
 // Every message carries its collective's signature ("allreduce float32 sum
 // 1000"). A rank that receives, at the same sequence number, a message whose
 // signature differs from its own fails with FAILED_PRECONDITION naming both
-// sides: ranks that call different collectives never wait on each other.
+// sides, instead of waiting for a message that will never come. Ranks whose
+// different collectives exchange no message at that sequence (one in a
+// Reduce to rank 0, the other in a Broadcast from it) cannot tell: their
+// waits end at the deadline.
 
 #include <cstddef>
 #include <cstdint>

@@ -14,6 +14,7 @@
 #include "common/cluster_spec.h"
 #include "common/host_info.h"
 #include "common/status_macros.h"
+#include "rpc/limits.h"
 #include "spdlog/spdlog.h"
 
 namespace cohort::collective {
@@ -71,6 +72,23 @@ std::string AdvertisedAddress(const rpc::RpcServer& server,
     bound->host = advertise_host.empty() ? Hostname() : advertise_host;
   }
   return bound->ToString();
+}
+
+// The shared-memory ring knows no ranks: a wait on it that ran out names
+// the neighbour and the message, as the mailbox does for gRPC.
+absl::Status NameShmWait(absl::Status status, const Transport& self, int peer,
+                         const Envelope& envelope, bool sending) {
+  if (status.code() != absl::StatusCode::kDeadlineExceeded) return status;
+  const std::string what =
+      absl::StrCat(envelope.signature, " (sequence ", envelope.tag.sequence,
+                   ", step ", envelope.tag.step, ")");
+  return absl::DeadlineExceededError(
+      sending
+          ? absl::StrCat(self.Describe(peer), " took in nothing of ", what,
+                         " before the deadline: the shared-memory ring "
+                         "to it stayed full")
+          : absl::StrCat("no message from ", self.Describe(peer), " for ", what,
+                         " before the deadline (over shared memory)"));
 }
 
 }  // namespace
@@ -305,7 +323,8 @@ absl::Status GrpcTransport::SendFrame(int peer, const Envelope& envelope,
     return aborted;
   }
   if (shm_out_ != nullptr && peer == next_) {
-    return SendShm(envelope, data, bytes, deadline);
+    return NameShmWait(SendShm(envelope, data, bytes, deadline), *this, peer,
+                       envelope, /*sending=*/true);
   }
   v1::PeerFrame header;
   header.mutable_tag()->set_sequence(envelope.tag.sequence);
@@ -360,7 +379,8 @@ absl::Status GrpcTransport::ReclaimLent(absl::Time deadline) {
 absl::Status GrpcTransport::Recv(int peer, const Envelope& envelope, void* data,
                                  size_t bytes, absl::Time deadline) {
   if (shm_in_ != nullptr && peer == prev_) {
-    return RecvShm(envelope, data, bytes, deadline);
+    return NameShmWait(RecvShm(envelope, data, bytes, deadline), *this, peer,
+                       envelope, /*sending=*/false);
   }
   return mailbox_.Take(*this, peer, envelope, data, bytes, deadline);
 }
@@ -445,6 +465,11 @@ absl::Status GrpcTransport::RecvShm(const Envelope& envelope, void* data,
       return shm_in_->Read(data, bytes, deadline, interrupted);
     }
     // A message for later: keep it until it is asked for.
+    if (frame.payload_bytes > rpc::kMaxMessageBytes) {
+      return absl::DataLossError(absl::StrCat(
+          "corrupt frame in the shared-memory ring from ", Describe(prev_),
+          ": it claims ", frame.payload_bytes, " bytes"));
+    }
     std::string payload(frame.payload_bytes, '\0');
     COHORT_RETURN_IF_ERROR(
         shm_in_->Read(payload.data(), payload.size(), deadline, interrupted));

@@ -1,8 +1,11 @@
 #include "collective/transports/shm_channel.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -83,6 +86,36 @@ TEST(ShmChannelTest, WaitsEndOnInterruptOrDeadline) {
   });
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(status.message()), HasSubstr("rank 1"));
+}
+
+TEST(ShmChannelTest, ACounterOutOfTheRingsBoundsIsAnErrorNotAStrayCopy) {
+  const std::string name = UniqueName("corrupt");
+  auto reader = ShmChannel::Create(name, 4096);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto writer = ShmChannel::Open(name);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  // Something other than the writer moves the ring's head (the header's
+  // first word) far past anything written.
+  const int fd = shm_open(name.c_str(), O_RDWR, 0);
+  ASSERT_GE(fd, 0);
+  void* header = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  ASSERT_NE(header, MAP_FAILED);
+  static_cast<std::atomic<uint64_t>*>(header)->store(1 << 20);
+  (*reader)->Unlink();
+
+  std::vector<char> buffer(64);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  absl::Status status =
+      (*reader)->Read(buffer.data(), buffer.size(), deadline, NeverInterrupted);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("corrupt ring: the peer's head counter puts 1048576 "
+                        "bytes in a ring of 4096"));
+  status = (*writer)->Write(buffer.data(), buffer.size(), deadline,
+                            NeverInterrupted);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  munmap(header, 4096);
 }
 
 TEST(ShmChannelTest, OpeningSomethingElseIsRefused) {
