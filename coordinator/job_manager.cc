@@ -17,6 +17,17 @@ namespace {
 
 int64_t UnixMillis(absl::Time t) { return absl::ToUnixMillis(t); }
 
+// The replicas of a synchronous job agreed to stop (their input ended, or
+// the step function asked) and a checkpoint of that step exists: the job
+// has reached its end, even if the attempt failed afterwards (a copy of
+// that checkpoint not written, an agent lost). Another attempt would resume
+// past the end of its input, or train past the stop.
+bool StopCheckpointed(const v1::JobStatus& status) {
+  return status.spec().strategy() != v1::PARAMETER_SERVER &&
+         status.stopped_at_step() > 0 &&
+         status.checkpoint_step() >= status.stopped_at_step();
+}
+
 int SpentRestarts(const v1::JobStatus& status) {
   return static_cast<int>(
       std::count_if(status.restarts().begin(), status.restarts().end(),
@@ -196,8 +207,10 @@ v1::AgentSyncResponse JobManager::Sync(const v1::AgentJobReport& report,
              known != job->reports.end()) {
     // It ran this attempt and now reports something else: it restarted and
     // lost its replicas. The attempt is over for it; the next one, not this
-    // one again, is its next assignment.
-    if (known->second.state() != v1::AgentJobReport::FAILED) {
+    // one again, is its next assignment. Replicas that had finished lost
+    // nothing.
+    if (known->second.state() != v1::AgentJobReport::FAILED &&
+        known->second.state() != v1::AgentJobReport::FINISHED) {
       known->second.set_state(v1::AgentJobReport::FAILED);
       known->second.set_error("the agent restarted and lost its replicas");
       if (!job->failing_since.has_value()) job->failing_since = now;
@@ -326,6 +339,14 @@ void JobManager::EndAttempt(Job& job, const std::string& cause, bool permanent,
   job.failing_since.reset();
   job.abort.clear();
   job.changed = true;
+  if (StopCheckpointed(job.status)) {
+    spdlog::warn(
+        "job {} succeeded: its replicas stopped at step {} and that step is "
+        "checkpointed; the attempt then failed: {}",
+        job.status.job_id(), job.status.stopped_at_step(), cause);
+    Finish(job, v1::JOB_SUCCEEDED, "", now);
+    return;
+  }
   if (job.status.spec().strategy() != v1::PARAMETER_SERVER) {
     // A stop agreed in a failed attempt is for the next one to reach again.
     job.status.clear_stopped_at_step();
@@ -514,6 +535,8 @@ absl::Status JobManager::Restore(const std::string& text, absl::Time now) {
       // completed; those in flight run again.
       job.status.set_state(v1::JOB_RESTARTING);
       job.placing_since = now;
+    } else if (job.active() && StopCheckpointed(job.status)) {
+      Finish(job, v1::JOB_SUCCEEDED, "", now);
     } else if (job.active()) {
       v1::RestartRecord* record = job.status.add_restarts();
       record->set_attempt(job.status.attempt() + 1);

@@ -176,6 +176,89 @@ TEST_F(JobManagerTest, DeadAgentRestartsTheJobThenFailsWhenRestartsAreSpent) {
   EXPECT_TRUE(manager_.TakeRetiredGroups().empty());
 }
 
+TEST_F(JobManagerTest, AStopCheckpointedBeforeTheAttemptFailedEndsTheJob) {
+  // The replicas agreed to stop at step 7 (their input ended) and the chief
+  // checkpointed it; then the worker failed to write its own copy. Another
+  // attempt would resume at step 7 with no input left.
+  const std::string id = SubmitAndPlace();
+  v1::AgentJobReport chief =
+      Report("chief", id, 1, v1::AgentJobReport::FINISHED, 7);
+  chief.set_stopped_at_step(7);
+  chief.set_checkpoint_step(7);
+  manager_.Sync(chief, now_);
+  v1::AgentJobReport worker =
+      Report("worker", id, 1, v1::AgentJobReport::FAILED, 7);
+  worker.set_stopped_at_step(7);
+  worker.set_error("could not write its copy of the checkpoint");
+  manager_.Sync(worker, now_);
+  manager_.Tick(Ready(), now_);
+  now_ += absl::Seconds(10);
+  manager_.Tick(Ready(), now_);
+  const v1::JobStatus status = *manager_.Get(id);
+  EXPECT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_EQ(status.restarts_size(), 0);
+  EXPECT_EQ(status.stopped_at_step(), 7);
+  EXPECT_EQ(status.checkpoint_step(), 7);
+}
+
+TEST_F(JobManagerTest, AStopNotYetCheckpointedIsReachedAgain) {
+  const std::string id = SubmitAndPlace();
+  v1::AgentJobReport chief =
+      Report("chief", id, 1, v1::AgentJobReport::FAILED, 7);
+  chief.set_stopped_at_step(7);
+  chief.set_checkpoint_step(5);
+  manager_.Sync(chief, now_);
+  manager_.Tick(Ready(), now_);
+  now_ += absl::Seconds(10);
+  manager_.Tick(Ready(), now_);
+  const v1::JobStatus status = *manager_.Get(id);
+  EXPECT_EQ(status.state(), v1::JOB_RESTARTING);
+  EXPECT_EQ(status.stopped_at_step(), 0);
+  ASSERT_EQ(status.restarts_size(), 1);
+  EXPECT_EQ(status.restarts(0).resumed_from_step(), 5);
+}
+
+TEST_F(JobManagerTest, ACoordinatorRestartAfterACheckpointedStopEndsTheJob) {
+  const std::string id = SubmitAndPlace();
+  v1::AgentJobReport chief =
+      Report("chief", id, 1, v1::AgentJobReport::RUNNING, 7);
+  chief.set_stopped_at_step(7);
+  chief.set_checkpoint_step(7);
+  manager_.Sync(chief, now_);
+  manager_.Tick(Ready(), now_);
+  std::optional<std::string> table =
+      manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
+  ASSERT_TRUE(table.has_value());
+
+  JobManager restored(TwoAgentSpec(), {.checkpoint_root = "/ckpt"});
+  ASSERT_TRUE(restored.Restore(*table, now_).ok());
+  const v1::JobStatus status = *restored.Get(id);
+  EXPECT_EQ(status.state(), v1::JOB_SUCCEEDED);
+  EXPECT_EQ(status.restarts_size(), 0);
+}
+
+TEST_F(JobManagerTest, AnAgentThatDiesAfterItsReplicasFinishedLosesNothing) {
+  const std::string id = SubmitAndPlace();
+  manager_.Sync(Report("chief", id, 1, v1::AgentJobReport::FINISHED, 10), now_);
+  manager_.Sync(Report("worker", id, 1, v1::AgentJobReport::RUNNING, 10), now_);
+  std::vector<AgentView> agents = Ready();
+  agents[0].state = v1::DEAD;
+  agents[0].last_error = "process killed by signal 9 (Killed)";
+  manager_.Tick(agents, now_);
+  now_ += absl::Seconds(10);
+  manager_.Tick(agents, now_);
+  EXPECT_EQ(State(id), v1::JOB_RUNNING);
+
+  // It comes back with nothing running: its replicas' result stands.
+  manager_.Sync(Report("chief", "", 0, v1::AgentJobReport::IDLE), now_);
+  manager_.Sync(Report("worker", id, 1, v1::AgentJobReport::FINISHED, 10),
+                now_);
+  manager_.Tick(Ready(), now_);
+  const v1::JobStatus status = *manager_.Get(id);
+  EXPECT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_EQ(status.restarts_size(), 0);
+}
+
 TEST_F(JobManagerTest, AnAgentThatLeftRestartsTheJobWithoutSpendingARestart) {
   v1::JobSpec spec = GoodSpec();
   spec.set_max_restarts(0);

@@ -25,10 +25,14 @@ SyncVerdict JudgeSyncAttempt(const Job& job,
   for (const auto& [task, assignment] : job.assignments) {
     const AgentView* view =
         FindView(agents, ParseTaskId(task).value_or(TaskId{}));
-    if (view != nullptr && view->state != v1::READY && dead == nullptr) {
+    auto it = job.reports.find(task);
+    // An agent whose replicas all finished has nothing left to lose.
+    const bool done = it != job.reports.end() &&
+                      it->second.state() == v1::AgentJobReport::FINISHED;
+    if (view != nullptr && view->state != v1::READY && dead == nullptr &&
+        !done) {
       dead = view;
     }
-    auto it = job.reports.find(task);
     if (it == job.reports.end()) continue;
     const v1::AgentJobReport& report = it->second;
     switch (report.state()) {
