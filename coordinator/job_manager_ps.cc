@@ -138,7 +138,10 @@ absl::StatusOr<v1::ClosureResponse> JobManager::RunClosures(
   if (!completed.empty()) {
     job->closures->Fill(job->status);
     job->failures_in_a_row.erase(task);
-    progressed_ = true;
+    // Saved at the next tick, not with the periodic progress: a restarted
+    // coordinator must not hand a completed closure out again, nor a call
+    // whose result the client has already read.
+    job->changed = true;
   }
   if (job->status.state() != v1::JOB_RUNNING) {
     job->status.set_state(v1::JOB_RUNNING);

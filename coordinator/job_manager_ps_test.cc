@@ -318,6 +318,29 @@ TEST_F(JobManagerPsTest, CallsAreRefusedWhereTheyDoNotBelong) {
   EXPECT_THAT(calls.status().message(), HasSubstr("never scheduled"));
 }
 
+TEST_F(JobManagerPsTest, ACompletedClosureIsInTheNextSaveAndNotRunAgain) {
+  Start();
+  ASSERT_EQ(manager_.RunClosures(Request("chief", 1, {}), now_)->closures(0),
+            0);
+  ASSERT_TRUE(manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration()));
+  ASSERT_TRUE(manager_.RunClosures(Request("chief", 1, {0}, 0), now_).ok());
+  // Well within the period at which mere progress is saved.
+  now_ += absl::Milliseconds(100);
+  std::optional<std::string> saved =
+      manager_.TakeSnapshotIfChanged(now_, absl::Seconds(2));
+  ASSERT_TRUE(saved.has_value());
+
+  JobManager restored(PsSpec(), {.placement_timeout = absl::Seconds(30)});
+  ASSERT_TRUE(restored.Restore(*saved, now_).ok());
+  EXPECT_EQ(restored.Get("1")->step(), 1);
+  restored.Tick(Views(), now_);
+  absl::StatusOr<v1::ClosureResponse> next =
+      restored.RunClosures(Request("chief", 2, {}), now_);
+  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_EQ(next->closures_size(), 1);
+  EXPECT_EQ(next->closures(0), 1);
+}
+
 TEST_F(JobManagerPsTest, ScheduledCallsSurviveACoordinatorRestart) {
   ASSERT_TRUE(manager_.Submit(ScheduledJob(), now_).ok());
   manager_.Tick(Views(), now_);
