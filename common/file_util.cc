@@ -1,6 +1,7 @@
 #include "common/file_util.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -33,14 +34,35 @@ absl::Status FsyncPath(const std::string& path, int flags) {
 }  // namespace
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat(path, ": cannot read: ", std::strerror(errno)));
+  // POSIX reads, not a stream: an error midway must not pass for a short
+  // file, which a reader would take for a corrupt one.
+  auto failed = [&path](absl::string_view what) {
+    const int error = errno;
+    return absl::Status(
+        absl::ErrnoToStatusCode(error),
+        absl::StrCat(path, ": ", what, ": ", std::strerror(error)));
+  };
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return failed("cannot read");
+  std::string contents;
+  struct stat info {};
+  if (fstat(fd, &info) == 0 && info.st_size > 0) {
+    contents.reserve(static_cast<size_t>(info.st_size));
   }
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      absl::Status error = failed("read failed");
+      close(fd);
+      return error;
+    }
+    contents.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return contents;
 }
 
 absl::Status WriteFileAtomically(const std::string& path,

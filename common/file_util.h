@@ -8,6 +8,9 @@
 
 namespace cohort {
 
+// The whole file. NOT_FOUND when it does not exist; other failures, a read
+// error midway included, carry their errno's code (PERMISSION_DENIED,
+// RESOURCE_EXHAUSTED, ...).
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
 // Writes `contents` so that readers see either the old file or the whole new

@@ -185,9 +185,14 @@ absl::StatusOr<RestoredSnapshot> SnapshotDir::Restore(
       restored.path = path;
       return restored;
     }
-    const bool unusable =
-        !snapshot.ok() || status.code() == absl::StatusCode::kDataLoss;
-    if (!unusable) return status;
+    // Only a file whose bytes are wrong is set aside. One that could not be
+    // read (no descriptors, no permission) may be the newest good state:
+    // the restore fails, and the process's restart tries it again.
+    if (status.code() != absl::StatusCode::kDataLoss) {
+      return absl::Status(
+          status.code(),
+          absl::StrCat("cannot restore from ", path, ": ", status.message()));
+    }
     const std::string reason(status.message());
     spdlog::warn("snapshot {} is unusable ({}); trying an older one", path,
                  reason);

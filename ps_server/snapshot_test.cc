@@ -141,6 +141,25 @@ TEST(SnapshotDirTest, RestoreFallsBackPastACorruptNewestFile) {
   EXPECT_THAT(*dir.List(), SizeIs(1));
 }
 
+TEST(SnapshotDirTest, ANewestFileThatCannotBeReadIsKeptAndTheRestoreFails) {
+  TempDir temp;
+  SnapshotDir dir(temp.path());
+  ASSERT_TRUE(dir.Write(Snapshot(10)).ok());
+  // Where the newest snapshot should be, something no read gets bytes from
+  // (tests run as root, so permissions would not stop one).
+  const std::string newest = temp.path() + "/snapshot-00000000000000000020.bin";
+  std::filesystem::create_directory(newest);
+
+  absl::StatusOr<RestoredSnapshot> restored = dir.Restore(AcceptAll);
+  EXPECT_FALSE(restored.ok());
+  EXPECT_THAT(std::string(restored.status().message()),
+              HasSubstr(absl::StrCat("cannot restore from ", newest)));
+  // Not set aside, not passed over for the older one: the newest state may
+  // be there, once it can be read.
+  EXPECT_TRUE(std::filesystem::exists(newest));
+  EXPECT_FALSE(std::filesystem::exists(newest + ".corrupt"));
+}
+
 TEST(SnapshotDirTest, RestoreOfNothingIsFresh) {
   TempDir temp;
   SnapshotDir missing(temp.path() + "/never-made");
