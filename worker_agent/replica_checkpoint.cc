@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/checkpoint.h"
 #include "common/status_macros.h"
+#include "spdlog/spdlog.h"
 #include "worker_agent/replica_context.h"
 #include "worker_agent/replica_variables.h"
 
@@ -83,11 +84,10 @@ absl::StatusOr<int64_t> ReplicaContextImpl::OwnLatestCheckpoint() const {
   return latest.status();
 }
 
-absl::Status ReplicaContextImpl::LoadCheckpoint(int64_t step) {
+absl::Status ReplicaContextImpl::LoadCheckpoint(
+    int64_t step, std::vector<SavedTensor> tensors) {
   const std::string where =
       absl::StrCat(job_->checkpoint_dir, " (step ", step, ")");
-  COHORT_ASSIGN_OR_RETURN(std::vector<SavedTensor> tensors,
-                          ReadCheckpoint(job_->checkpoint_dir, step));
   std::map<std::string, SavedTensor> saved;
   for (SavedTensor& t : tensors) saved[t.name] = std::move(t);
   for (auto& variable : variables_) {
@@ -120,21 +120,58 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
     comm_->Abort(own.status());
     return own.status();
   }
-  int64_t newest = *own;
-  COHORT_RETURN_IF_ERROR(
-      AllReduceHost(&newest, 1, DType::kInt64, ReduceOp::kMax));
-  int64_t holder = newest >= 0 && *own == newest
-                       ? replica_id_
-                       : std::numeric_limits<int64_t>::max();
-  COHORT_RETURN_IF_ERROR(
-      AllReduceHost(&holder, 1, DType::kInt64, ReduceOp::kMin));
-  const bool restore = newest >= 0;
-  const int root = restore ? static_cast<int>(holder) : 0;
-  if (restore && replica_id_ == root) {
-    if (absl::Status load = LoadCheckpoint(newest); !load.ok()) {
-      comm_->Abort(load);
-      return load;
+  // A holder whose copy cannot be read (a damaged or vanished file) says
+  // so, drops out, and the agreement runs again: another agent's copy of
+  // the same step, or the next newest, is restored instead. Each round
+  // drops one holder, so there are at most as many rounds as replicas.
+  int64_t candidate = *own;
+  std::string unreadable;  // "step S on rank R" of each copy that failed
+  int64_t newest = -1;
+  int root = 0;
+  while (true) {
+    newest = candidate;
+    COHORT_RETURN_IF_ERROR(
+        AllReduceHost(&newest, 1, DType::kInt64, ReduceOp::kMax));
+    int64_t holder = newest >= 0 && candidate == newest
+                         ? replica_id_
+                         : std::numeric_limits<int64_t>::max();
+    COHORT_RETURN_IF_ERROR(
+        AllReduceHost(&holder, 1, DType::kInt64, ReduceOp::kMin));
+    if (newest < 0) break;
+    root = static_cast<int>(holder);
+    int64_t loaded = 1;
+    if (replica_id_ == root) {
+      absl::StatusOr<std::vector<SavedTensor>> tensors =
+          ReadCheckpoint(job_->checkpoint_dir, newest);
+      if (tensors.ok()) {
+        // What does not fit the model is the job's own error, not the copy's.
+        if (absl::Status load = LoadCheckpoint(newest, *std::move(tensors));
+            !load.ok()) {
+          comm_->Abort(load);
+          return load;
+        }
+      } else {
+        spdlog::warn(
+            "replica {} cannot read its copy of checkpoint {}: {}; another "
+            "copy is restored instead",
+            replica_id_, newest, tensors.status().ToString());
+        candidate = -1;
+        loaded = 0;
+      }
     }
+    COHORT_RETURN_IF_ERROR(
+        AllReduceHost(&loaded, 1, DType::kInt64, ReduceOp::kMin));
+    if (loaded == 1) break;
+    absl::StrAppend(&unreadable, unreadable.empty() ? "" : ", ", "step ",
+                    newest, " on rank ", root);
+  }
+  const bool restore = newest >= 0;
+  if (!restore) root = 0;
+  if (!restore && !unreadable.empty()) {
+    // Starting afresh would throw the job's progress away unasked.
+    return absl::DataLossError(
+        absl::StrCat("no copy of the job's checkpoints could be read (",
+                     unreadable, "; the holders' logs say why)"));
   }
   if (restore) restored_from_rank_ = root;
   int64_t header[2] = {restore ? 1 : 0, restore ? newest : 0};

@@ -22,6 +22,7 @@
 #include "cohort/step.h"
 #include "cohort/v1/job.pb.h"
 #include "collective/communicator.h"
+#include "common/checkpoint.h"
 #include "worker_agent/central_storage.h"
 #include "worker_agent/device_memory.h"
 #include "worker_agent/early_stopping.h"
@@ -186,8 +187,9 @@ class ReplicaContextImpl final : public ReplicaContext {
                              std::map<std::string, double>* reduced);
   // The newest complete checkpoint this replica can read: its step, or -1.
   absl::StatusOr<int64_t> OwnLatestCheckpoint() const;
-  // Loads checkpoint `step` of this replica's copy into its variables.
-  absl::Status LoadCheckpoint(int64_t step);
+  // Loads checkpoint `step`, as ReadCheckpoint gave it, into this replica's
+  // variables and optimizer slots.
+  absl::Status LoadCheckpoint(int64_t step, std::vector<SavedTensor> tensors);
   // A new variable or optimizer slot holding `initial` (host memory, or
   // null for zeros), on this replica's device. Under central storage an
   // ON_WRITE one is local replica 0's, which the others alias (matched by

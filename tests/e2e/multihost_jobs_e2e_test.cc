@@ -361,4 +361,72 @@ TEST_F(MultiHostJobsE2eTest,
 }
 
 }  // namespace
+// A copy of the newest checkpoint that cannot be read (a damaged disk)
+// does not end the job: the next attempt restores another agent's copy.
+TEST_F(MultiHostJobsE2eTest, ADamagedCheckpointCopyIsPassedOverForAnothers) {
+  absl::StatusOr<std::unique_ptr<HostCluster>> cluster =
+      HostCluster::Start(hosts_.get(), &dir_,
+                         {.coordinator_host = 1,
+                          .tasks = {{"chief", 0, 2}, {"worker", 0, 3}},
+                          .coordinator_flags = {"--heartbeat_timeout=3s"},
+                          .agent_flags = {"--cpu_devices=2"}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  HostCluster& c = **cluster;
+  JobSpec spec =
+      SlowLinearJob(StrategyKind::kMultiWorkerMirrored, 1000, /*sleep=*/5);
+  spec.checkpoint_every = 100;
+  spec.max_restarts = 4;
+  const std::string chief_copy = c.StateDir("chief:0") + "/checkpoints";
+  spec.checkpoint_dir = chief_copy;
+  absl::StatusOr<std::string> id = c.client().SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  const v1::JobStatus before = WaitForJob(
+      c.client(), *id,
+      [](const v1::JobStatus& s) { return s.checkpoint_step() >= 200; },
+      absl::Seconds(120));
+  ASSERT_EQ(before.state(), v1::JOB_RUNNING) << before.ShortDebugString();
+
+  // The worker's host goes down; once the attempt is over, a byte of every
+  // checkpoint on the chief's disk goes bad. The worker's disk is intact.
+  // The next attempt waits for the worker, which comes back once the
+  // coordinator has given the old process up.
+  c.KillTask("worker:0");
+  ASSERT_TRUE(WaitUntil([&] { return c.TaskState("worker", 0) == v1::DEAD; },
+                        absl::Seconds(30)));
+  const v1::JobStatus ended = WaitForJob(
+      c.client(), *id,
+      [](const v1::JobStatus& s) { return s.state() == v1::JOB_RESTARTING; },
+      absl::Seconds(60));
+  ASSERT_EQ(ended.state(), v1::JOB_RESTARTING) << ended.ShortDebugString();
+  int damaged = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(chief_copy)) {
+    if (entry.path().extension() != ".data") continue;
+    absl::StatusOr<std::string> bytes = ReadFile(entry.path());
+    ASSERT_TRUE(bytes.ok() && !bytes->empty()) << entry.path();
+    (*bytes)[bytes->size() / 2] ^= 0x40;
+    ASSERT_TRUE(WriteFileAtomically(entry.path(), *bytes).ok());
+    ++damaged;
+  }
+  ASSERT_GT(damaged, 0);
+  ASSERT_TRUE(c.StartTask("worker:0").ok());
+
+  const v1::JobStatus status =
+      WaitForJobEnd(c.client(), *id, absl::Seconds(240));
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_LT(status.metrics().at("max_weight_error"), 1e-3);
+  // An attempt placed before the coordinator declared the worker DEAD may
+  // fail too; the last one, the first to run after the damage, resumed.
+  ASSERT_GE(status.restarts_size(), 1) << status.ShortDebugString();
+  for (const v1::RestartRecord& r : status.restarts()) {
+    std::cout << "restart: " << r.ShortDebugString() << "\n";
+  }
+  const v1::RestartRecord& restart =
+      status.restarts(status.restarts_size() - 1);
+  EXPECT_THAT(restart.resumed_from(),
+              HasSubstr(absl::StrCat("worker:0 on ", hosts_->hostname(3))));
+  EXPECT_GE(restart.resumed_from_step(), 200);
+  EXPECT_THAT(ReadFile(c.TaskLog("chief:0")).value_or(""),
+              HasSubstr("cannot read its copy of checkpoint"));
+}
+
 }  // namespace cohort::testing
