@@ -152,8 +152,8 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
         }
       } else {
         spdlog::warn(
-            "replica {} cannot read its copy of checkpoint {}: {}; another "
-            "copy is restored instead",
+            "replica {} cannot read its copy of checkpoint {}: {}; the "
+            "replicas look for another copy",
             replica_id_, newest, tensors.status().ToString());
         candidate = -1;
         loaded = 0;

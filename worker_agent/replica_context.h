@@ -158,9 +158,11 @@ class ReplicaContextImpl final : public ReplicaContext {
   // After the init function: the replicas agree on the newest complete
   // checkpoint any agent holds (each agent's first replica reads its own
   // copy: the job's checkpoint_dir on the chief, a local copy elsewhere).
-  // The lowest rank holding it restores it, and every replica's ON_WRITE
-  // variables and optimizer slots are made equal to that rank's (replica
-  // 0's when there is none). Collective. Returns the step to start from.
+  // The lowest rank holding it restores it (a copy it cannot read is passed
+  // over for the next), and every replica's ON_WRITE variables and
+  // optimizer slots are made equal to that rank's (replica 0's when there
+  // is none). DATA_LOSS when checkpoints exist and none can be read.
+  // Collective. Returns the step to start from.
   absl::StatusOr<int64_t> RestoreOrSync();
   // The rank whose checkpoint RestoreOrSync restored; -1 if none.
   int restored_from_rank() const { return restored_from_rank_; }
