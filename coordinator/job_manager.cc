@@ -17,15 +17,23 @@ namespace {
 
 int64_t UnixMillis(absl::Time t) { return absl::ToUnixMillis(t); }
 
-// The replicas of a synchronous job agreed to stop (their input ended, or
-// the step function asked) and a checkpoint of that step exists: the job
-// has reached its end, even if the attempt failed afterwards (a copy of
-// that checkpoint not written, an agent lost). Another attempt would resume
-// past the end of its input, or train past the stop.
-bool StopCheckpointed(const v1::JobStatus& status) {
-  return status.spec().strategy() != v1::PARAMETER_SERVER &&
-         status.stopped_at_step() > 0 &&
-         status.checkpoint_step() >= status.stopped_at_step();
+// The replicas of a synchronous job agreed in this attempt to stop (their
+// input ended, or the step function asked), and the chief wrote that step
+// to the job's checkpoint_dir: the job has reached its end, even if the
+// attempt failed afterwards (another agent's copy not written, an agent
+// lost). Another attempt would resume past the end of its input, or train
+// past the stop. Only the chief's report of this attempt counts: the job's
+// checkpoint_step is the newest any agent ever reported.
+bool StopCheckpointedByTheChief(const Job& job) {
+  const int64_t stop = job.status.stopped_at_step();
+  if (job.parameter_server() || stop <= 0) return false;
+  for (const auto& [task, assignment] : job.assignments) {
+    if (assignment.node() != 0) continue;
+    const auto report = job.reports.find(task);
+    return report != job.reports.end() &&
+           report->second.checkpoint_step() == stop;
+  }
+  return false;
 }
 
 int SpentRestarts(const v1::JobStatus& status) {
@@ -334,12 +342,13 @@ void JobManager::EndAttempt(Job& job, const std::string& cause, bool permanent,
                             absl::Time now, bool spent) {
   retired_.push_back(absl::StrCat("job-", job.status.job_id(), "/attempt-",
                                   job.status.attempt(), "/"));
+  const bool stop_checkpointed = StopCheckpointedByTheChief(job);
   job.assignments.clear();
   job.reports.clear();
   job.failing_since.reset();
   job.abort.clear();
   job.changed = true;
-  if (StopCheckpointed(job.status)) {
+  if (stop_checkpointed) {
     spdlog::warn(
         "job {} succeeded: its replicas stopped at step {} and that step is "
         "checkpointed; the attempt then failed: {}",
@@ -471,6 +480,10 @@ void JobManager::NoteResume(Job& job, const v1::AgentJobReport& report) {
   }
   last.set_resumed_from(report.resumed_from());
   last.set_resumed_from_step(report.resumed_from_step());
+  // Newer checkpoints could not be read: the resumed one is the newest.
+  if (report.resumed_from_step() < job.status.checkpoint_step()) {
+    job.status.set_checkpoint_step(report.resumed_from_step());
+  }
   job.changed = true;
 }
 
@@ -535,8 +548,6 @@ absl::Status JobManager::Restore(const std::string& text, absl::Time now) {
       // completed; those in flight run again.
       job.status.set_state(v1::JOB_RESTARTING);
       job.placing_since = now;
-    } else if (job.active() && StopCheckpointed(job.status)) {
-      Finish(job, v1::JOB_SUCCEEDED, "", now);
     } else if (job.active()) {
       v1::RestartRecord* record = job.status.add_restarts();
       record->set_attempt(job.status.attempt() + 1);

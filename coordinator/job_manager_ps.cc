@@ -138,9 +138,9 @@ absl::StatusOr<v1::ClosureResponse> JobManager::RunClosures(
   if (!completed.empty()) {
     job->closures->Fill(job->status);
     job->failures_in_a_row.erase(task);
-    // Saved at the next tick, not with the periodic progress: a restarted
-    // coordinator must not hand a completed closure out again, nor a call
-    // whose result the client has already read.
+    // Saved at the next tick, not with the periodic progress, so that a
+    // restarted coordinator hands out again only closures completed in
+    // that last tick.
     job->changed = true;
   }
   if (job->status.state() != v1::JOB_RUNNING) {

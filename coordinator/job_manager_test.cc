@@ -218,23 +218,38 @@ TEST_F(JobManagerTest, AStopNotYetCheckpointedIsReachedAgain) {
   EXPECT_EQ(status.restarts(0).resumed_from_step(), 5);
 }
 
-TEST_F(JobManagerTest, ACoordinatorRestartAfterACheckpointedStopEndsTheJob) {
+TEST_F(JobManagerTest, OnlyTheChiefsCheckpointOfTheStopStepEndsTheJob) {
+  // The worker wrote its own copy of step 7 and the chief did not: the
+  // job's checkpoint_dir lacks the final step, so the job runs again.
   const std::string id = SubmitAndPlace();
   v1::AgentJobReport chief =
-      Report("chief", id, 1, v1::AgentJobReport::RUNNING, 7);
+      Report("chief", id, 1, v1::AgentJobReport::FAILED, 7);
   chief.set_stopped_at_step(7);
-  chief.set_checkpoint_step(7);
+  chief.set_checkpoint_step(5);
+  chief.set_error("no space left on device");
   manager_.Sync(chief, now_);
+  v1::AgentJobReport worker =
+      Report("worker", id, 1, v1::AgentJobReport::FINISHED, 7);
+  worker.set_stopped_at_step(7);
+  worker.set_checkpoint_step(7);
+  manager_.Sync(worker, now_);
   manager_.Tick(Ready(), now_);
-  std::optional<std::string> table =
-      manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
-  ASSERT_TRUE(table.has_value());
+  now_ += absl::Seconds(10);
+  manager_.Tick(Ready(), now_);
+  EXPECT_EQ(State(id), v1::JOB_RESTARTING);
 
-  JobManager restored(TwoAgentSpec(), {.checkpoint_root = "/ckpt"});
-  ASSERT_TRUE(restored.Restore(*table, now_).ok());
-  const v1::JobStatus status = *restored.Get(id);
-  EXPECT_EQ(status.state(), v1::JOB_SUCCEEDED);
-  EXPECT_EQ(status.restarts_size(), 0);
+  // Attempt 2 resumes from 5 and stops at 6 this time; the chief's report
+  // of step 7 from attempt 1 does not count for it.
+  manager_.Tick(Ready(), now_);
+  chief = Report("chief", id, 2, v1::AgentJobReport::FAILED, 6);
+  chief.set_stopped_at_step(6);
+  chief.set_checkpoint_step(5);
+  manager_.Sync(chief, now_);
+  now_ += absl::Seconds(10);
+  manager_.Tick(Ready(), now_);
+  const v1::JobStatus status = *manager_.Get(id);
+  EXPECT_EQ(status.checkpoint_step(), 7);  // the newest any agent reported
+  EXPECT_NE(status.state(), v1::JOB_SUCCEEDED) << status.ShortDebugString();
 }
 
 TEST_F(JobManagerTest, AnAgentThatDiesAfterItsReplicasFinishedLosesNothing) {
