@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -307,6 +308,19 @@ absl::StatusOr<int64_t> LatestCheckpointStep(const std::string& dir) {
         path, absl::StrCat("holds \"", trimmed, "\", not a checkpoint step"));
   }
   return step;
+}
+
+std::vector<int64_t> CheckpointSteps(const std::string& dir) {
+  std::error_code error;
+  std::set<int64_t, std::greater<>> steps;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    const std::optional<int64_t> step = StepOfFileName(name);
+    if (step.has_value() && absl::EndsWith(name, kManifestSuffix)) {
+      steps.insert(*step);
+    }
+  }
+  return {steps.begin(), steps.end()};
 }
 
 absl::StatusOr<std::vector<SavedTensor>> ReadCheckpoint(const std::string& dir,

@@ -41,6 +41,11 @@ absl::Status WriteCheckpoint(const std::string& dir, int64_t step,
 // when it does not hold a step.
 absl::StatusOr<int64_t> LatestCheckpointStep(const std::string& dir);
 
+// The steps of `dir`'s checkpoints that have a manifest, newest first,
+// whether or not their data is intact (ReadCheckpoint tells). Empty when
+// there are none or `dir` cannot be listed.
+std::vector<int64_t> CheckpointSteps(const std::string& dir);
+
 // The tensors of checkpoint `step`, in the order they were written.
 // NOT_FOUND when its manifest or data file is missing; DATA_LOSS naming the
 // file when the manifest does not parse or the data file is truncated or

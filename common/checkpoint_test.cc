@@ -1,5 +1,6 @@
 #include "common/checkpoint.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -88,6 +89,15 @@ TEST_F(CheckpointTest, LatestMovesAndOldOnesArePruned) {
   EXPECT_TRUE(ReadCheckpoint(dir_, 30).ok());
   EXPECT_EQ(ReadCheckpoint(dir_, 20).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+TEST_F(CheckpointTest, StepsAreListedNewestFirstByTheirManifests) {
+  EXPECT_TRUE(CheckpointSteps(dir_).empty());  // no directory yet
+  for (int64_t step : {100, 300, 200}) {
+    ASSERT_TRUE(WriteCheckpoint(dir_, step, Model(step), /*keep=*/5).ok());
+  }
+  fs::remove(File(200, ".json"));  // data without a manifest is no checkpoint
+  EXPECT_THAT(CheckpointSteps(dir_), ::testing::ElementsAre(300, 100));
 }
 
 TEST_F(CheckpointTest, RewritingAnOlderStepKeepsIt) {

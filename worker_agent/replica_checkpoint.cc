@@ -121,9 +121,10 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
     return own.status();
   }
   // A holder whose copy cannot be read (a damaged or vanished file) says
-  // so, drops out, and the agreement runs again: another agent's copy of
-  // the same step, or the next newest, is restored instead. Each round
-  // drops one holder, so there are at most as many rounds as replicas.
+  // so and offers its next older checkpoint instead, and the agreement runs
+  // again: another agent's copy of the same step, or the next newest, is
+  // restored. Each round drops one copy, so the rounds are bounded by the
+  // copies the agents keep.
   int64_t candidate = *own;
   std::string unreadable;  // "step S on rank R" of each copy that failed
   int64_t newest = -1;
@@ -156,6 +157,12 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
             "replicas look for another copy",
             replica_id_, newest, tensors.status().ToString());
         candidate = -1;
+        for (const int64_t step : CheckpointSteps(job_->checkpoint_dir)) {
+          if (step < newest) {
+            candidate = step;
+            break;
+          }
+        }
         loaded = 0;
       }
     }

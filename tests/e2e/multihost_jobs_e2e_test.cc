@@ -6,13 +6,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
+#include "common/checkpoint.h"
 #include "common/file_util.h"
 #include "common/host_port.h"
 #include "tests/testing/host_cluster.h"
@@ -361,72 +364,137 @@ TEST_F(MultiHostJobsE2eTest,
 }
 
 }  // namespace
-// A copy of the newest checkpoint that cannot be read (a damaged disk)
-// does not end the job: the next attempt restores another agent's copy.
-TEST_F(MultiHostJobsE2eTest, ADamagedCheckpointCopyIsPassedOverForAnothers) {
+// A byte in the middle of `path` flipped: the file keeps its size and fails
+// its CRC.
+void Damage(const std::string& path) {
+  absl::StatusOr<std::string> bytes = ReadFile(path);
+  ASSERT_TRUE(bytes.ok() && !bytes->empty()) << path;
+  (*bytes)[bytes->size() / 2] ^= 0x40;
+  ASSERT_TRUE(WriteFileAtomically(path, *bytes).ok());
+}
+
+// The data file of checkpoint `step` (-1: the newest) under `dir`, searched
+// to any depth: an agent's copies live in a directory named for the job.
+// "" if there is none.
+std::string CheckpointData(const std::string& dir, int64_t step) {
+  std::error_code error;
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(dir, error)) {
+    if (!entry.is_directory()) continue;
+    const std::vector<int64_t> steps = CheckpointSteps(entry.path());
+    if (steps.empty()) continue;
+    return absl::StrCat(entry.path().string(), "/ckpt-",
+                        step < 0 ? steps[0] : step, ".data");
+  }
+  const std::vector<int64_t> steps = CheckpointSteps(dir);
+  if (steps.empty()) return "";
+  return absl::StrCat(dir, "/ckpt-", step < 0 ? steps[0] : step, ".data");
+}
+
+// Runs a checkpointing job on a chief and a worker, each on its own host,
+// loses the worker's host, and once the attempt is over calls `damage` on
+// the agents' local state; then brings the worker back and returns the
+// job's end. The chief's copy is the job's checkpoint_dir.
+v1::JobStatus LoseTheWorkerThenRecover(
+    TestHosts* hosts, const ScratchDir& dir,
+    const std::function<void(HostCluster&)>& damage) {
   absl::StatusOr<std::unique_ptr<HostCluster>> cluster =
-      HostCluster::Start(hosts_.get(), &dir_,
+      HostCluster::Start(hosts, &dir,
                          {.coordinator_host = 1,
                           .tasks = {{"chief", 0, 2}, {"worker", 0, 3}},
                           .coordinator_flags = {"--heartbeat_timeout=3s"},
                           .agent_flags = {"--cpu_devices=2"}});
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  if (!cluster.ok()) return {};
   HostCluster& c = **cluster;
   JobSpec spec =
       SlowLinearJob(StrategyKind::kMultiWorkerMirrored, 1000, /*sleep=*/5);
   spec.checkpoint_every = 100;
   spec.max_restarts = 4;
-  const std::string chief_copy = c.StateDir("chief:0") + "/checkpoints";
-  spec.checkpoint_dir = chief_copy;
+  spec.checkpoint_dir = c.StateDir("chief:0") + "/checkpoints";
   absl::StatusOr<std::string> id = c.client().SubmitJob(spec);
-  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_TRUE(id.ok()) << id.status();
+  if (!id.ok()) return {};
   const v1::JobStatus before = WaitForJob(
       c.client(), *id,
       [](const v1::JobStatus& s) { return s.checkpoint_step() >= 200; },
       absl::Seconds(120));
-  ASSERT_EQ(before.state(), v1::JOB_RUNNING) << before.ShortDebugString();
+  EXPECT_EQ(before.state(), v1::JOB_RUNNING) << before.ShortDebugString();
 
-  // The worker's host goes down; once the attempt is over, a byte of every
-  // checkpoint on the chief's disk goes bad. The worker's disk is intact.
   // The next attempt waits for the worker, which comes back once the
-  // coordinator has given the old process up.
+  // coordinator has given the old process up; the damage is done before.
   c.KillTask("worker:0");
-  ASSERT_TRUE(WaitUntil([&] { return c.TaskState("worker", 0) == v1::DEAD; },
+  EXPECT_TRUE(WaitUntil([&] { return c.TaskState("worker", 0) == v1::DEAD; },
                         absl::Seconds(30)));
   const v1::JobStatus ended = WaitForJob(
       c.client(), *id,
       [](const v1::JobStatus& s) { return s.state() == v1::JOB_RESTARTING; },
       absl::Seconds(60));
-  ASSERT_EQ(ended.state(), v1::JOB_RESTARTING) << ended.ShortDebugString();
-  int damaged = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(chief_copy)) {
-    if (entry.path().extension() != ".data") continue;
-    absl::StatusOr<std::string> bytes = ReadFile(entry.path());
-    ASSERT_TRUE(bytes.ok() && !bytes->empty()) << entry.path();
-    (*bytes)[bytes->size() / 2] ^= 0x40;
-    ASSERT_TRUE(WriteFileAtomically(entry.path(), *bytes).ok());
-    ++damaged;
-  }
-  ASSERT_GT(damaged, 0);
-  ASSERT_TRUE(c.StartTask("worker:0").ok());
+  EXPECT_EQ(ended.state(), v1::JOB_RESTARTING) << ended.ShortDebugString();
+  damage(c);
+  EXPECT_TRUE(c.StartTask("worker:0").ok());
 
+  v1::JobStatus status = WaitForJobEnd(c.client(), *id, absl::Seconds(240));
+  for (const v1::RestartRecord& r : status.restarts()) {
+    std::cout << "restart: " << r.ShortDebugString() << "\n";
+  }
+  const std::string chief_log = ReadFile(c.TaskLog("chief:0")).value_or("");
+  const std::string worker_log = ReadFile(c.TaskLog("worker:0")).value_or("");
+  EXPECT_THAT(chief_log + worker_log,
+              HasSubstr("cannot read its copy of checkpoint"));
+  return status;
+}
+
+// A copy of the newest checkpoint that cannot be read (a damaged disk)
+// does not end the job: the next attempt restores another agent's copy.
+TEST_F(MultiHostJobsE2eTest, ADamagedCheckpointCopyIsPassedOverForAnothers) {
   const v1::JobStatus status =
-      WaitForJobEnd(c.client(), *id, absl::Seconds(240));
+      LoseTheWorkerThenRecover(hosts_.get(), dir_, [](HostCluster& c) {
+        // Every checkpoint on the chief's disk; the worker's are intact.
+        const std::string chief = c.StateDir("chief:0") + "/checkpoints";
+        for (const int64_t step : CheckpointSteps(chief)) {
+          Damage(CheckpointData(chief, step));
+        }
+        ASSERT_FALSE(CheckpointSteps(chief).empty());
+      });
   ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
   EXPECT_LT(status.metrics().at("max_weight_error"), 1e-3);
   // An attempt placed before the coordinator declared the worker DEAD may
   // fail too; the last one, the first to run after the damage, resumed.
   ASSERT_GE(status.restarts_size(), 1) << status.ShortDebugString();
-  for (const v1::RestartRecord& r : status.restarts()) {
-    std::cout << "restart: " << r.ShortDebugString() << "\n";
-  }
   const v1::RestartRecord& restart =
       status.restarts(status.restarts_size() - 1);
   EXPECT_THAT(restart.resumed_from(),
               HasSubstr(absl::StrCat("worker:0 on ", hosts_->hostname(3))));
   EXPECT_GE(restart.resumed_from_step(), 200);
-  EXPECT_THAT(ReadFile(c.TaskLog("chief:0")).value_or(""),
-              HasSubstr("cannot read its copy of checkpoint"));
+}
+
+// When every copy of the newest checkpoint is damaged, the next newest is
+// restored: only the steps since it run again.
+TEST_F(MultiHostJobsE2eTest, WhenEveryCopyOfTheNewestIsDamagedTheOneBeforeIt) {
+  int64_t newest = -1;
+  const v1::JobStatus status =
+      LoseTheWorkerThenRecover(hosts_.get(), dir_, [&](HostCluster& c) {
+        // Each agent's own newest copy: the worker's may be a step behind
+        // the chief's, if it died while writing.
+        for (const std::string task : {"chief:0", "worker:0"}) {
+          const std::string data =
+              CheckpointData(c.StateDir(task) + "/checkpoints", -1);
+          ASSERT_FALSE(data.empty()) << task;
+          Damage(data);
+          newest = std::max(
+              newest,
+              CheckpointSteps(std::filesystem::path(data).parent_path())[0]);
+        }
+      });
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_LT(status.metrics().at("max_weight_error"), 1e-3);
+  ASSERT_GE(status.restarts_size(), 1) << status.ShortDebugString();
+  const v1::RestartRecord& restart =
+      status.restarts(status.restarts_size() - 1);
+  EXPECT_EQ(restart.resumed_from_step(), newest - 100);
+  EXPECT_THAT(restart.resumed_from(),
+              HasSubstr(absl::StrCat("chief:0 on ", hosts_->hostname(2))));
 }
 
 }  // namespace cohort::testing
