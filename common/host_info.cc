@@ -110,6 +110,14 @@ std::string InterfaceWithAddress(absl::string_view address) {
   return "";
 }
 
+std::vector<std::string> AddressesOfInterface(absl::string_view name) {
+  std::vector<std::string> out;
+  for (auto& [interface, address] : InterfaceAddresses()) {
+    if (interface == name) out.push_back(std::move(address));
+  }
+  return out;
+}
+
 absl::StatusOr<int> PickUnusedPort(absl::string_view host) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) {

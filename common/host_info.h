@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -27,6 +28,10 @@ bool IsLocalHost(absl::string_view host);
 // The name of the interface that holds `address`, a literal address as
 // inet_ntop writes it ("198.18.0.2", "fd00::2"); "" when none does.
 std::string InterfaceWithAddress(absl::string_view address);
+
+// The addresses of interface `name`, in the order the kernel lists them
+// (getifaddrs), as inet_ntop writes them.
+std::vector<std::string> AddressesOfInterface(absl::string_view name);
 
 // A TCP port on `host` that was free a moment ago (bind to 0, read, close).
 absl::StatusOr<int> PickUnusedPort(absl::string_view host = "127.0.0.1");

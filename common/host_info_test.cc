@@ -1,5 +1,6 @@
 #include "common/host_info.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace cohort {
@@ -12,6 +13,11 @@ TEST(HostInfoTest, InterfaceWithAddressNamesTheInterfaceThatHoldsIt) {
   EXPECT_EQ(InterfaceWithAddress("192.0.2.1"), "");
   EXPECT_EQ(InterfaceWithAddress("localhost"), "");
   EXPECT_EQ(InterfaceWithAddress(""), "");
+}
+
+TEST(HostInfoTest, AddressesOfInterfaceListsLoopbacks) {
+  EXPECT_THAT(AddressesOfInterface("lo"), ::testing::Contains("127.0.0.1"));
+  EXPECT_TRUE(AddressesOfInterface("no-such-interface").empty());
 }
 
 TEST(HostInfoTest, IsLocalHostKnowsLoopbackAndNotOtherAddresses) {

@@ -87,10 +87,21 @@ void PointNcclAtPeerHost(const std::string& host) {
   }
   // "=" asks NCCL for this interface exactly, not every name it prefixes.
   setenv("NCCL_SOCKET_IFNAME", absl::StrCat("=", interface).c_str(), 1);
-  if (host.find(':') != std::string::npos) {
-    setenv("NCCL_SOCKET_FAMILY", "AF_INET6", /*overwrite=*/0);
-  }
+  const bool v6 = host.find(':') != std::string::npos;
+  if (v6) setenv("NCCL_SOCKET_FAMILY", "AF_INET6", /*overwrite=*/0);
   spdlog::info("NCCL between hosts uses {} (--peer_host {})", interface, host);
+  // NCCL takes one address per interface, the first of the family.
+  for (const std::string& address : AddressesOfInterface(interface)) {
+    if ((address.find(':') != std::string::npos) != v6) continue;
+    if (address != host) {
+      spdlog::warn(
+          "NCCL will use {}'s first address, {}, not --peer_host {}: it "
+          "picks interfaces, not addresses; give the data network an "
+          "interface of its own",
+          interface, address, host);
+    }
+    break;
+  }
 }
 
 }  // namespace

@@ -41,8 +41,9 @@ ABSL_FLAG(std::string, peer_host, "",
           "The address of this host that its peer servers bind and peers "
           "dial, to keep the data plane between hosts on a network of its "
           "own, as GLOO_SOCKET_IFNAME does for Gloo. NCCL, between CUDA "
-          "replicas, is pointed at its interface too, unless "
-          "NCCL_SOCKET_IFNAME is set. Default: the host of --listen.");
+          "replicas, is pointed at its interface too (NCCL takes an "
+          "interface's first address), unless NCCL_SOCKET_IFNAME is set. "
+          "Default: the host of --listen.");
 ABSL_FLAG(std::string, cache_dir, "",
           "Where fetched step libraries are kept. Default: "
           "<state_dir>/libraries.");
