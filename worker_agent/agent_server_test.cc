@@ -69,6 +69,7 @@ TEST(AgentServerTest, APeerHostIsWherePeerServersBind) {
       AgentServer::Create(Worker("10.1.2.3:2222"), {.peer_host = "127.0.0.1"});
   ASSERT_TRUE(server.ok()) << server.status();
   EXPECT_EQ((*server)->job_options().peer_listen_host, "127.0.0.1");
+  unsetenv("NCCL_SOCKET_IFNAME");  // which the peer host set
 }
 
 TEST(AgentServerTest, APeerHostPointsNcclAtItsInterfaceUnlessTheOperatorDid) {

@@ -137,13 +137,12 @@ absl::Status AwaitProgress(Ready ready, std::atomic<uint32_t>& seq,
   return absl::OkStatus();
 }
 
-// The other side's counter out of the ring's bounds: something other than
-// the peer wrote the mapping, or a peer of another layout.
-absl::Status CorruptCounter(const char* counter, uint64_t in_ring,
-                            size_t capacity) {
-  return absl::DataLossError(absl::StrCat(
-      "shared-memory link: corrupt ring: the peer's ", counter,
-      " counter puts ", in_ring, " bytes in a ring of ", capacity));
+// Counters out of the ring's bounds: something other than the two ends
+// wrote the mapping, or a peer of another layout.
+absl::Status CorruptCounters(uint64_t in_ring, size_t capacity) {
+  return absl::DataLossError(
+      absl::StrCat("shared-memory link: corrupt ring: its counters put ",
+                   in_ring, " bytes in a ring of ", capacity));
 }
 
 }  // namespace
@@ -222,8 +221,8 @@ absl::Status ShmChannel::Write(const void* data, size_t bytes,
   const char* in = static_cast<const char*>(data);
   uint64_t head = header_->head.load(std::memory_order_relaxed);
   while (bytes > 0) {
-    // The reader's counter is in memory it writes too: never trusted past
-    // the ring's bounds.
+    // The counters are in memory the other end writes too: never trusted
+    // past the ring's bounds.
     auto used = [&] {
       return head - header_->tail.load(std::memory_order_acquire);
     };
@@ -232,7 +231,7 @@ absl::Status ShmChannel::Write(const void* data, size_t bytes,
                       header_->writer_sleeping, deadline, interrupted, "space");
     if (!status.ok()) return status;
     const uint64_t in_ring = used();
-    if (in_ring > capacity_) return CorruptCounter("tail", in_ring, capacity_);
+    if (in_ring > capacity_) return CorruptCounters(in_ring, capacity_);
     const size_t n = std::min<size_t>(bytes, capacity_ - in_ring);
     const size_t at = head % capacity_;
     const size_t first = std::min(n, capacity_ - at);
@@ -261,7 +260,7 @@ absl::Status ShmChannel::Read(void* data, size_t bytes, absl::Time deadline,
                       header_->reader_sleeping, deadline, interrupted, "data");
     if (!status.ok()) return status;
     const uint64_t in_ring = readable();
-    if (in_ring > capacity_) return CorruptCounter("head", in_ring, capacity_);
+    if (in_ring > capacity_) return CorruptCounters(in_ring, capacity_);
     const size_t n = std::min<size_t>(bytes, in_ring);
     const size_t at = tail % capacity_;
     const size_t first = std::min(n, capacity_ - at);

@@ -110,8 +110,8 @@ TEST(ShmChannelTest, ACounterOutOfTheRingsBoundsIsAnErrorNotAStrayCopy) {
       (*reader)->Read(buffer.data(), buffer.size(), deadline, NeverInterrupted);
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
   EXPECT_THAT(std::string(status.message()),
-              HasSubstr("corrupt ring: the peer's head counter puts 1048576 "
-                        "bytes in a ring of 4096"));
+              HasSubstr("corrupt ring: its counters put 1048576 bytes in a "
+                        "ring of 4096"));
   status = (*writer)->Write(buffer.data(), buffer.size(), deadline,
                             NeverInterrupted);
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;

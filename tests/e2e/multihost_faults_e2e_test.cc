@@ -143,20 +143,23 @@ TEST_F(MultiHostFaultsE2eTest, ALossySlowLinkStillTrainsWithoutAFalseDeath) {
 }
 
 // The same bad link, with 200 ms more each way: every connection to
-// worker:1 (host 4) goes through a delaying relay on host 5.
+// worker:1 (host 4), and its own to the coordinator, goes through a
+// delaying relay on host 5. A lost segment and its lost retransmit stall
+// TCP for some 2 s at this round trip, and a third loss for 4 s more: the
+// heartbeat timeout is sized for such a link, as an operator would size it.
 TEST_F(MultiHostFaultsE2eTest,
        ADelayedLossySlowLinkTrainsCorrectlyWithoutAFalseDeath) {
+  constexpr absl::Duration kSlowLinkHeartbeatTimeout = absl::Seconds(10);
   auto cluster = HostCluster::Start(
       hosts_.get(), &dir_,
       {.coordinator_host = 1,
        .tasks = {{"chief", 0, 2},
                  {"worker", 0, 3},
                  {"worker", 1, 4, /*relay_host=*/5}},
-       .coordinator_flags = {absl::StrCat("--state_dir=", dir_.path(),
-                                          "/coordinator"),
-                             absl::StrCat(
-                                 "--heartbeat_timeout=",
-                                 absl::FormatDuration(kHeartbeatTimeout))},
+       .coordinator_flags =
+           {absl::StrCat("--state_dir=", dir_.path(), "/coordinator"),
+            absl::StrCat("--heartbeat_timeout=",
+                         absl::FormatDuration(kSlowLinkHeartbeatTimeout))},
        .agent_flags = {"--cpu_devices=2"},
        .peer_ports = "21000-21015",
        .relay_delay = absl::Milliseconds(200)});
