@@ -43,6 +43,17 @@ v1::AgentJobReport Report(const std::string& type, const std::string& job,
   return report;
 }
 
+// A report of replicas that agreed to stop at `stopped_at`, with the
+// agent's newest checkpoint at `checkpoint`.
+v1::AgentJobReport StopReport(const std::string& type, const std::string& job,
+                              int attempt, v1::AgentJobReport::State state,
+                              int64_t stopped_at, int64_t checkpoint) {
+  v1::AgentJobReport report = Report(type, job, attempt, state, stopped_at);
+  report.set_stopped_at_step(stopped_at);
+  report.set_checkpoint_step(checkpoint);
+  return report;
+}
+
 class JobManagerTest : public ::testing::Test {
  protected:
   JobManager manager_{TwoAgentSpec(), {.checkpoint_root = "/ckpt"}};
@@ -182,9 +193,7 @@ TEST_F(JobManagerTest, AStopCheckpointedBeforeTheAttemptFailedEndsTheJob) {
   // attempt would resume at step 7 with no input left.
   const std::string id = SubmitAndPlace();
   v1::AgentJobReport chief =
-      Report("chief", id, 1, v1::AgentJobReport::FINISHED, 7);
-  chief.set_stopped_at_step(7);
-  chief.set_checkpoint_step(7);
+      StopReport("chief", id, 1, v1::AgentJobReport::FINISHED, 7, 7);
   manager_.Sync(chief, now_);
   v1::AgentJobReport worker =
       Report("worker", id, 1, v1::AgentJobReport::FAILED, 7);
@@ -204,9 +213,7 @@ TEST_F(JobManagerTest, AStopCheckpointedBeforeTheAttemptFailedEndsTheJob) {
 TEST_F(JobManagerTest, AStopNotYetCheckpointedIsReachedAgain) {
   const std::string id = SubmitAndPlace();
   v1::AgentJobReport chief =
-      Report("chief", id, 1, v1::AgentJobReport::FAILED, 7);
-  chief.set_stopped_at_step(7);
-  chief.set_checkpoint_step(5);
+      StopReport("chief", id, 1, v1::AgentJobReport::FAILED, 7, 5);
   manager_.Sync(chief, now_);
   manager_.Tick(Ready(), now_);
   now_ += absl::Seconds(10);
@@ -223,15 +230,11 @@ TEST_F(JobManagerTest, OnlyTheChiefsCheckpointOfTheStopStepEndsTheJob) {
   // job's checkpoint_dir lacks the final step, so the job runs again.
   const std::string id = SubmitAndPlace();
   v1::AgentJobReport chief =
-      Report("chief", id, 1, v1::AgentJobReport::FAILED, 7);
-  chief.set_stopped_at_step(7);
-  chief.set_checkpoint_step(5);
+      StopReport("chief", id, 1, v1::AgentJobReport::FAILED, 7, 5);
   chief.set_error("no space left on device");
   manager_.Sync(chief, now_);
   v1::AgentJobReport worker =
-      Report("worker", id, 1, v1::AgentJobReport::FINISHED, 7);
-  worker.set_stopped_at_step(7);
-  worker.set_checkpoint_step(7);
+      StopReport("worker", id, 1, v1::AgentJobReport::FINISHED, 7, 7);
   manager_.Sync(worker, now_);
   manager_.Tick(Ready(), now_);
   now_ += absl::Seconds(10);
@@ -241,9 +244,7 @@ TEST_F(JobManagerTest, OnlyTheChiefsCheckpointOfTheStopStepEndsTheJob) {
   // Attempt 2 resumes from 5 and stops at 6 this time; the chief's report
   // of step 7 from attempt 1 does not count for it.
   manager_.Tick(Ready(), now_);
-  chief = Report("chief", id, 2, v1::AgentJobReport::FAILED, 6);
-  chief.set_stopped_at_step(6);
-  chief.set_checkpoint_step(5);
+  chief = StopReport("chief", id, 2, v1::AgentJobReport::FAILED, 6, 5);
   manager_.Sync(chief, now_);
   now_ += absl::Seconds(10);
   manager_.Tick(Ready(), now_);

@@ -15,7 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "collective/local_store.h"
-#include "collective/transports/grpc_transport.h"
+#include "collective/transports/grpc_transport_testing.h"
 #include "common/host_port.h"
 #include "tests/testing/status_matchers.h"
 
@@ -81,29 +81,17 @@ TEST(GrpcTransportPortsTest, RanksBindFreePortsOfTheRangeAndOneTooManyIsNamed) {
   const PortRange range{*first, *first + 2};
 
   LocalStore store;
-  std::unique_ptr<GrpcTransport> transports[2];
-  absl::Status created[2];
-  {
-    std::thread ranks[2];
-    for (int rank = 0; rank < 2; ++rank) {
-      ranks[rank] = std::thread([&, rank] {
-        absl::StatusOr<std::unique_ptr<GrpcTransport>> transport =
-            GrpcTransport::Create({.group = "ports",
-                                   .rank = rank,
-                                   .size = 2,
-                                   .ports = range,
-                                   .connect_timeout = absl::Seconds(30)},
-                                  store);
-        created[rank] = transport.status();
-        if (transport.ok()) transports[rank] = *std::move(transport);
-      });
-    }
-    for (std::thread& rank : ranks) rank.join();
-  }
-  ASSERT_TRUE(created[0].ok()) << created[0];
-  ASSERT_TRUE(created[1].ok()) << created[1];
-  const std::set<int> bound = {PortOf(transports[0]->address()),
-                               PortOf(transports[1]->address())};
+  auto transports = CreateGroupInThreads(store, 2, [&](int rank) {
+    return GrpcTransportOptions{.group = "ports",
+                                .rank = rank,
+                                .size = 2,
+                                .ports = range,
+                                .connect_timeout = absl::Seconds(30)};
+  });
+  ASSERT_TRUE(transports[0].ok()) << transports[0].status();
+  ASSERT_TRUE(transports[1].ok()) << transports[1].status();
+  const std::set<int> bound = {PortOf((*transports[0])->address()),
+                               PortOf((*transports[1])->address())};
   EXPECT_EQ(bound, (std::set<int>{*first + 1, *first + 2}));
 
   // The range is full: a third rank fails at once, naming it.

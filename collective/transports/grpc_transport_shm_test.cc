@@ -4,11 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <memory>
-#include <thread>
-
 #include "collective/local_store.h"
-#include "collective/transports/grpc_transport.h"
+#include "collective/transports/grpc_transport_testing.h"
 
 namespace cohort::collective {
 namespace {
@@ -17,35 +14,24 @@ using ::testing::HasSubstr;
 
 TEST(GrpcTransportShmTest, AWaitOnTheRingThatRunsOutNamesTheNeighbour) {
   LocalStore store;
-  std::unique_ptr<GrpcTransport> transports[2];
-  absl::Status created[2];
-  {
-    std::thread ranks[2];
-    for (int rank = 0; rank < 2; ++rank) {
-      ranks[rank] = std::thread([&, rank] {
-        absl::StatusOr<std::unique_ptr<GrpcTransport>> transport =
-            GrpcTransport::Create({.group = "shm-wait",
-                                   .rank = rank,
-                                   .size = 2,
-                                   .label = rank == 0 ? "chief:0" : "worker:0",
-                                   .connect_timeout = absl::Seconds(30)},
-                                  store);
-        created[rank] = transport.status();
-        if (transport.ok()) transports[rank] = *std::move(transport);
-      });
-    }
-    for (std::thread& rank : ranks) rank.join();
-  }
-  ASSERT_TRUE(created[0].ok()) << created[0];
-  ASSERT_TRUE(created[1].ok()) << created[1];
-  ASSERT_EQ(transports[0]->next_link(), "shm");
+  auto transports = CreateGroupInThreads(store, 2, [](int rank) {
+    return GrpcTransportOptions{.group = "shm-wait",
+                                .rank = rank,
+                                .size = 2,
+                                .label = rank == 0 ? "chief:0" : "worker:0",
+                                .connect_timeout = absl::Seconds(30)};
+  });
+  ASSERT_TRUE(transports[0].ok()) << transports[0].status();
+  ASSERT_TRUE(transports[1].ok()) << transports[1].status();
+  ASSERT_EQ((*transports[0])->next_link(), "shm");
 
   // Rank 0 never sends: rank 1's wait ends at its deadline, naming rank 0
   // and the message.
   const Envelope envelope{.tag = {4, 2, 0}, .signature = "allreduce f32[8]"};
   float data[8];
-  const absl::Status status = transports[1]->Recv(
-      0, envelope, data, sizeof(data), absl::Now() + absl::Milliseconds(200));
+  const absl::Status status = (*transports[1])
+                                  ->Recv(0, envelope, data, sizeof(data),
+                                         absl::Now() + absl::Milliseconds(200));
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
   EXPECT_THAT(std::string(status.message()),
               HasSubstr("no message from rank 0 (chief:0 at 127.0.0.1:"));
