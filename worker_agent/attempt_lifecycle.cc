@@ -32,6 +32,16 @@ bool AttemptLifecycle::RecordError(const absl::Status& status, bool permanent,
   return true;
 }
 
+void AttemptLifecycle::Abort(const absl::Status& why) {
+  absl::MutexLock lock(&mu_);
+  if (state_ == v1::AgentJobReport::FINISHED ||
+      state_ == v1::AgentJobReport::FAILED || !error_.ok()) {
+    return;
+  }
+  error_ = why;
+  permanent_ = false;
+}
+
 absl::Status AttemptLifecycle::error() const {
   absl::MutexLock lock(&mu_);
   return error_;

@@ -35,6 +35,11 @@ class AttemptLifecycle {
   // because an agent is stopping, after every replica checkpointed.
   bool RecordError(const absl::Status& status, bool permanent,
                    bool agent_left = false);
+  // The attempt was stopped from outside (the coordinator ended it, the
+  // agent is stopping): unless it has already ended or recorded an error,
+  // it fails with `why`, whatever its body then returns. A body cut short
+  // returns as if done, and must not be reported FINISHED.
+  void Abort(const absl::Status& why);
   absl::Status error() const;
   bool done() const;
 

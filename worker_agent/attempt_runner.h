@@ -52,7 +52,8 @@ class AttemptRunner {
   virtual const v1::AgentJobAssignment& assignment() const = 0;
   virtual void Start() = 0;
   // Ends the attempt: waits fail with `status`, work stops at its next
-  // step.
+  // step, and the attempt reports FAILED with `status` unless it had ended
+  // (an evaluator, which runs until stopped, reports FINISHED).
   virtual void Abort(const absl::Status& status) = 0;
   virtual v1::AgentJobReport Report() const = 0;
   virtual bool done() const = 0;

@@ -27,6 +27,7 @@ void PsJobRunner::Start() {
 bool PsJobRunner::done() const { return lifecycle_.done(); }
 
 void PsJobRunner::Abort(const absl::Status& status) {
+  lifecycle_.Abort(status);
   absl::MutexLock lock(&mu_);
   if (!stop_.HasBeenNotified()) stop_.Notify();
   for (const auto& server : servers_) server->Abort(status);

@@ -46,6 +46,17 @@ class ClosureScript final : public ClosureOnlyCoordinator {
   int completed_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// Has nothing to hand out yet, and never says the job is done.
+class NothingYet final : public ClosureOnlyCoordinator {
+ public:
+  absl::StatusOr<v1::ClosureResponse> RunClosures(const v1::ClosureRequest&,
+                                                  absl::Duration) override {
+    v1::ClosureResponse wait;
+    wait.set_retry_after_ms(10);
+    return wait;
+  }
+};
+
 v1::ClosureResponse Closures(std::initializer_list<int64_t> ids) {
   v1::ClosureResponse response;
   for (int64_t id : ids) response.add_closures(id);
@@ -127,6 +138,23 @@ TEST_F(PsJobRunnerTest, AClosureOutsideTheJobsStepsFailsNamingIt) {
     EXPECT_NE(report.error().find("[0, 10)"), std::string::npos)
         << report.error();
   }
+}
+
+TEST_F(PsJobRunnerTest, AnAttemptAbortedFromOutsideFailsWithTheReason) {
+  // Regression: the executors left their loop as if the job were done, and
+  // the attempt was reported FINISHED.
+  PsJobRunner runner(Options(std::make_shared<NothingYet>(), 10));
+  runner.Start();
+  ASSERT_TRUE(cohort::testing::WaitUntil(
+      [&] { return runner.Report().state() == v1::AgentJobReport::RUNNING; },
+      absl::Seconds(30)));
+  runner.Abort(absl::UnavailableError("the coordinator ended attempt 1"));
+  ASSERT_TRUE(cohort::testing::WaitUntil([&] { return runner.done(); },
+                                         absl::Seconds(30)));
+  const v1::AgentJobReport report = runner.Report();
+  EXPECT_EQ(report.state(), v1::AgentJobReport::FAILED);
+  EXPECT_EQ(report.error(), "the coordinator ended attempt 1");
+  EXPECT_FALSE(report.permanent());
 }
 
 }  // namespace

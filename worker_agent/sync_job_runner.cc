@@ -47,6 +47,7 @@ void SyncJobRunner::Start() {
 bool SyncJobRunner::done() const { return lifecycle_.done(); }
 
 void SyncJobRunner::Abort(const absl::Status& status) {
+  lifecycle_.Abort(status);
   aborted_ = true;
   std::vector<collective::Communicator*> comms;
   {
