@@ -18,6 +18,7 @@ ClosureScheduler::ClosureScheduler(int64_t steps, const v1::JobStatus& status)
     if (call.id() >= 0 && call.id() < steps_) calls_[call.id()] = call;
   }
   batches_ = status.batches_scheduled();
+  released_ = steps_;  // what a saved status holds was saved
   scheduling_finished_ = status.scheduling_finished();
   prefix_ = std::min(status.completed_prefix(), steps_);
   for (int64_t id : status.completed_beyond()) {
@@ -101,7 +102,7 @@ v1::ClosureResponse ClosureScheduler::Exchange(
       if (!finished) id = candidate;
     }
     // Skip ids a restored table already has.
-    while (id < 0 && next_ < steps_) {
+    while (id < 0 && next_ < released_) {
       const int64_t candidate = next_++;
       if (completed_beyond_.count(candidate) == 0 && candidate >= prefix_) {
         id = candidate;
@@ -166,6 +167,10 @@ absl::StatusOr<std::vector<int64_t>> ClosureScheduler::Schedule(
     return absl::FailedPreconditionError(
         absl::StrCat("the job stopped training: ", stop_reason_));
   }
+  if (released_ < steps_) {
+    return absl::FailedPreconditionError(
+        "calls scheduled before are still being saved");
+  }
   for (size_t i = 0; i < calls.size(); ++i) {
     if (calls[i].fn().empty()) {
       return absl::InvalidArgumentError(
@@ -187,10 +192,10 @@ absl::StatusOr<std::vector<int64_t>> ClosureScheduler::Schedule(
   for (const auto& [id, call] : calls_) args += call.args_size();
   for (const v1::ScheduledCall& call : calls) args += call.args_size();
   if (args > kMaxPendingArgs) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the calls not completed yet would hold ", args,
-        " args, and the job holds at most ", kMaxPendingArgs,
-        ": retry once some complete"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the calls not completed yet would hold ", args,
+                     " args, and the job holds at most ", kMaxPendingArgs,
+                     ": retry once some complete"));
   }
   std::vector<int64_t> ids;
   for (v1::ScheduledCall& call : calls) {
@@ -200,6 +205,16 @@ absl::StatusOr<std::vector<int64_t>> ClosureScheduler::Schedule(
     calls_[call.id()] = std::move(call);
   }
   return ids;
+}
+
+void ClosureScheduler::Retract() {
+  for (int64_t id = released_; id < steps_; ++id) {
+    auto it = calls_.find(id);
+    if (it == calls_.end()) continue;
+    if (it->second.takes_batch()) --batches_;
+    calls_.erase(it);
+  }
+  steps_ = released_;
 }
 
 absl::StatusOr<v1::CallStatus> ClosureScheduler::Call(int64_t id) const {

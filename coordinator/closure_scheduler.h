@@ -45,13 +45,20 @@ class ClosureScheduler {
 
   // --- schedule_from_client jobs.
   bool client_scheduled() const { return client_scheduled_; }
-  // Queues `calls` (fn, args, takes_batch) and returns their ids.
+  // Queues `calls` (fn, args, takes_batch) and returns their ids. They are
+  // held, not handed out, until Release(): the client is told they were
+  // accepted only once they are saved, and a failed save takes them back
+  // (Retract), so that the client's retry does not run them twice.
   // FAILED_PRECONDITION when the job takes no calls (not client-scheduled,
-  // finished scheduling, stopped training), INVALID_ARGUMENT naming a bad
-  // call, RESOURCE_EXHAUSTED when more than kMaxPendingCalls would be left
-  // not completed. All or nothing.
+  // finished scheduling, stopped training) or calls are held already,
+  // INVALID_ARGUMENT naming a bad call, RESOURCE_EXHAUSTED when more than
+  // kMaxPendingCalls would be left not completed. All or nothing.
   absl::StatusOr<std::vector<int64_t>> Schedule(
       std::vector<v1::ScheduledCall> calls);
+  // The held calls were saved: they may be handed out.
+  void Release() { released_ = steps_; }
+  // The held calls could not be saved: forgotten, as if never scheduled.
+  void Retract();
   // No more calls: done() once the scheduled ones completed.
   void FinishScheduling() { scheduling_finished_ = true; }
   // Where call `id` is; INVALID_ARGUMENT for an id never scheduled.
@@ -125,6 +132,8 @@ class ClosureScheduler {
   std::map<int64_t, v1::ScheduledCall> calls_;    // scheduled, not completed
   std::map<int64_t, v1::ClosureResult> results_;  // the newest kKeptResults
   int64_t batches_ = 0;  // batch indices handed to calls so far
+  // Calls [released_, steps_) are held by Schedule until saved.
+  int64_t released_ = 0;
   bool scheduling_finished_ = false;
   int64_t failed_ = 0;
   int64_t first_failed_ = -1;

@@ -154,10 +154,21 @@ v1::ScheduledCall Call(const std::string& fn, bool takes_batch = false,
   return call;
 }
 
+// Schedules `calls` and releases them, as the job service does once they
+// are saved.
+absl::StatusOr<std::vector<int64_t>> ScheduleAndSave(
+    ClosureScheduler& scheduler, std::vector<v1::ScheduledCall> calls) {
+  absl::StatusOr<std::vector<int64_t>> ids =
+      scheduler.Schedule(std::move(calls));
+  if (ids.ok()) scheduler.Release();
+  return ids;
+}
+
 TEST(ClosureSchedulerTest, ScheduledCallsGetIdsAndOnlyBatchTakersGetBatches) {
   ClosureScheduler scheduler(0, ScheduledJob());
   EXPECT_FALSE(scheduler.done());  // the client may schedule more
-  absl::StatusOr<std::vector<int64_t>> ids = scheduler.Schedule(
+  absl::StatusOr<std::vector<int64_t>> ids = ScheduleAndSave(
+      scheduler,
       {Call("train", true), Call("eval", false, {100}), Call("train", true)});
   ASSERT_TRUE(ids.ok()) << ids.status();
   EXPECT_EQ(*ids, (std::vector<int64_t>{0, 1, 2}));
@@ -179,22 +190,48 @@ TEST(ClosureSchedulerTest, ScheduledCallsGetIdsAndOnlyBatchTakersGetBatches) {
   EXPECT_FALSE(scheduler.Call(-1).ok());
 }
 
+TEST(ClosureSchedulerTest, CallsWaitForTheirSaveAndAFailedSaveTakesThemBack) {
+  ClosureScheduler scheduler(0, ScheduledJob());
+  ASSERT_TRUE(scheduler.Schedule({Call("train", true), Call("eval")}).ok());
+  EXPECT_EQ(scheduler.Exchange("worker:0/0", {}, 2).closures_size(), 0);
+  EXPECT_EQ(scheduler.Schedule({Call("f")}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  scheduler.Retract();
+  EXPECT_FALSE(scheduler.Call(0).ok());
+  v1::GetCallsResponse counts;
+  scheduler.FillCounts(counts);
+  EXPECT_EQ(counts.scheduled(), 0);
+
+  // The client schedules them again: the same ids and batches, once each.
+  absl::StatusOr<std::vector<int64_t>> again =
+      scheduler.Schedule({Call("train", true), Call("eval")});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, (std::vector<int64_t>{0, 1}));
+  scheduler.Release();
+  v1::ClosureResponse response = scheduler.Exchange("worker:0/0", {}, 3);
+  ASSERT_EQ(response.calls_size(), 2);
+  EXPECT_EQ(response.calls(0).batch(), 0);
+  EXPECT_EQ(response.calls(1).batch(), -1);
+}
+
 TEST(ClosureSchedulerTest, AScheduledJobIsDoneOnceFinishedAndEveryCallRan) {
   ClosureScheduler scheduler(0, ScheduledJob());
-  ASSERT_TRUE(scheduler.Schedule({Call("f")}).ok());
+  ASSERT_TRUE(ScheduleAndSave(scheduler, {Call("f")}).ok());
   scheduler.Exchange("worker:0/0", {}, 1);
   scheduler.Exchange("worker:0/0", {Result(0)}, 0);
   EXPECT_FALSE(scheduler.done());
   EXPECT_TRUE(scheduler.idle());
   scheduler.FinishScheduling();
   EXPECT_TRUE(scheduler.done());
-  absl::StatusOr<std::vector<int64_t>> late = scheduler.Schedule({Call("f")});
+  absl::StatusOr<std::vector<int64_t>> late =
+      ScheduleAndSave(scheduler, {Call("f")});
   EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(ClosureSchedulerTest, AFailedCallIsDoneWithItsErrorAndTheFirstIsKept) {
   ClosureScheduler scheduler(0, ScheduledJob());
-  ASSERT_TRUE(scheduler.Schedule({Call("f"), Call("g"), Call("h")}).ok());
+  ASSERT_TRUE(
+      ScheduleAndSave(scheduler, {Call("f"), Call("g"), Call("h")}).ok());
   v1::ClosureResult bad = Result(1);
   bad.set_error("NOT_FOUND: no step function named \"g\"");
   v1::ClosureResult worse = Result(2);
@@ -212,15 +249,16 @@ TEST(ClosureSchedulerTest, AFailedCallIsDoneWithItsErrorAndTheFirstIsKept) {
 
 TEST(ClosureSchedulerTest, ScheduleRefusesBadCallsAndAFullQueueAsAWhole) {
   ClosureScheduler scheduler(0, ScheduledJob());
-  EXPECT_EQ(scheduler.Schedule({Call("")}).status().code(),
+  EXPECT_EQ(ScheduleAndSave(scheduler, {Call("")}).status().code(),
             absl::StatusCode::kInvalidArgument);
   std::vector<double> many(ClosureScheduler::kMaxArgs + 1);
-  EXPECT_EQ(scheduler.Schedule({Call("f", false, many)}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      ScheduleAndSave(scheduler, {Call("f", false, many)}).status().code(),
+      absl::StatusCode::kInvalidArgument);
   std::vector<v1::ScheduledCall> full(ClosureScheduler::kMaxPendingCalls,
                                       Call("f"));
-  ASSERT_TRUE(scheduler.Schedule(full).ok());
-  EXPECT_EQ(scheduler.Schedule({Call("f")}).status().code(),
+  ASSERT_TRUE(ScheduleAndSave(scheduler, full).ok());
+  EXPECT_EQ(ScheduleAndSave(scheduler, {Call("f")}).status().code(),
             absl::StatusCode::kResourceExhausted);
   // Nothing of a refused request was queued.
   v1::GetCallsResponse counts;
@@ -232,21 +270,21 @@ TEST(ClosureSchedulerTest, ScheduleRefusesBadCallsAndAFullQueueAsAWhole) {
   const std::vector<double> most(ClosureScheduler::kMaxArgs);
   const size_t fit = ClosureScheduler::kMaxPendingArgs / most.size();
   std::vector<v1::ScheduledCall> calls(fit, Call("f", false, most));
-  ASSERT_TRUE(heavy.Schedule(calls).ok());
-  EXPECT_EQ(heavy.Schedule({Call("f", false, {1})}).status().code(),
+  ASSERT_TRUE(ScheduleAndSave(heavy, calls).ok());
+  EXPECT_EQ(ScheduleAndSave(heavy, {Call("f", false, {1})}).status().code(),
             absl::StatusCode::kResourceExhausted);
 
   ClosureScheduler own_steps(5, v1::JobStatus());
-  EXPECT_EQ(own_steps.Schedule({Call("f")}).status().code(),
+  EXPECT_EQ(ScheduleAndSave(own_steps, {Call("f")}).status().code(),
             absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(ClosureSchedulerTest, ARestoredSchedulerHandsOutTheCallsNotCompleted) {
   ClosureScheduler scheduler(0, ScheduledJob());
-  ASSERT_TRUE(scheduler
-                  .Schedule({Call("train", true), Call("eval", false, {7}),
-                             Call("train", true)})
-                  .ok());
+  ASSERT_TRUE(
+      ScheduleAndSave(scheduler, {Call("train", true), Call("eval", false, {7}),
+                                  Call("train", true)})
+          .ok());
   scheduler.Exchange("worker:0/0", {}, 1);           // 0 runs...
   scheduler.Exchange("worker:0/0", {Result(0)}, 0);  // ...and completes
   scheduler.Exchange("worker:0/0", {}, 1);  // 1 is in flight when saved
@@ -263,7 +301,7 @@ TEST(ClosureSchedulerTest, ARestoredSchedulerHandsOutTheCallsNotCompleted) {
   EXPECT_EQ(second.calls(0).id(), 2);
   EXPECT_EQ(second.calls(0).batch(), 1);
   // Numbering goes on where it stopped.
-  EXPECT_EQ(restored.Schedule({Call("train", true)})->front(), 3);
+  EXPECT_EQ(ScheduleAndSave(restored, {Call("train", true)})->front(), 3);
   EXPECT_EQ(restored.Exchange("worker:1/2", {}, 1).calls(0).batch(), 2);
   // Completed before the restart: done, its result not held.
   EXPECT_EQ(restored.Call(0)->state(), v1::CallStatus::DONE_RESULT_DROPPED);

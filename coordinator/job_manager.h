@@ -68,9 +68,12 @@ class JobManager {
   // ClusterCoordinator on a schedule_from_client ParameterServer job
   // (job_manager_calls.cc). Each counts as the client's sign of life.
   // Errors name the job; NOT_FOUND for an unknown one.
+  // Schedule holds the calls until ScheduleSaved() says whether the table
+  // holding them was saved: released to the workers, or taken back.
   absl::StatusOr<std::vector<int64_t>> Schedule(
       const std::string& job_id, std::vector<v1::ScheduledCall> calls,
       absl::Time now);
+  void ScheduleSaved(const std::string& job_id, bool saved);
   absl::StatusOr<v1::GetCallsResponse> GetCalls(
       const v1::GetCallsRequest& request, absl::Time now);
   absl::Status FinishScheduling(const std::string& job_id, absl::Time now);

@@ -53,6 +53,19 @@ absl::StatusOr<std::vector<int64_t>> JobManager::Schedule(
   return ids;
 }
 
+void JobManager::ScheduleSaved(const std::string& job_id, bool saved) {
+  absl::MutexLock lock(&mu_);
+  Job* job = Find(job_id);
+  if (job == nullptr || job->closures == nullptr) return;
+  if (saved) {
+    job->closures->Release();
+  } else {
+    job->closures->Retract();
+  }
+  job->closures->Fill(job->status);
+  job->changed = true;
+}
+
 absl::StatusOr<v1::GetCallsResponse> JobManager::GetCalls(
     const v1::GetCallsRequest& request, absl::Time now) {
   absl::MutexLock lock(&mu_);

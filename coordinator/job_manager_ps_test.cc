@@ -228,6 +228,7 @@ TEST_F(JobManagerPsTest, CallsScheduledBeforePlacementRunAndFinishEndsTheJob) {
       manager_.Schedule("1", {Call("train"), Call("eval", {3})}, now_);
   ASSERT_TRUE(ids.ok()) << ids.status();
   EXPECT_EQ(*ids, (std::vector<int64_t>{0, 1}));
+  manager_.ScheduleSaved("1", true);
   manager_.Tick(Views(), now_);
   ASSERT_EQ(Job().state(), v1::JOB_PLACING);
 
@@ -345,6 +346,7 @@ TEST_F(JobManagerPsTest, ScheduledCallsSurviveACoordinatorRestart) {
   ASSERT_TRUE(manager_.Submit(ScheduledJob(), now_).ok());
   manager_.Tick(Views(), now_);
   ASSERT_TRUE(manager_.Schedule("1", {Call("a"), Call("b", {2})}, now_).ok());
+  manager_.ScheduleSaved("1", true);
   ASSERT_TRUE(manager_.RunClosures(Request("worker", 1, {}), now_).ok());
   ASSERT_TRUE(manager_.RunClosures(Request("worker", 1, {0}, 0), now_).ok());
   std::optional<std::string> saved =

@@ -40,7 +40,7 @@ absl::Status JobsService::Persist(absl::string_view what) {
   if (saved.ok()) return saved;
   return absl::UnavailableError(
       absl::StrCat("the job table could not be saved, so ", what,
-                   " was not accepted (", saved.message(), ")"));
+                   " not accepted (", saved.message(), ")"));
 }
 
 grpc::ServerUnaryReactor* JobsService::SubmitJob(
@@ -63,7 +63,7 @@ grpc::ServerUnaryReactor* JobsService::SubmitJob(
     absl::StatusOr<std::string> id = manager_->Submit(spec, absl::Now());
     if (!id.ok()) return id.status();
     // Acknowledged means saved: a coordinator killed now still runs it.
-    if (absl::Status saved = Persist("the job"); !saved.ok()) {
+    if (absl::Status saved = Persist("the job was"); !saved.ok()) {
       (void)manager_->Cancel(*id, absl::Now());
       return saved;
     }
@@ -128,13 +128,17 @@ grpc::ServerUnaryReactor* JobsService::Schedule(
     v1::ScheduleResponse* response) {
   // The save writes the table to disk.
   return rpc::OffloadUnary(context, auth_, slow_, [=, this]() -> absl::Status {
+    // One batch of calls is held at a time, from scheduling to its save.
+    absl::MutexLock lock(&schedule_mu_);
     absl::StatusOr<std::vector<int64_t>> ids = manager_->Schedule(
         request->job_id(), {request->calls().begin(), request->calls().end()},
         absl::Now());
     if (!ids.ok()) return ids.status();
-    // Not saved, the calls stay queued but a restarted coordinator would
-    // not know them: the client is told, and schedules them again.
-    if (absl::Status saved = Persist("the calls"); !saved.ok()) return saved;
+    // Not saved, the calls are taken back before any runs: the client is
+    // told, and schedules them again without running them twice.
+    absl::Status saved = Persist("the calls were");
+    manager_->ScheduleSaved(request->job_id(), saved.ok());
+    if (!saved.ok()) return saved;
     for (int64_t id : *ids) response->add_ids(id);
     return absl::OkStatus();
   });
@@ -159,7 +163,7 @@ grpc::ServerUnaryReactor* JobsService::FinishJob(
     absl::Status finished =
         manager_->FinishScheduling(request->job_id(), absl::Now());
     if (!finished.ok()) return finished;
-    return Persist("the finish");
+    return Persist("the finish was");
   });
 }
 

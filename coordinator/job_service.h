@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "absl/synchronization/mutex.h"
 #include "cohort/v1/job.grpc.pb.h"
 #include "common/executor.h"
 #include "coordinator/job_manager.h"
@@ -65,6 +66,7 @@ class JobsService final : public v1::Jobs::CallbackService {
  private:
   // Saves the table, as an acknowledged call must survive a coordinator
   // restart; UNAVAILABLE saying what was not accepted when it cannot.
+  // `what` comes with its verb: "the calls were".
   absl::Status Persist(absl::string_view what);
 
   JobManager* const manager_;
@@ -75,6 +77,8 @@ class JobsService final : public v1::Jobs::CallbackService {
   const std::function<absl::Status()> persist_;
   const rpc::Security ps_security_;
   rpc::StreamPump* const pump_;
+  // Held from scheduling calls to their save (JobManager::ScheduleSaved).
+  absl::Mutex schedule_mu_;
 };
 
 // Same ownership as JobsService; libraries are read on `slow`.

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "absl/synchronization/notification.h"
@@ -44,17 +45,45 @@ class JobServiceTest : public ::testing::Test {
                             &response);
   }
 
-  JobManager manager_{
-      *ClusterSpec::FromJson(
-          R"({"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}})"),
-      {}};
+  // Schedules `fns` on ParameterServer job `job`; their ids, or why not.
+  absl::StatusOr<std::vector<int64_t>> Schedule(const std::string& job,
+                                                std::vector<std::string> fns) {
+    v1::ScheduleRequest request;
+    request.set_job_id(job);
+    for (const std::string& fn : fns) request.add_calls()->set_fn(fn);
+    v1::ScheduleResponse response;
+    const grpc::Status status = stub_->Schedule(
+        connection_->NewContext(absl::Seconds(30)).get(), request, &response);
+    if (!status.ok()) {
+      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                          status.error_message());
+    }
+    return std::vector<int64_t>(response.ids().begin(), response.ids().end());
+  }
+
+  JobManager manager_{*ClusterSpec::FromJson(
+                          R"({"cluster": {"chief": ["127.0.0.1:1"],
+                                          "worker": ["127.0.0.1:2"],
+                                          "ps": ["127.0.0.1:3"]}})"),
+                      {}};
   // Cancelling reads and writes no library.
   LibraryStore libraries_{::testing::TempDir() + "/unused-libraries"};
   rpc::Authenticator auth_{std::nullopt};
   Executor slow_{1, "test-slow"};
   Executor fan_out_{1, "test-fan-out"};
-  JobsService service_{&manager_, &libraries_, &auth_,          &slow_,
-                       &fan_out_, nullptr,     rpc::Security{}, nullptr};
+  std::atomic<bool> fail_saves_{false};
+  JobsService service_{&manager_,
+                       &libraries_,
+                       &auth_,
+                       &slow_,
+                       &fan_out_,
+                       [this]() -> absl::Status {
+                         if (fail_saves_)
+                           return absl::InternalError("disk full");
+                         return absl::OkStatus();
+                       },
+                       rpc::Security{},
+                       nullptr};
   rpc::RpcServer server_{{.listen = "127.0.0.1:0"}};
   std::unique_ptr<rpc::Connection> connection_;
   std::unique_ptr<v1::Jobs::Stub> stub_;
@@ -99,6 +128,30 @@ TEST_F(JobServiceTest, ACallWhoseCallerGaveUpInTheQueueIsNotRun) {
   const grpc::Status cancelled = Cancel(absl::Seconds(30));
   EXPECT_TRUE(cancelled.ok()) << cancelled.error_message();
   EXPECT_EQ(manager_.Get(id_)->state(), v1::JOB_CANCELLED);
+}
+
+TEST_F(JobServiceTest, CallsWhoseSaveFailedAreTakenBackNotRunWithTheirRetry) {
+  // Regression: refused calls stayed queued, and ran besides the client's
+  // retry of them.
+  v1::JobSpec spec = TestJobSpec(v1::PARAMETER_SERVER, 0);
+  spec.mutable_ps()->set_schedule_from_client(true);
+  absl::StatusOr<std::string> job = manager_.Submit(spec, absl::Now());
+  ASSERT_TRUE(job.ok()) << job.status();
+
+  fail_saves_ = true;
+  absl::StatusOr<std::vector<int64_t>> refused = Schedule(*job, {"f", "g"});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(refused.status().message(),
+              ::testing::HasSubstr("the calls were not accepted (disk full)"));
+  v1::GetCallsRequest request;
+  request.set_job_id(*job);
+  EXPECT_EQ(manager_.GetCalls(request, absl::Now())->scheduled(), 0);
+
+  fail_saves_ = false;
+  absl::StatusOr<std::vector<int64_t>> retried = Schedule(*job, {"f", "g"});
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_EQ(*retried, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(manager_.GetCalls(request, absl::Now())->scheduled(), 2);
 }
 
 }  // namespace
