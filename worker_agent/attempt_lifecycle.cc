@@ -6,6 +6,7 @@ void AttemptLifecycle::Start(std::function<bool()> body) {
   thread_ = std::thread([this, body = std::move(body)] {
     const bool finished = body();
     absl::MutexLock lock(&mu_);
+    if (error_.ok() && !aborted_.ok()) error_ = aborted_;
     state_ = finished && error_.ok() ? v1::AgentJobReport::FINISHED
                                      : v1::AgentJobReport::FAILED;
   });
@@ -34,12 +35,7 @@ bool AttemptLifecycle::RecordError(const absl::Status& status, bool permanent,
 
 void AttemptLifecycle::Abort(const absl::Status& why) {
   absl::MutexLock lock(&mu_);
-  if (state_ == v1::AgentJobReport::FINISHED ||
-      state_ == v1::AgentJobReport::FAILED || !error_.ok()) {
-    return;
-  }
-  error_ = why;
-  permanent_ = false;
+  if (aborted_.ok()) aborted_ = why;
 }
 
 absl::Status AttemptLifecycle::error() const {

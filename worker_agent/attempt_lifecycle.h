@@ -36,9 +36,10 @@ class AttemptLifecycle {
   bool RecordError(const absl::Status& status, bool permanent,
                    bool agent_left = false);
   // The attempt was stopped from outside (the coordinator ended it, the
-  // agent is stopping): unless it has already ended or recorded an error,
-  // it fails with `why`, whatever its body then returns. A body cut short
-  // returns as if done, and must not be reported FINISHED.
+  // agent is stopping): once its body returns, it is FAILED, with the first
+  // error recorded by then or else with `why`. A body cut short returns as
+  // if done, and must not be reported FINISHED; an error of its own, such as
+  // the collective that named a lost peer, says more than `why`.
   void Abort(const absl::Status& why);
   absl::Status error() const;
   bool done() const;
@@ -53,6 +54,7 @@ class AttemptLifecycle {
   v1::AgentJobReport::State state_ ABSL_GUARDED_BY(mu_) =
       v1::AgentJobReport::LOADING;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
+  absl::Status aborted_ ABSL_GUARDED_BY(mu_);  // the first Abort's reason
   bool permanent_ ABSL_GUARDED_BY(mu_) = false;
   bool agent_left_ ABSL_GUARDED_BY(mu_) = false;
 };
