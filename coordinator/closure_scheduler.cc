@@ -19,6 +19,14 @@ ClosureScheduler::ClosureScheduler(int64_t steps, const v1::JobStatus& status)
   }
   batches_ = status.batches_scheduled();
   released_ = steps_;  // what a saved status holds was saved
+  batches_released_ = batches_;
+  if (status.calls_failed() > 0) {
+    failed_ = status.calls_failed();
+    first_failed_ = status.first_failed_call();
+    first_error_ = status.first_call_error();
+    last_failed_ = status.last_failed_call();
+    last_error_ = status.last_call_error();
+  }
   scheduling_finished_ = status.scheduling_finished();
   prefix_ = std::min(status.completed_prefix(), steps_);
   for (int64_t id : status.completed_beyond()) {
@@ -52,9 +60,13 @@ void ClosureScheduler::Complete(const v1::ClosureResult& result) {
     calls_.erase(id);
     results_[id] = result;
     if (results_.size() > kKeptResults) results_.erase(results_.begin());
-    if (!result.error().empty() && failed_++ == 0) {
-      first_failed_ = id;
-      first_error_ = result.error();
+    if (!result.error().empty()) {
+      if (failed_++ == 0) {
+        first_failed_ = id;
+        first_error_ = result.error();
+      }
+      last_failed_ = id;
+      last_error_ = result.error();
     }
   }
   NoteValues(result);
@@ -208,13 +220,9 @@ absl::StatusOr<std::vector<int64_t>> ClosureScheduler::Schedule(
 }
 
 void ClosureScheduler::Retract() {
-  for (int64_t id = released_; id < steps_; ++id) {
-    auto it = calls_.find(id);
-    if (it == calls_.end()) continue;
-    if (it->second.takes_batch()) --batches_;
-    calls_.erase(it);
-  }
+  calls_.erase(calls_.lower_bound(released_), calls_.end());
   steps_ = released_;
+  batches_ = batches_released_;
 }
 
 absl::StatusOr<v1::CallStatus> ClosureScheduler::Call(int64_t id) const {
@@ -245,6 +253,8 @@ void ClosureScheduler::FillCounts(v1::GetCallsResponse& response) const {
   response.set_failed(failed_);
   response.set_first_failed(first_failed_);
   response.set_first_error(first_error_);
+  response.set_last_failed(last_failed_);
+  response.set_last_error(last_error_);
 }
 
 void ClosureScheduler::Fill(v1::JobStatus& status) const {
@@ -265,11 +275,17 @@ void ClosureScheduler::Fill(v1::JobStatus& status) const {
     (*status.mutable_metrics())[name] = reported.value;
   }
   if (client_scheduled_) {
+    // Held calls too: the save that accepts them may be any save.
     status.set_calls_scheduled(steps_);
     status.set_batches_scheduled(batches_);
     status.set_scheduling_finished(scheduling_finished_);
     status.clear_pending_calls();
     for (const auto& [id, call] : calls_) *status.add_pending_calls() = call;
+    status.set_calls_failed(failed_);
+    status.set_first_failed_call(first_failed_);
+    status.set_first_call_error(first_error_);
+    status.set_last_failed_call(last_failed_);
+    status.set_last_call_error(last_error_);
   }
 }
 

@@ -56,8 +56,13 @@ class ClosureScheduler {
   absl::StatusOr<std::vector<int64_t>> Schedule(
       std::vector<v1::ScheduledCall> calls);
   // The held calls were saved: they may be handed out.
-  void Release() { released_ = steps_; }
+  void Release() {
+    released_ = steps_;
+    batches_released_ = batches_;
+  }
   // The held calls could not be saved: forgotten, as if never scheduled.
+  // (Fill saves held calls too, so a save by someone else that preceded
+  // the failed one has them on disk until the next save.)
   void Retract();
   // No more calls: done() once the scheduled ones completed.
   void FinishScheduling() { scheduling_finished_ = true; }
@@ -132,12 +137,16 @@ class ClosureScheduler {
   std::map<int64_t, v1::ScheduledCall> calls_;    // scheduled, not completed
   std::map<int64_t, v1::ClosureResult> results_;  // the newest kKeptResults
   int64_t batches_ = 0;  // batch indices handed to calls so far
-  // Calls [released_, steps_) are held by Schedule until saved.
+  // Calls [released_, steps_) are held by Schedule until saved;
+  // batches_released_ is batches_ as of released_.
   int64_t released_ = 0;
+  int64_t batches_released_ = 0;
   bool scheduling_finished_ = false;
   int64_t failed_ = 0;
   int64_t first_failed_ = -1;
   std::string first_error_;
+  int64_t last_failed_ = -1;
+  std::string last_error_;
 };
 
 }  // namespace cohort::coordinator

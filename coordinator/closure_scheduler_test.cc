@@ -247,6 +247,28 @@ TEST(ClosureSchedulerTest, AFailedCallIsDoneWithItsErrorAndTheFirstIsKept) {
   EXPECT_EQ(counts.first_error(), bad.error());
 }
 
+TEST(ClosureSchedulerTest, ARestoredSchedulerStillReportsTheFailures) {
+  ClosureScheduler scheduler(0, ScheduledJob());
+  ASSERT_TRUE(
+      ScheduleAndSave(scheduler, {Call("f"), Call("g"), Call("h")}).ok());
+  v1::ClosureResult first = Result(0);
+  first.set_error("INTERNAL: f broke");
+  v1::ClosureResult newest = Result(2);
+  newest.set_error("INTERNAL: h broke");
+  scheduler.Exchange("worker:0/0", {first, Result(1), newest}, 0);
+  v1::JobStatus saved = ScheduledJob();
+  scheduler.Fill(saved);
+
+  ClosureScheduler restored(0, saved);
+  v1::GetCallsResponse counts;
+  restored.FillCounts(counts);
+  EXPECT_EQ(counts.failed(), 2);
+  EXPECT_EQ(counts.first_failed(), 0);
+  EXPECT_EQ(counts.first_error(), first.error());
+  EXPECT_EQ(counts.last_failed(), 2);
+  EXPECT_EQ(counts.last_error(), newest.error());
+}
+
 TEST(ClosureSchedulerTest, ScheduleRefusesBadCallsAndAFullQueueAsAWhole) {
   ClosureScheduler scheduler(0, ScheduledJob());
   EXPECT_EQ(ScheduleAndSave(scheduler, {Call("")}).status().code(),

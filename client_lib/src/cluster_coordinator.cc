@@ -23,6 +23,23 @@ absl::Status EndedError(const v1::GetCallsResponse& calls,
       " before ", what));
 }
 
+// GetCalls, retried until `deadline` while the coordinator is unreachable
+// or slow: it may be restarting, and saved the calls to hand out again.
+absl::StatusOr<v1::GetCallsResponse> GetCallsBy(const Client& client,
+                                                const std::string& job_id,
+                                                const std::vector<int64_t>& ids,
+                                                absl::Time deadline) {
+  absl::Duration backoff = kLastPoll;
+  while (true) {
+    absl::StatusOr<v1::GetCallsResponse> calls = client.GetCalls(job_id, ids);
+    const bool transient = absl::IsUnavailable(calls.status()) ||
+                           absl::IsDeadlineExceeded(calls.status());
+    if (!transient || absl::Now() >= deadline) return calls;
+    absl::SleepFor(std::min(backoff, deadline - absl::Now()));
+    backoff = std::min(backoff * 2, absl::Seconds(2));
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<v1::CallStatus> RemoteValue::Poll() const {
@@ -42,7 +59,7 @@ absl::StatusOr<std::map<std::string, double>> RemoteValue::Fetch(
   absl::Duration poll = kFirstPoll;
   while (true) {
     absl::StatusOr<v1::GetCallsResponse> calls =
-        client_->GetCalls(job_id_, {id_});
+        GetCallsBy(*client_, job_id_, {id_}, deadline);
     if (!calls.ok()) return calls.status();
     const v1::CallStatus& call = calls->calls(0);
     switch (call.state()) {
@@ -103,12 +120,21 @@ absl::Status ClusterCoordinator::Join(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   absl::Duration poll = kFirstPoll;
   while (true) {
-    absl::StatusOr<v1::GetCallsResponse> calls = client_->GetCalls(job_id_, {});
+    absl::StatusOr<v1::GetCallsResponse> calls =
+        GetCallsBy(*client_, job_id_, {}, deadline);
     if (!calls.ok()) return calls.status();
-    if (calls->first_failed() >= 0) {
+    if (calls->failed() > failures_raised_) {
+      // Raised once, as TF's join clears the errors it raised: the first
+      // failure, then the newest of those since the last Join.
+      const bool first = failures_raised_ == 0;
+      const int64_t since = calls->failed() - failures_raised_;
+      failures_raised_ = calls->failed();
       return absl::AbortedError(absl::StrCat(
-          "call ", calls->first_failed(), " failed: ", calls->first_error(),
-          " (", calls->failed(), " of ", calls->scheduled(), " failed)"));
+          "call ", first ? calls->first_failed() : calls->last_failed(),
+          " failed: ", first ? calls->first_error() : calls->last_error(), " (",
+          since, first ? "" : " more", " failed since ",
+          first ? "the job began" : "the last Join", "; ", calls->failed(),
+          " of ", calls->scheduled(), " in all)"));
     }
     if (calls->completed() == calls->scheduled()) return absl::OkStatus();
     if (IsTerminal(calls->job_state())) {

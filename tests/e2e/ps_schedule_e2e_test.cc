@@ -147,6 +147,16 @@ TEST_F(PsScheduleE2eTest, AFailedCallIsItsOwnErrorAndTheJobGoesOn) {
       good->Fetch(absl::Seconds(60));
   ASSERT_TRUE(loss.ok()) << loss.status();
   EXPECT_GT(loss->at("loss"), 0);
+  // Raised once, as TF's join clears what it raised: the next Join names
+  // only a newer failure.
+  joined = coordinator.Join(absl::Seconds(60));
+  EXPECT_TRUE(joined.ok()) << joined;
+  absl::StatusOr<RemoteValue> again = coordinator.Schedule("no_such_fn");
+  ASSERT_TRUE(again.ok()) << again.status();
+  joined = coordinator.Join(absl::Seconds(60));
+  EXPECT_THAT(joined.message(),
+              HasSubstr(absl::StrCat("call ", again->id(), " failed")));
+  EXPECT_THAT(joined.message(), HasSubstr("1 more failed since the last Join"));
   FinishAndExpectSuccess(coordinator);
   // A finished job takes no more calls, and says why.
   absl::StatusOr<RemoteValue> late = coordinator.Schedule("mlp_step");

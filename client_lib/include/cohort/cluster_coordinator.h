@@ -59,7 +59,8 @@ class RemoteValue {
   // Waits up to `timeout` for the call to complete and returns what it
   // reported. Its function's error when it FAILED; DEADLINE_EXCEEDED when
   // it is still queued or running; FAILED_PRECONDITION when the job ended
-  // without running it.
+  // without running it. While the coordinator is unreachable (restarting)
+  // it keeps asking until `timeout`.
   absl::StatusOr<std::map<std::string, double>> Fetch(
       absl::Duration timeout) const;
   // Where the call is now, without waiting.
@@ -93,9 +94,12 @@ class ClusterCoordinator {
                                        std::vector<double> args = {},
                                        const CallOptions& options = {});
   // join(): waits up to `timeout` until every call scheduled so far has
-  // completed. The first FAILED call's error, as TF's join raises it;
-  // DEADLINE_EXCEEDED with the counts; FAILED_PRECONDITION when the job
-  // ended first.
+  // completed. ABORTED with a FAILED call's error, as TF's join raises it,
+  // once for each failure: the first Join to see failures names the first,
+  // a later one the newest since the Join before it. DEADLINE_EXCEEDED with
+  // the counts; FAILED_PRECONDITION when the job ended first. While the
+  // coordinator is unreachable (restarting) it keeps asking until
+  // `timeout`, as Fetch does.
   absl::Status Join(absl::Duration timeout);
   // done(): whether every call scheduled so far has completed.
   absl::StatusOr<bool> Done() const;
@@ -110,6 +114,7 @@ class ClusterCoordinator {
  private:
   const Client* const client_;
   const std::string job_id_;
+  int64_t failures_raised_ = 0;  // failed calls a Join has reported
 };
 
 }  // namespace cohort
