@@ -163,12 +163,13 @@ std::vector<v1::JobStatus> JobManager::List() const {
 }
 
 absl::StatusOr<v1::JobStatus> JobManager::Cancel(const std::string& job_id,
-                                                 absl::Time now) {
+                                                 absl::Time now,
+                                                 const std::string& why) {
   absl::MutexLock lock(&mu_);
   Job* job = Find(job_id);
   if (job == nullptr) return NotFound(job_id);
   if (!IsTerminal(job->status.state())) {
-    Finish(*job, v1::JOB_CANCELLED, "cancelled on request", now);
+    Finish(*job, v1::JOB_CANCELLED, why, now);
   }
   return job->status;
 }
@@ -408,6 +409,8 @@ void JobManager::Finish(Job& job, v1::JobState state, const std::string& error,
   job.status.set_state(state);
   job.status.set_error(error);
   job.status.set_end_time_unix_ms(UnixMillis(now));
+  // Nothing will run them: the saved table need not carry their args.
+  job.status.clear_pending_calls();
   // A finished job keeps its last rate; an ended one has none.
   if (state != v1::JOB_SUCCEEDED) job.status.set_steps_per_second(0);
   job.changed = true;
@@ -549,6 +552,10 @@ absl::Status JobManager::Restore(const std::string& text, absl::Time now) {
       job.status.set_state(v1::JOB_RESTARTING);
       job.placing_since = now;
     } else if (job.active()) {
+      // As after any failed attempt, a stop agreed in the last one is for
+      // the next to reach again.
+      job.status.clear_stopped_at_step();
+      job.status.clear_stop_reason();
       v1::RestartRecord* record = job.status.add_restarts();
       record->set_attempt(job.status.attempt() + 1);
       record->set_time_unix_ms(UnixMillis(now));

@@ -53,8 +53,10 @@ class JobManager {
   absl::StatusOr<std::string> Submit(const v1::JobSpec& spec, absl::Time now);
   absl::StatusOr<v1::JobStatus> Get(const std::string& job_id) const;
   std::vector<v1::JobStatus> List() const;
-  absl::StatusOr<v1::JobStatus> Cancel(const std::string& job_id,
-                                       absl::Time now);
+  // Ends the job CANCELLED with `why` as its error, unless it has ended.
+  absl::StatusOr<v1::JobStatus> Cancel(
+      const std::string& job_id, absl::Time now,
+      const std::string& why = "cancelled on request");
 
   // An agent's report; returns the job it should be running.
   v1::AgentSyncResponse Sync(const v1::AgentJobReport& report, absl::Time now);

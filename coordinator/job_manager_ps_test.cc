@@ -342,6 +342,16 @@ TEST_F(JobManagerPsTest, ACompletedClosureIsInTheNextSaveAndNotRunAgain) {
   EXPECT_EQ(next->closures(0), 1);
 }
 
+TEST_F(JobManagerPsTest, AnEndedJobDropsTheArgsOfTheCallsItNeverRan) {
+  ASSERT_TRUE(manager_.Submit(ScheduledJob(), now_).ok());
+  ASSERT_TRUE(manager_.Schedule("1", {Call("a", {1, 2, 3})}, now_).ok());
+  manager_.ScheduleSaved("1", true);
+  ASSERT_EQ(Job().pending_calls_size(), 1);
+  ASSERT_TRUE(manager_.Cancel("1", now_).ok());
+  EXPECT_EQ(Job().pending_calls_size(), 0);
+  EXPECT_EQ(Job().calls_scheduled(), 1);
+}
+
 TEST_F(JobManagerPsTest, ScheduledCallsSurviveACoordinatorRestart) {
   ASSERT_TRUE(manager_.Submit(ScheduledJob(), now_).ok());
   manager_.Tick(Views(), now_);

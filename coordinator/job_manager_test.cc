@@ -449,6 +449,25 @@ TEST_F(JobManagerTest, RestoredTableKeepsJobsAndResumesTheActiveOne) {
   EXPECT_EQ(restored.Restore("{", now_).code(), absl::StatusCode::kDataLoss);
 }
 
+TEST_F(JobManagerTest, ARestoredJobReachesAStopAgreedBeforeTheRestartAgain) {
+  // The replicas agreed to stop at step 7 and the coordinator restarted
+  // before they ended: the next attempt has a stop of its own to reach.
+  const std::string id = SubmitAndPlace();
+  manager_.Sync(StopReport("chief", id, 1, v1::AgentJobReport::RUNNING, 7, 5),
+                now_);
+  ASSERT_EQ(manager_.Get(id)->stopped_at_step(), 7);
+  std::optional<std::string> table =
+      manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
+  ASSERT_TRUE(table.has_value());
+
+  JobManager restored(TwoAgentSpec(), {.checkpoint_root = "/ckpt"});
+  ASSERT_OK(restored.Restore(*table, now_));
+  const v1::JobStatus status = *restored.Get(id);
+  EXPECT_EQ(status.state(), v1::JOB_RESTARTING);
+  EXPECT_EQ(status.stopped_at_step(), 0);
+  EXPECT_EQ(status.stop_reason(), "");
+}
+
 TEST_F(JobManagerTest, RestoresATableWithNumericIdsAndRefusesABadJob) {
   // Integers as JSON numbers, as earlier coordinators wrote them.
   JobManager restored(TwoAgentSpec(), {.checkpoint_root = "/ckpt"});

@@ -64,7 +64,9 @@ grpc::ServerUnaryReactor* JobsService::SubmitJob(
     if (!id.ok()) return id.status();
     // Acknowledged means saved: a coordinator killed now still runs it.
     if (absl::Status saved = Persist("the job was"); !saved.ok()) {
-      (void)manager_->Cancel(*id, absl::Now());
+      (void)manager_->Cancel(
+          *id, absl::Now(),
+          "not accepted: the job table could not be saved at submission");
       return saved;
     }
     spdlog::info("job {} submitted: {} {} steps, global batch {}, library {}",
