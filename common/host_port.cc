@@ -147,6 +147,14 @@ std::string HostPort::ToString() const {
   return absl::StrCat(host, ":", port);
 }
 
+std::string LocalDialAddress(absl::string_view address) {
+  absl::StatusOr<HostPort> parsed = ParseHostPort(address, true);
+  if (!parsed.ok()) return std::string(address);
+  if (parsed->host == "0.0.0.0") parsed->host = "127.0.0.1";
+  if (parsed->host == "::") parsed->host = "::1";
+  return parsed->ToString();
+}
+
 absl::StatusOr<HostPort> ParseHostPort(absl::string_view text,
                                        bool allow_port_zero) {
   absl::StatusOr<HostPort> address = SplitHostPort(text, allow_port_zero);

@@ -20,6 +20,11 @@ struct HostPort {
   bool IsWildcard() const { return host == "0.0.0.0" || host == "::"; }
 };
 
+// How a process on this host dials a server listening on `address`: a
+// wildcard host becomes loopback (0.0.0.0 -> 127.0.0.1, :: -> ::1). Other
+// addresses, and text that does not parse, are returned as they are.
+std::string LocalDialAddress(absl::string_view address);
+
 // Parses "host:port". `allow_port_zero` is for listen addresses, where 0 means
 // "pick a free port". Errors name the input and what is wrong.
 absl::StatusOr<HostPort> ParseHostPort(absl::string_view text,

@@ -14,6 +14,7 @@
 #include "common/cluster_spec.h"
 #include "common/file_util.h"
 #include "common/host_info.h"
+#include "common/host_port.h"
 #include "common/subprocess.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/job_state.h"
@@ -31,6 +32,9 @@ constexpr const char* kStateEntries[] = {"coordinator_state.json",
                                          "logs",
                                          "ps",
                                          "agents"};
+
+// Earlier clusters kept in the state dir, the newest first.
+constexpr int kKeptClusters = 3;
 
 // Whether something accepts TCP connections at `address` (HOST:PORT).
 bool Serving(const std::string& address) {
@@ -89,10 +93,12 @@ std::vector<std::string> UnfinishedJobs(const std::string& jobs_json) {
 absl::Status SetAsidePreviousCluster(const std::string& state_dir,
                                      const PersistedState& saved,
                                      absl::Duration grace) {
+  // The coordinator saved the address it listened on; its tasks, and a
+  // probe from here, dial it.
+  const std::string coordinator = LocalDialAddress(saved.coordinator_address);
   if (!saved.coordinator_address.empty() &&
-      IsLocalHost(
-          ParseHostPort(saved.coordinator_address).value_or(HostPort{}).host) &&
-      Serving(saved.coordinator_address)) {
+      IsLocalHost(ParseHostPort(coordinator).value_or(HostPort{}).host) &&
+      Serving(coordinator)) {
     return absl::FailedPreconditionError(
         absl::StrCat("the cluster in ", state_dir,
                      " is still running: its coordinator "
@@ -103,7 +109,7 @@ absl::Status SetAsidePreviousCluster(const std::string& state_dir,
   std::vector<pid_t> stopped;
   for (const PersistedTask& task : saved.tasks) {
     if (!task.launched || task.pid <= 0) continue;
-    if (!RunsTaskOf(task.pid, task, saved.coordinator_address)) continue;
+    if (!RunsTaskOf(task.pid, task, coordinator)) continue;
     spdlog::info("stopping {} (pid {}), left running by the previous cluster",
                  task.task.ToString(), task.pid);
     kill(static_cast<pid_t>(task.pid), SIGTERM);
@@ -127,11 +133,26 @@ absl::Status SetAsidePreviousCluster(const std::string& state_dir,
         job);
   }
 
+  // The last kKeptClusters clusters are kept: previous, previous.1, ...
   const std::filesystem::path previous =
       std::filesystem::path(state_dir) / "previous";
+  auto kept = [&previous](int age) {
+    return age == 0 ? previous
+                    : std::filesystem::path(
+                          absl::StrCat(previous.string(), ".", age));
+  };
   std::error_code error;
-  std::filesystem::remove_all(previous, error);
-  std::filesystem::create_directories(previous, error);
+  if (std::filesystem::exists(kept(kKeptClusters - 1))) {
+    spdlog::warn("removing {}: only the last {} clusters are kept",
+                 kept(kKeptClusters - 1).string(), kKeptClusters);
+    std::filesystem::remove_all(kept(kKeptClusters - 1), error);
+  }
+  for (int age = kKeptClusters - 2; age >= 0 && !error; --age) {
+    if (std::filesystem::exists(kept(age))) {
+      std::filesystem::rename(kept(age), kept(age + 1), error);
+    }
+  }
+  if (!error) std::filesystem::create_directories(previous, error);
   if (error) {
     return absl::InternalError(
         absl::StrCat("cannot make ", previous.string(), ": ", error.message()));

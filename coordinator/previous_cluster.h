@@ -4,7 +4,8 @@
 // (--new_cluster, what `cohortctl up` does unless asked to resume): the
 // earlier cluster's tasks that still run are stopped, so that none is left
 // behind as an orphan, and its state is moved to <state_dir>/previous, so
-// that nothing of it is lost but none of it is resumed either.
+// that nothing of it is lost but none of it is resumed either. The one
+// before moves to previous.1, and so on: the last three are kept.
 
 #include <string>
 #include <vector>

@@ -154,11 +154,7 @@ absl::Status RpcServer::Start() {
 }
 
 std::string RpcServer::DialAddress() const {
-  absl::StatusOr<HostPort> parsed = ParseHostPort(address_, true);
-  if (!parsed.ok()) return address_;
-  if (parsed->host == "0.0.0.0") parsed->host = "127.0.0.1";
-  if (parsed->host == "::") parsed->host = "::1";
-  return parsed->ToString();
+  return LocalDialAddress(address_);
 }
 
 bool RpcServer::AnswersHealthCheck(absl::Duration timeout) {
