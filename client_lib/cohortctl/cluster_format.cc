@@ -87,8 +87,8 @@ std::string TaskDetail(const v1::TaskStatus& task) {
   // A clock this far off misplaces the task's lines and spans; NTP keeps
   // hosts within milliseconds.
   if (std::abs(task.clock_offset_ms()) >= kClockWarningMs) {
-    parts.push_back(absl::StrFormat("clock %+.1fs off",
-                                    task.clock_offset_ms() / 1000.0));
+    parts.push_back(
+        absl::StrFormat("clock %+.1fs off", task.clock_offset_ms() / 1000.0));
   }
   if (task.state() != v1::READY && !task.last_error().empty()) {
     parts.push_back(task.last_error());

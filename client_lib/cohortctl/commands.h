@@ -2,7 +2,8 @@
 
 // cohortctl's subcommands. Each returns the process exit code: 0 success,
 // 1 failure reported by a server or a child (or a job that did not
-// succeed), kUsageError (2) bad usage.
+// succeed), kUsageError (2) bad usage, kOutcomeUnknown (3) a watched job
+// whose end was not seen (the coordinator went silent).
 
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 namespace cohort::ctl {
 
 inline constexpr int kUsageError = 2;
+inline constexpr int kOutcomeUnknown = 3;
 
 // Options common to every command, from the flags.
 struct CommonOptions {

@@ -82,8 +82,10 @@ int WatchUntilEnd(const Client& client, const std::string& job_id, bool json) {
     bar_fd = fd;
     ::signal(SIGINT, EndBarLineAndDie);
   }
+  bool seen = false;  // the job, running, at least once
   absl::StatusOr<v1::JobStatus> job =
       client.WatchJob(job_id, [&](const v1::JobStatus& status) {
+        seen = true;
         Write(stream, view.Update(status, absl::Now()));
         return true;
       });
@@ -94,7 +96,16 @@ int WatchUntilEnd(const Client& client, const std::string& job_id, bool json) {
   if (!job.ok()) {
     Write(stream, view.Interrupt());
     PrintError(job.status());
-    return 1;
+    if (!seen || (!absl::IsUnavailable(job.status()) &&
+                  !absl::IsDeadlineExceeded(job.status()))) {
+      return 1;
+    }
+    // Not a failed job: a script must not take it for one and submit again.
+    std::fprintf(stderr,
+                 "cohortctl: job %s may still be running; `cohortctl watch %s` "
+                 "follows it again\n",
+                 job_id.c_str(), job_id.c_str());
+    return kOutcomeUnknown;
   }
   Write(stream, view.Finish(*job, absl::Now()));
   if (json && PrintJson(*job) != 0) return 1;

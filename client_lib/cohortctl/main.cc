@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "client_lib/cohortctl/commands.h"
@@ -13,11 +14,12 @@
 
 ABSL_FLAG(std::string, coordinator, "",
           "The coordinator's HOST:PORT. Default: $COHORT_COORDINATOR, else the "
-          "local cluster that `cohortctl up` started.");
+          "local cluster that `cohortctl up` started (in --state_dir).");
 ABSL_FLAG(bool, json, false,
           "Print JSON instead of text. With submit --wait and watch: the "
           "final JobStatus, the live view going to stderr.");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5), "Deadline of each RPC.");
+ABSL_DECLARE_FLAG(std::string, state_dir);  // up_command.cc
 
 namespace cohort::ctl {
 namespace {
@@ -66,7 +68,8 @@ constexpr char kUsage[] =
     "                     host; --follow keeps printing new ones\n"
     "\n"
     "Exit codes: 0 success, 1 a failure (or a job that did not succeed),\n"
-    "2 bad usage.\n"
+    "2 bad usage, 3 a watched job's end not seen (the coordinator went\n"
+    "silent; the job may still run: do not submit it again).\n"
     "\n"
     "Examples:\n"
     "  cohortctl up\n"
@@ -98,8 +101,9 @@ std::string ResolveCoordinator() {
   if (const char* env = std::getenv("COHORT_COORDINATOR"); env != nullptr) {
     return env;
   }
-  absl::StatusOr<std::string> port =
-      ReadFile(DefaultLocalStateDir() + "/coordinator.port");
+  std::string state_dir = absl::GetFlag(FLAGS_state_dir);
+  if (state_dir.empty()) state_dir = DefaultLocalStateDir();
+  absl::StatusOr<std::string> port = ReadFile(state_dir + "/coordinator.port");
   if (port.ok() && !port->empty()) {
     return absl::StrCat("127.0.0.1:", std::atoi(port->c_str()));
   }

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client_lib/cohortctl/commands.h"
@@ -153,6 +154,23 @@ absl::StatusOr<JobSpec> SpecFromFlags() {
   }
   COHORT_ASSIGN_OR_RETURN(spec.strategy,
                           ParseStrategy(absl::GetFlag(FLAGS_strategy)));
+  if (spec.strategy != StrategyKind::kParameterServer) {
+    // Dropped silently, they would leave a job that is not what was asked.
+    for (const absl::CommandLineFlag* flag :
+         {&absl::GetFlagReflectionHandle(FLAGS_ps_partitioner),
+          &absl::GetFlagReflectionHandle(FLAGS_ps_shards),
+          &absl::GetFlagReflectionHandle(FLAGS_ps_min_shard_bytes),
+          &absl::GetFlagReflectionHandle(FLAGS_ps_max_shard_bytes),
+          &absl::GetFlagReflectionHandle(FLAGS_max_inflight),
+          &absl::GetFlagReflectionHandle(FLAGS_ps_recovery_timeout)}) {
+      if (flag->CurrentValue() != flag->DefaultValue()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", flag->Name(),
+                         " is for --strategy=parameter_server, not --strategy=",
+                         absl::GetFlag(FLAGS_strategy)));
+      }
+    }
+  }
   COHORT_ASSIGN_OR_RETURN(
       spec.communication,
       ParseCommunication(absl::GetFlag(FLAGS_communication)));

@@ -115,14 +115,15 @@ nlohmann::json ChromeTrace(const v1::TraceData& trace) {
       }
     }
     for (const Located& r : ranks) {
-      const int64_t waited = std::min(latest - r.span->start_unix_ns(),
-                                      r.span->duration_ns());
+      const int64_t waited =
+          std::min(latest - r.span->start_unix_ns(), r.span->duration_ns());
       if (waited <= 0) continue;
-      complete(kStragglerWait, pids.at(r.replica->task()), r.replica->replica(),
-               r.span->start_unix_ns(), waited,
-               {{"waited_for", absl::StrCat("replica ", absl::StrJoin(last, ", "))},
-                {"collective", std::get<2>(key)},
-                {"seq", std::get<1>(key)}});
+      complete(
+          kStragglerWait, pids.at(r.replica->task()), r.replica->replica(),
+          r.span->start_unix_ns(), waited,
+          {{"waited_for", absl::StrCat("replica ", absl::StrJoin(last, ", "))},
+           {"collective", std::get<2>(key)},
+           {"seq", std::get<1>(key)}});
     }
   }
 

@@ -18,6 +18,7 @@
 #include "common/exit_codes.h"
 #include "common/file_util.h"
 #include "common/host_info.h"
+#include "common/host_port.h"
 #include "common/signals.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
@@ -27,9 +28,10 @@
 ABSL_FLAG(std::string, cluster_spec, "",
           "up: the TF_CONFIG-style spec to run. Default: one chief, one worker "
           "and one ps on free loopback ports.");
-ABSL_FLAG(
-    std::string, state_dir, "",
-    "up: the coordinator's state dir. Default: ~/.local/state/cohort/local.");
+ABSL_FLAG(std::string, state_dir, "",
+          "The cluster's state dir: where `up` keeps it, and where the other "
+          "commands find its coordinator (without --coordinator). Default: "
+          "~/.local/state/cohort/local.");
 ABSL_FLAG(std::string, listen, "",
           "up: where the coordinator serves (port 0: a free port). Default: "
           "127.0.0.1:0, or with --resume the address the cluster had.");
@@ -133,9 +135,15 @@ int UpCommand(const CommonOptions& options) {
     probe.rpc_timeout = absl::Seconds(2);
     absl::StatusOr<std::unique_ptr<Client>> client =
         Client::Connect(running, probe);
-    if (client.ok() && (*client)->GetClusterState().ok()) {
+    const absl::Status answer =
+        client.ok() ? (*client)->GetClusterState().status() : client.status();
+    // Only a refused connection means nobody is there; a coordinator that
+    // refuses our token, or is slow, is still up, and keeps its port file.
+    if (!absl::IsUnavailable(answer)) {
       PrintError(absl::FailedPreconditionError(absl::StrCat(
           "a cluster of ", state_dir, " is already up at ", running,
+          answer.ok() ? ""
+                      : absl::StrCat(" (it answered: ", answer.ToString(), ")"),
           "; `cohortctl status` talks to it. Stop it first (^C where its "
           "`cohortctl up` runs, or SIGTERM to its coordinator), or pass "
           "--state_dir=DIR for another one")));
@@ -198,7 +206,11 @@ int UpCommand(const CommonOptions& options) {
     coordinator->Stop(absl::Seconds(4));
     return absl::IsInvalidArgument(port.status()) ? kUsageError : 1;
   }
-  const std::string address = absl::StrCat("127.0.0.1:", *port);
+  // Where it listens, unless that is every interface (or unknown: a
+  // resumed cluster's address): loopback.
+  const absl::StatusOr<HostPort> bound = ParseHostPort(listen, true);
+  const std::string address = LocalDialAddress(
+      HostPort{bound.ok() ? bound->host : "127.0.0.1", *port}.ToString());
   std::cout << "cohortctl up: coordinator listening on " << address << " (pid "
             << coordinator->pid() << ")" << std::endl;
 

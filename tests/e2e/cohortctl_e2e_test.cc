@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/jobs.h"
 #include "tests/testing/test_cluster.h"
 
 namespace cohort::testing {
@@ -69,6 +70,20 @@ TEST(CohortctlE2eTest, UpWithNoArgumentsBringsUpTheDefaultCluster) {
   EXPECT_EQ(table.exit_code, 0) << table.output;
   EXPECT_THAT(table.output, HasSubstr("3/3 tasks ready"));
   EXPECT_THAT(table.output, HasSubstr("worker:0"));
+  // Any command finds it through --state_dir, from anywhere.
+  CommandResult by_dir = RunCommand(
+      {Binary("cohortctl"), "status",
+       absl::StrCat("--state_dir=", dir.path(), "/cohort/local")},
+      absl::Seconds(5), {{"XDG_STATE_HOME", dir.path() + "/elsewhere"}});
+  EXPECT_EQ(by_dir.exit_code, 0) << by_dir.output;
+  EXPECT_THAT(by_dir.output, HasSubstr("3/3 tasks ready"));
+  // A second `up` of the same state dir is refused, and leaves the first
+  // findable.
+  CommandResult again =
+      RunCommand({Binary("cohortctl"), "up"}, absl::Seconds(30), env);
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("is already up at"));
+  EXPECT_TRUE(ReadFile(port_file).ok());
 
   // ^C (here SIGTERM) stops everything.
   up->Signal(SIGTERM);
@@ -190,6 +205,38 @@ TEST(CohortctlE2eTest,
   KillIfAlive(pids);
 }
 
+TEST(CohortctlE2eTest, AWatchThatLostTheCoordinatorSaysTheJobMayStillRun) {
+  ScratchDir dir;
+  absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(dir, 1, 0);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  CoordinatorProcess& coordinator = *cluster->coordinator;
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      Client::Connect(coordinator.address());
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::string> id = (*client)->SubmitJob(
+      SlowLinearJob(StrategyKind::kMultiWorkerMirrored, 100000, 5));
+  ASSERT_TRUE(id.ok()) << id.status();
+  const std::string out = dir.path() + "/watch.log";
+  absl::StatusOr<Subprocess> watch = Subprocess::Spawn(
+      {.argv = {Binary("cohortctl"),
+                absl::StrCat("--coordinator=", coordinator.address()), "watch",
+                *id},
+       .output_file = out});
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  // Once it has shown the job, the coordinator dies.
+  ASSERT_TRUE(WaitUntil([&] { return !ReadFile(out).value_or("").empty(); },
+                        absl::Seconds(30)));
+  coordinator.process().Signal(SIGKILL);
+  coordinator.process().Wait(absl::Seconds(10));
+  coordinator.ForgetProcess();
+  const std::optional<ExitStatus> ended = watch->Wait(absl::Seconds(60));
+  ASSERT_TRUE(ended.has_value()) << ReadFile(out).value_or("");
+  EXPECT_EQ(ended->exit_code(), 3) << ReadFile(out).value_or("");
+  EXPECT_THAT(ReadFile(out).value_or(""),
+              HasSubstr(absl::StrCat("job ", *id, " may still be running")));
+  KillIfAlive(coordinator.seen_pids());
+}
+
 TEST(CohortctlE2eTest, StatusAgainstNothingIsAClearError) {
   ScratchDir dir;
   CommandResult result =
@@ -245,6 +292,10 @@ TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
        "--rank=2 is out of range for --ranks=2"},
       {{Binary("cohort-ps-bench"), "help"},
        "unexpected argument \"help\" (it takes flags only; see --help)"},
+      {{Binary("cohortctl"), "submit", "--library=x.so", "--step=s",
+        "--steps=1", "--global_batch=1", "--ps_shards=4"},
+       "--ps_shards is for --strategy=parameter_server, not "
+       "--strategy=multi_worker_mirrored"},
   };
   for (const Case& c : cases) {
     const CommandResult result = RunCommand(c.argv, absl::Seconds(10));
