@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "ps_client/dtype.h"
@@ -31,7 +32,13 @@ absl::StatusOr<std::vector<std::vector<Slice>>> SliceByShard(
     const Index& by_name, int num_shards, absl::Span<const Buffer> buffers,
     absl::string_view call) {
   std::vector<std::vector<Slice>> by_shard(num_shards);
+  absl::flat_hash_set<absl::string_view> seen;
   for (const Buffer& buffer : buffers) {
+    // Twice in one push would apply its gradient twice.
+    if (!seen.insert(buffer.name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(call, ": \"", buffer.name, "\" is given twice"));
+    }
     auto it = by_name.find(buffer.name);
     if (it == by_name.end()) {
       return absl::InvalidArgumentError(absl::StrCat(

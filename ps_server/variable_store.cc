@@ -5,6 +5,7 @@
 #include <set>
 #include <type_traits>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -248,10 +249,9 @@ absl::StatusOr<std::vector<v1::PsVariableSpec>> VariableStore::List(
     return absl::InvalidArgumentError("the request names no job_id");
   }
   if (!job_id_.empty() && job_id != job_id_) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("ps shard ", options_.shard_id,
-                     " holds the variables of job '", job_id_,
-                     "', not of job '", job_id, "'"));
+    return absl::PermissionDeniedError(absl::StrCat(
+        "ps shard ", options_.shard_id, " holds the variables of job '",
+        job_id_, "', not of job '", job_id, "'"));
   }
   std::vector<v1::PsVariableSpec> specs;
   for (const auto& [name, variable] : variables_) {
@@ -264,6 +264,14 @@ absl::StatusOr<std::vector<v1::PullResponse>> VariableStore::Pull(
     const std::string& job_id, const std::vector<std::string>& names,
     int64_t max_chunk_bytes) const {
   max_chunk_bytes = std::max<int64_t>(1, max_chunk_bytes);
+  // Each name is copied into the reply: a repeated one would multiply it.
+  absl::flat_hash_set<absl::string_view> seen;
+  for (const std::string& name : names) {
+    if (!seen.insert(name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the pull names variable '", name, "' twice"));
+    }
+  }
   std::vector<v1::PullResponse> messages;
   int64_t last_message_bytes = 0;
   absl::ReaderMutexLock lock(&mu_);

@@ -13,8 +13,8 @@ namespace cohort::ps {
 namespace {
 
 using ::cohort::ps::test_util::Bytes;
-using ::cohort::ps::test_util::Values;
 using ::cohort::ps::test_util::Spec;
+using ::cohort::ps::test_util::Values;
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -180,6 +180,16 @@ TEST(VariableStoreTest, PullErrorsNameTheVariableAndTheShard) {
   absl::Status status = store.Pull("job", {"w", "x"}, 1024).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(status.message(), "variable 'x' is not on ps shard 3");
+}
+
+TEST(VariableStoreTest, APullNamingAVariableTwiceIsRefused) {
+  // Each name is copied into the reply: 10000 of one large variable would
+  // take 10000 times its memory.
+  VariableStore store;
+  ASSERT_TRUE(store.Create("job", 1, List({Spec("w", {4})})).ok());
+  absl::Status status = store.Pull("job", {"w", "w"}, 1024).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "the pull names variable 'w' twice");
 }
 
 TEST(VariableStoreTest, PullBatchesSmallVariablesAndSplitsLargeOnes) {

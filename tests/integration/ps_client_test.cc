@@ -12,8 +12,8 @@
 #include "common/host_info.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ps_server/in_process_ps.h"
 #include "ps_client/partitioner.h"
+#include "ps_server/in_process_ps.h"
 #include "tests/testing/test_cluster.h"
 
 namespace cohort::ps {
@@ -252,6 +252,13 @@ TEST(PsClientTest, RejectsMisuseAndNamesTheShardOnErrors) {
               HasSubstr("buffer of 12 bytes for \"emb\" of 160"));
   const PullBuffer unknown[] = {{"nope", Out(small)}};
   EXPECT_EQ(client->Pull(unknown).code(), absl::StatusCode::kInvalidArgument);
+  // Twice in one push would apply the gradient twice.
+  std::vector<float> grad(40);
+  const PushBuffer twice[] = {{"emb", In(grad)}, {"emb", In(grad)}};
+  const absl::Status repeated = client->Push(twice);
+  EXPECT_EQ(repeated.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(repeated.message()),
+              HasSubstr("\"emb\" is given twice"));
   EXPECT_EQ(client->CreateVariables(model.placement, {}).code(),
             absl::StatusCode::kInvalidArgument);
 
