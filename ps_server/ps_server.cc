@@ -44,9 +44,27 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Create(
   return server;
 }
 
+namespace {
+
+// A snapshot is one protobuf message, which protobuf caps at 2 GiB; room is
+// left for the names, specs and aggregated variables' per-worker values.
+constexpr int64_t kMaxSnapshottedShardBytes = int64_t{1792} << 20;
+
+VariableStoreOptions StoreOptions(const task::TaskConfig& config,
+                                  const PsServerOptions& options) {
+  VariableStoreOptions store{.shard_id = config.task.index};
+  if (!options.state_dir.empty()) {
+    store.max_shard_bytes = kMaxSnapshottedShardBytes;
+    store.max_shard_bytes_reason = "what one snapshot holds";
+  }
+  return store;
+}
+
+}  // namespace
+
 PsServer::PsServer(task::TaskConfig config, PsServerOptions options)
     : options_(std::move(options)),
-      store_({.shard_id = config.task.index}),
+      store_(StoreOptions(config, options_)),
       runtime_("ps", std::move(config)) {}
 
 absl::Status PsServer::Restore() {

@@ -45,6 +45,7 @@ class PsServer {
   int Run();
 
   const VariableStore& store() const { return store_; }
+  VariableStore& store() { return store_; }
   // The snapshot the shard started from, if any.
   const std::optional<SnapshotRecord>& restored() const { return restored_; }
 

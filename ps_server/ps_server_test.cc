@@ -80,5 +80,22 @@ TEST_F(PsServerTest, AStateDirThatCannotBeADirectoryIsNamed) {
   std::filesystem::remove(dir_);
 }
 
+TEST_F(PsServerTest, ASnapshottedShardRefusesMoreThanOneSnapshotHolds) {
+  // Regression: a shard past protobuf's 2 GiB could never be snapshotted,
+  // and every attempt copied it under the shard's lock.
+  absl::StatusOr<std::unique_ptr<PsServer>> server =
+      PsServer::Create(PsTask(), {.state_dir = dir_});
+  ASSERT_TRUE(server.ok()) << server.status();
+  // 2 GiB of float32: refused before anything is allocated.
+  google::protobuf::RepeatedPtrField<v1::PsVariableSpec> specs;
+  *specs.Add() = test_util::Spec("w", {int64_t{256} << 20});
+  *specs.Add() = test_util::Spec("v", {int64_t{256} << 20});
+  const absl::Status refused =
+      (*server)->store().Create("job", 1, specs).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.message(), HasSubstr("what one snapshot holds"));
+  EXPECT_THAT(refused.message(), HasSubstr("more ps tasks"));
+}
+
 }  // namespace
 }  // namespace cohort::ps

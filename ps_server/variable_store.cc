@@ -172,7 +172,11 @@ absl::StatusOr<int> VariableStore::Create(
       return absl::ResourceExhaustedError(absl::StrCat(
           "ps shard ", options_.shard_id, " would hold ",
           kept_bytes + new_bytes, " bytes of variables and slots, over its ",
-          "limit of ", options_.max_shard_bytes));
+          "limit of ", options_.max_shard_bytes,
+          options_.max_shard_bytes_reason.empty()
+              ? ""
+              : absl::StrCat(" (", options_.max_shard_bytes_reason, ")"),
+          ": spread the variables over more ps tasks (a partitioner)"));
     }
 
     if (replace) {

@@ -31,6 +31,8 @@ struct VariableStoreOptions {
   // Bytes of values plus optimizer slots the shard may hold, so that a
   // create cannot exhaust the process's memory.
   int64_t max_shard_bytes = int64_t{16} << 30;
+  // What sets max_shard_bytes, for the error that names it; empty: memory.
+  std::string max_shard_bytes_reason;
   // Distinct workers whose values an aggregated variable keeps.
   int max_workers = 4096;
 };
