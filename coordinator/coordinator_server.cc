@@ -51,6 +51,16 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   std::optional<PersistedState> saved;
   if (!config.state_dir.empty()) {
     COHORT_RETURN_IF_ERROR(MakeDirectories(config.state_dir));
+    absl::StatusOr<FileLock> lock =
+        FileLock::Acquire(config.state_dir + "/coordinator.lock");
+    if (absl::IsFailedPrecondition(lock.status())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "another coordinator runs on --state_dir ", config.state_dir, ": ",
+          lock.status().message(),
+          ". Stop it first, or give this one a state dir of its own"));
+    }
+    if (!lock.ok()) return lock.status();
+    server->state_lock_.emplace(*std::move(lock));
     server->store_.emplace(config.state_dir);
     COHORT_ASSIGN_OR_RETURN(saved, server->store_->Load());
     if (config.new_cluster && saved.has_value()) {

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/cluster_spec.h"
+#include "common/file_lock.h"
 #include "common/metrics.h"
 #include "coordinator/cluster_manager.h"
 #include "coordinator/coordinator_service.h"
@@ -81,6 +82,9 @@ class CoordinatorServer {
 
  private:
   CoordinatorConfig config_;
+  // Held while this coordinator owns the state dir: a second one on it is
+  // refused. Declared first, so released last.
+  std::optional<FileLock> state_lock_;
   std::optional<StateStore> store_;
   PersistedState state_;
   std::unique_ptr<ClusterManager> manager_;

@@ -450,6 +450,17 @@ TEST(ClusterE2eTest, RestartedCoordinatorKnowsTheClusterFromItsStateDir) {
       (*first)->WaitAllReady(kReadyTimeout);
   ASSERT_TRUE(before.ok()) << before.status();
   const std::string address = (*first)->address();
+  // One coordinator per state dir: a second is refused, naming the first.
+  const CommandResult second_one = RunCommand(
+      {Binary("cohort-coordinator"), absl::StrCat("--state_dir=", state_dir),
+       "--listen=127.0.0.1:0"});
+  EXPECT_EQ(second_one.exit_code, 2) << second_one.output;
+  EXPECT_THAT(second_one.output,
+              HasSubstr(absl::StrCat("another coordinator runs on --state_dir ",
+                                     state_dir, ": ", state_dir,
+                                     "/coordinator.lock is locked by another "
+                                     "process (pid ",
+                                     (*first)->process().pid(), ")")));
 
   // The coordinator crashes; its tasks keep running.
   (*first)->process().Signal(SIGKILL);
