@@ -1,5 +1,7 @@
 #include "ps_server/snapshot_loop.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
@@ -19,6 +21,7 @@ void SnapshotLoop::Start(std::optional<SnapshotRecord> restored) {
   written_generation_ = store_->generation();
   attempted_updates_.store(store_->updates());
   thread_ = std::thread([this] { Run(); });
+  expirer_ = std::thread([this] { ExpireWaiters(); });
 }
 
 void SnapshotLoop::Shutdown() {
@@ -26,7 +29,9 @@ void SnapshotLoop::Shutdown() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
     wake_.Signal();
+    waiters_changed_.Signal();
   }
+  if (expirer_.joinable()) expirer_.join();
   if (thread_.joinable()) thread_.join();
   // Requests that arrived before the loop ever started.
   std::vector<Done> left;
@@ -71,6 +76,7 @@ void SnapshotLoop::WhenDurable(int64_t updates, std::function<void()> then) {
       waiters_.push_back(
           {updates, absl::Now() + options_.max_wait, std::move(then)});
       wake_.Signal();
+      waiters_changed_.Signal();
       return;
     }
   }
@@ -99,28 +105,19 @@ void SnapshotLoop::Run() {
     for (Done& done : requests) done(result);
     mu_.Lock();
     // Waiters whose updates are now on disk go; so do all of them when the
-    // write failed or the loop stops.
-    // "Nothing changed" is not a failure.
+    // write failed or the loop stops. (Those past their deadline went
+    // already: ExpireWaiters.) "Nothing changed" is not a failure.
     const bool failed =
         !result.ok() && !absl::IsFailedPrecondition(result.status());
     std::vector<std::function<void()>> ready;
     const int64_t durable = last_.has_value() ? last_->updates : 0;
-    const absl::Time now = absl::Now();
-    int late = 0;
     for (auto it = waiters_.begin(); it != waiters_.end();) {
-      const bool expired = now >= it->deadline;
-      if (it->updates <= durable || failed || stopping || expired) {
-        late += expired && it->updates > durable;
+      if (it->updates <= durable || failed || stopping) {
         ready.push_back(std::move(it->then));
         it = waiters_.erase(it);
       } else {
         ++it;
       }
-    }
-    if (late > 0) {
-      spdlog::warn("{} push(es) acknowledged before a snapshot held them: "
-                   "snapshots take longer than {}",
-                   late, absl::FormatDuration(options_.max_wait));
     }
     if (!ready.empty()) {
       mu_.Unlock();
@@ -139,6 +136,37 @@ void SnapshotLoop::Run() {
   }
 }
 
+void SnapshotLoop::ExpireWaiters() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    absl::Time earliest = absl::InfiniteFuture();
+    for (const Waiter& waiter : waiters_) {
+      earliest = std::min(earliest, waiter.deadline);
+    }
+    if (absl::Now() < earliest) {
+      waiters_changed_.WaitWithDeadline(&mu_, earliest);
+      continue;
+    }
+    std::vector<std::function<void()>> late;
+    const absl::Time now = absl::Now();
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (now >= it->deadline) {
+        late.push_back(std::move(it->then));
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    spdlog::warn(
+        "{} push(es) acknowledged before a snapshot held them: snapshots "
+        "take longer than {}",
+        late.size(), absl::FormatDuration(options_.max_wait));
+    mu_.Unlock();
+    for (auto& then : late) then();
+    mu_.Lock();
+  }
+}
+
 absl::StatusOr<SnapshotRecord> SnapshotLoop::WriteIfChanged(bool force) {
   {
     absl::MutexLock lock(&mu_);
@@ -150,6 +178,7 @@ absl::StatusOr<SnapshotRecord> SnapshotLoop::WriteIfChanged(bool force) {
       }
     }
   }
+  if (options_.before_write) options_.before_write();
   int64_t generation = 0;
   const v1::PsSnapshot snapshot = store_->Capture(&generation);
   attempted_updates_.store(snapshot.updates());

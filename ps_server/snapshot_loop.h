@@ -24,10 +24,13 @@ namespace cohort::ps {
 
 struct SnapshotLoopOptions {
   absl::Duration interval = absl::Seconds(10);
-  int64_t every_updates = 100;  // 0: by time only
+  int64_t every_updates = 100;                  // 0: by time only
   absl::Duration max_wait = absl::Seconds(10);  // of WhenDurable
   // After a failed write, before the next attempt.
   absl::Duration retry_after_failure = absl::Seconds(1);
+  // Tests: runs on the writing thread before each capture, to hold a write
+  // up as a slow disk would.
+  std::function<void()> before_write;
 };
 
 // A snapshot on disk.
@@ -37,10 +40,11 @@ struct SnapshotRecord {
   int64_t unix_ms = 0;  // when it was taken
 };
 
-// Owns one thread between Start() and Shutdown(), which captures the store
-// and writes through `dir`. `store` and `dir` are not owned and must outlive
-// the loop. Thread-safe; callbacks run on the loop's thread without its lock
-// held.
+// Owns two threads between Start() and Shutdown(): one captures the store
+// and writes through `dir`, the other ends WhenDurable's waits at their
+// deadline even while a write takes longer. `store` and `dir` are not owned
+// and must outlive the loop. Thread-safe; callbacks run on the loop's
+// threads without its lock held.
 class SnapshotLoop {
  public:
   using Done = std::function<void(absl::StatusOr<SnapshotRecord>)>;
@@ -81,6 +85,8 @@ class SnapshotLoop {
 
  private:
   void Run();
+  // Calls the `then` of waiters past their deadline, until stopping.
+  void ExpireWaiters();
   bool UpdatesDue() const;
   // Captures and writes the store unless its generation is the one last
   // written (and, when `force`, some snapshot exists).
@@ -95,6 +101,7 @@ class SnapshotLoop {
 
   mutable absl::Mutex mu_;
   absl::CondVar wake_;
+  absl::CondVar waiters_changed_;  // for ExpireWaiters
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<Done> requests_ ABSL_GUARDED_BY(mu_);
@@ -108,6 +115,7 @@ class SnapshotLoop {
   std::optional<SnapshotRecord> last_ ABSL_GUARDED_BY(mu_);
   int64_t written_generation_ ABSL_GUARDED_BY(mu_) = -1;
   std::thread thread_;
+  std::thread expirer_;
 };
 
 }  // namespace cohort::ps

@@ -290,6 +290,31 @@ TEST_F(SnapshotLoopTest, WhenDurableWaitsForASnapshotHoldingTheUpdates) {
   loop.Shutdown();
 }
 
+TEST_F(SnapshotLoopTest, AWaitEndsAtMaxWaitWhileAWriteIsStillUnderWay) {
+  // Regression: deadlines were checked only after a write returned, so a
+  // push on a slow disk waited for that write and the next.
+  absl::Notification writing, release;
+  SnapshotLoop loop(
+      &store_, &dir_,
+      {.interval = absl::Hours(1),
+       .every_updates = 100,
+       .max_wait = absl::Milliseconds(100),
+       .before_write = [&] {
+         if (!writing.HasBeenNotified()) writing.Notify();
+         release.WaitForNotificationWithTimeout(absl::Seconds(30));
+       }});
+  loop.Start(std::nullopt);
+  ASSERT_TRUE(store_.Apply("job", "", "w", std::string(4, 'a')).ok());
+  absl::Notification acknowledged;
+  loop.WhenDurable(1, [&] { acknowledged.Notify(); });
+  ASSERT_TRUE(writing.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  // The write is held up until the wait has ended.
+  EXPECT_TRUE(acknowledged.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  release.Notify();
+  loop.Shutdown();
+  EXPECT_EQ(loop.last()->updates, 1);
+}
+
 TEST_F(SnapshotLoopTest, WritesOnTheIntervalOnlyWhenChanged) {
   SnapshotLoop loop(&store_, &dir_,
                     {.interval = absl::Milliseconds(20), .every_updates = 0});
