@@ -15,11 +15,11 @@ ABSL_FLAG(std::string, state_dir, "",
 ABSL_FLAG(absl::Duration, snapshot_interval, absl::Seconds(10),
           "Snapshot at least this often while the shard changes.");
 ABSL_FLAG(int64_t, snapshot_every_updates, 100,
-          "Also snapshot after this many updates. A push is acknowledged "
-          "only when at most this many acknowledged updates are not yet on "
-          "disk, so a crash loses no more than that. 0: snapshots by time "
-          "only, and pushes acknowledged at once, so a crash can lose the "
-          "updates of up to --snapshot_interval.");
+          "Also snapshot after this many updates (pushes, of any number of "
+          "variables). A push is acknowledged only when at most this many "
+          "acknowledged pushes are not yet on disk, so a crash loses no more "
+          "than that. 0: snapshots by time only, and pushes acknowledged at "
+          "once, so a crash can lose the pushes of up to --snapshot_interval.");
 ABSL_FLAG(int64_t, max_chunk_bytes, int64_t{4} << 20,
           "Most bytes of tensor data in one Pull message or pushed chunk.");
 

@@ -122,6 +122,7 @@ class PushReader final : public grpc::ServerReadReactor<v1::PushRequest> {
         Fail(ended);
         return;
       }
+      CountPush();
       *response_->mutable_shard() = service_->ShardState();
       response_->set_applied(assembler_.applied());
       SnapshotLoop* snapshots = service_->snapshots();
@@ -159,20 +160,25 @@ class PushReader final : public grpc::ServerReadReactor<v1::PushRequest> {
           "a push of job '", job_id_, "' continued with a message of job '",
           request_.job_id(), "'"));
     }
-    const int applied_before = assembler_.applied();
     absl::Status status;
     for (v1::TensorChunk& chunk : *request_.mutable_chunks()) {
       status = assembler_.Add(&chunk);
       if (!status.ok()) break;
     }
-    if (assembler_.applied() > applied_before &&
-        service_->snapshots() != nullptr) {
-      service_->snapshots()->NoteUpdates();
-    }
     return status;
   }
 
+  // Once per push that changed the shard, finished or failed: updates count
+  // pushes, the unit of snapshots and of what a crash may lose.
+  void CountPush() {
+    if (counted_ || assembler_.applied() == 0) return;
+    counted_ = true;
+    service_->store()->CountPush();
+    if (service_->snapshots() != nullptr) service_->snapshots()->NoteUpdates();
+  }
+
   void Fail(const absl::Status& status) {
+    CountPush();
     spdlog::warn("push from {} ({}) of job '{}' failed after {} variables: {}",
                  worker_.empty() ? "an unnamed worker" : worker_, peer_,
                  job_id_, assembler_.applied(), status.ToString());
@@ -185,6 +191,7 @@ class PushReader final : public grpc::ServerReadReactor<v1::PushRequest> {
   PushAssembler assembler_;
   v1::PushRequest request_;
   bool first_ = true;
+  bool counted_ = false;
   std::string job_id_;
   std::string worker_;
   std::atomic<int64_t> handoff_{0};  // messages handled

@@ -26,8 +26,8 @@ struct PsServiceOptions {
   // Bound on the data of one Pull message and of one pushed chunk.
   int64_t max_chunk_bytes = int64_t{4} << 20;
   // With snapshots: a push is acknowledged only when at most this many
-  // acknowledged updates are not yet on disk, so a crash loses no more.
-  // 0: acknowledge at once.
+  // acknowledged pushes (the store's updates) are not yet on disk, so a
+  // crash loses no more. 0: acknowledge at once.
   int64_t ack_within_updates = 0;
 };
 

@@ -1,14 +1,16 @@
 #pragma once
 
 // Helpers shared by the ps tests: typed values to and from the byte strings
-// the ps protocol carries, and variable specs.
+// the ps protocol carries, variable specs, and pushes.
 
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cohort/v1/ps.pb.h"
+#include "ps_server/variable_store.h"
 
 namespace cohort::ps::test_util {
 
@@ -23,6 +25,15 @@ std::vector<T> Values(const std::string& bytes) {
   std::vector<T> values(bytes.size() / sizeof(T));
   std::memcpy(values.data(), bytes.data(), bytes.size());
   return values;
+}
+
+// One push of one variable, applied and counted as the service does.
+inline absl::Status Push(VariableStore& store, const std::string& job_id,
+                         const std::string& worker, const std::string& name,
+                         std::string_view bytes) {
+  absl::Status applied = store.Apply(job_id, worker, name, bytes);
+  if (applied.ok()) store.CountPush();
+  return applied;
 }
 
 inline v1::PsVariableSpec Spec(const std::string& name,

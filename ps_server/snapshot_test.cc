@@ -9,6 +9,7 @@
 #include "common/file_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ps_server/ps_test_util.h"
 #include "ps_server/snapshot_loop.h"
 #include "ps_server/variable_store.h"
 #include "spdlog/sinks/ostream_sink.h"
@@ -199,7 +200,8 @@ TEST(SnapshotDirTest, ARestoredStoreMatchesTheSavedOne) {
   w->mutable_optimizer()->set_kind(v1::PsOptimizer::ADAGRAD);
   w->mutable_optimizer()->set_learning_rate(0.1);
   ASSERT_TRUE(store.Create("job", 4, specs).ok());
-  ASSERT_TRUE(store.Apply("job", "", "w", std::string(12, '\1')).ok());
+  ASSERT_TRUE(
+      test_util::Push(store, "job", "", "w", std::string(12, '\1')).ok());
   ASSERT_TRUE(dir.Write(store.Capture(nullptr)).ok());
 
   VariableStore restored;
@@ -259,7 +261,8 @@ TEST_F(SnapshotLoopTest, WritesAfterEnoughUpdates) {
                     {.interval = absl::Hours(1), .every_updates = 3});
   loop.Start(std::nullopt);
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(store_.Apply("job", "", "w", std::string(4, char(i))).ok());
+    ASSERT_TRUE(
+        test_util::Push(store_, "job", "", "w", std::string(4, char(i))).ok());
     loop.NoteUpdates();
   }
   EXPECT_TRUE(WaitForSnapshot(loop, 3));
@@ -277,7 +280,8 @@ TEST_F(SnapshotLoopTest, WhenDurableWaitsForASnapshotHoldingTheUpdates) {
   // Two updates, far below every_updates: the wait itself makes the loop
   // write, and the callback sees them on disk.
   for (int i = 0; i < 2; ++i) {
-    ASSERT_TRUE(store_.Apply("job", "", "w", std::string(4, char(i))).ok());
+    ASSERT_TRUE(
+        test_util::Push(store_, "job", "", "w", std::string(4, char(i))).ok());
   }
   absl::Notification durable;
   int64_t on_disk = -1;
@@ -304,7 +308,8 @@ TEST_F(SnapshotLoopTest, AWaitEndsAtMaxWaitWhileAWriteIsStillUnderWay) {
          release.WaitForNotificationWithTimeout(absl::Seconds(30));
        }});
   loop.Start(std::nullopt);
-  ASSERT_TRUE(store_.Apply("job", "", "w", std::string(4, 'a')).ok());
+  ASSERT_TRUE(
+      test_util::Push(store_, "job", "", "w", std::string(4, 'a')).ok());
   absl::Notification acknowledged;
   loop.WhenDurable(1, [&] { acknowledged.Notify(); });
   ASSERT_TRUE(writing.WaitForNotificationWithTimeout(absl::Seconds(10)));
@@ -319,7 +324,8 @@ TEST_F(SnapshotLoopTest, WritesOnTheIntervalOnlyWhenChanged) {
   SnapshotLoop loop(&store_, &dir_,
                     {.interval = absl::Milliseconds(20), .every_updates = 0});
   loop.Start(std::nullopt);
-  ASSERT_TRUE(store_.Apply("job", "", "w", std::string(4, 'a')).ok());
+  ASSERT_TRUE(
+      test_util::Push(store_, "job", "", "w", std::string(4, 'a')).ok());
   EXPECT_TRUE(WaitForSnapshot(loop, 1));
   const SnapshotRecord first = *loop.last();
   // Several intervals pass with no change: the same snapshot stays last.
@@ -340,7 +346,8 @@ TEST_F(SnapshotLoopTest, RequestsAndShutdown) {
   // Asked again unchanged: the same one.
   EXPECT_EQ(SnapshotNow(loop)->path, record->path);
 
-  ASSERT_TRUE(store_.Apply("job", "", "w", std::string(4, 'a')).ok());
+  ASSERT_TRUE(
+      test_util::Push(store_, "job", "", "w", std::string(4, 'a')).ok());
   loop.Shutdown();  // writes the change
   EXPECT_EQ(loop.last()->updates, 1);
   EXPECT_THAT(*dir_.List(), SizeIs(2));

@@ -378,7 +378,6 @@ absl::Status VariableStore::Apply(const std::string& job_id,
     }
     variable.updates.fetch_add(1);
   }
-  updates_.fetch_add(1);
   generation_.fetch_add(1);
   return absl::OkStatus();
 }

@@ -98,8 +98,11 @@ class VariableStore {
   // and INVALID_ARGUMENT when `bytes` is not the variable's size.
   absl::Status Apply(const std::string& job_id, const std::string& worker,
                      const std::string& name, std::string_view bytes);
+  // A push that applied at least one variable has ended: counted once in
+  // updates(), however many variables it carried.
+  void CountPush() { updates_.fetch_add(1); }
 
-  // Updates applied over the shard's life (restored ones included).
+  // Pushes applied over the shard's life (restored ones included).
   int64_t updates() const { return updates_.load(); }
   // `updates` as restored at start; 0 when the shard started fresh.
   int64_t restored_updates() const { return restored_updates_.load(); }

@@ -56,7 +56,9 @@ TEST(VariableStoreTest, CreateIsIdempotentAndKeepsValues) {
   v1::PsVariableSpec w = Sgd(Spec("w", {2}), 1.0);
   w.set_initial(Bytes<float>({1, 2}));
   EXPECT_EQ(*store.Create("job-a", 1, List({w})), 1);
-  ASSERT_TRUE(store.Apply("job-a", "worker:0", "w", Bytes<float>({1, 1})).ok());
+  ASSERT_TRUE(
+      test_util::Push(store, "job-a", "worker:0", "w", Bytes<float>({1, 1}))
+          .ok());
 
   // Another worker's init (and a restart's) declares it again: no change.
   EXPECT_EQ(*store.Create("job-a", 1, List({w, Spec("b", {3})})), 1);
@@ -147,7 +149,8 @@ TEST(VariableStoreTest, MalformedSpecsAreRefused) {
 TEST(VariableStoreTest, ANewerJobReplacesTheOlderOne) {
   VariableStore store({.shard_id = 1});
   ASSERT_TRUE(store.Create("old", 1, List({Spec("w", {4})})).ok());
-  ASSERT_TRUE(store.Apply("old", "", "w", Bytes<float>({1, 2, 3, 4})).ok());
+  ASSERT_TRUE(
+      test_util::Push(store, "old", "", "w", Bytes<float>({1, 2, 3, 4})).ok());
 
   EXPECT_EQ(*store.Create("new", 2, List({Spec("v", {2})})), 1);
   EXPECT_EQ(store.Layout("new", "w").status().code(),
@@ -157,7 +160,7 @@ TEST(VariableStoreTest, ANewerJobReplacesTheOlderOne) {
   EXPECT_EQ(pull.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(std::string(pull.message()), HasSubstr("'new'"));
   EXPECT_THAT(std::string(pull.message()), HasSubstr("'old'"));
-  EXPECT_EQ(store.Apply("old", "", "v", Bytes<float>({1, 2})).code(),
+  EXPECT_EQ(test_util::Push(store, "old", "", "v", Bytes<float>({1, 2})).code(),
             absl::StatusCode::kPermissionDenied);
   absl::StatusOr<int> stale = store.Create("old", 1, List({Spec("w", {4})}));
   EXPECT_EQ(stale.status().code(), absl::StatusCode::kPermissionDenied);
@@ -238,30 +241,40 @@ TEST(VariableStoreTest, AggregatedVariablesCombineTheWorkersLatestValues) {
   // Before any push: the initial value.
   EXPECT_THAT(Values<float>(PullOne(store, "job", "sum")), ElementsAre(9, 9));
 
-  ASSERT_TRUE(store.Apply("job", "worker:1", "sum", Bytes<float>({1, 2})).ok());
   ASSERT_TRUE(
-      store.Apply("job", "worker:0", "sum", Bytes<float>({10, 20})).ok());
+      test_util::Push(store, "job", "worker:1", "sum", Bytes<float>({1, 2}))
+          .ok());
+  ASSERT_TRUE(
+      test_util::Push(store, "job", "worker:0", "sum", Bytes<float>({10, 20}))
+          .ok());
   // A worker's later push replaces its earlier value.
-  ASSERT_TRUE(store.Apply("job", "worker:1", "sum", Bytes<float>({3, 4})).ok());
+  ASSERT_TRUE(
+      test_util::Push(store, "job", "worker:1", "sum", Bytes<float>({3, 4}))
+          .ok());
   int64_t version = 0;
   EXPECT_THAT(Values<float>(PullOne(store, "job", "sum", &version)),
               ElementsAre(13, 24));
   EXPECT_EQ(version, 3);
 
-  ASSERT_TRUE(
-      store.Apply("job", "worker:0", "mean", Bytes<int64_t>({10, -3})).ok());
-  ASSERT_TRUE(
-      store.Apply("job", "worker:1", "mean", Bytes<int64_t>({20, -4})).ok());
+  ASSERT_TRUE(test_util::Push(store, "job", "worker:0", "mean",
+                              Bytes<int64_t>({10, -3}))
+                  .ok());
+  ASSERT_TRUE(test_util::Push(store, "job", "worker:1", "mean",
+                              Bytes<int64_t>({20, -4}))
+                  .ok());
   EXPECT_THAT(Values<int64_t>(PullOne(store, "job", "mean")),
               ElementsAre(15, -3));
 
-  ASSERT_TRUE(store.Apply("job", "worker:2", "first", Bytes<double>({2})).ok());
   ASSERT_TRUE(
-      store.Apply("job", "chief:0", "first", Bytes<double>({1.5})).ok());
+      test_util::Push(store, "job", "worker:2", "first", Bytes<double>({2}))
+          .ok());
+  ASSERT_TRUE(
+      test_util::Push(store, "job", "chief:0", "first", Bytes<double>({1.5}))
+          .ok());
   EXPECT_THAT(Values<double>(PullOne(store, "job", "first")), ElementsAre(1.5));
 
   const absl::Status anonymous =
-      store.Apply("job", "", "sum", Bytes<float>({1, 1}));
+      test_util::Push(store, "job", "", "sum", Bytes<float>({1, 1}));
   EXPECT_EQ(anonymous.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(anonymous.message()), HasSubstr("names no worker"));
 }
@@ -270,7 +283,7 @@ TEST(VariableStoreTest, ApplyRefusesTheWrongSize) {
   VariableStore store;
   ASSERT_TRUE(store.Create("job", 1, List({Spec("w", {8, 16})})).ok());
   const absl::Status status =
-      store.Apply("job", "", "w", std::string(400, '\0'));
+      test_util::Push(store, "job", "", "w", std::string(400, '\0'));
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
             "push of 'w': 400 bytes, the variable has 512 (shape [8,16] "
@@ -285,7 +298,7 @@ TEST(VariableStoreTest, ConcurrentPushesToOneVariableAllApply) {
   for (int t = 0; t < 4; ++t) {
     workers.emplace_back([&] {
       for (int i = 0; i < 250; ++i) {
-        EXPECT_TRUE(store.Apply("job", "", "w", gradient).ok());
+        EXPECT_TRUE(test_util::Push(store, "job", "", "w", gradient).ok());
       }
     });
   }
@@ -304,8 +317,10 @@ TEST(VariableStoreTest, CaptureAndRestoreRoundTrip) {
   v1::PsVariableSpec agg = Spec("agg", {1});
   agg.set_aggregation(v1::PS_AGGREGATION_MEAN);
   ASSERT_TRUE(store.Create("job", 7, List({adam, agg})).ok());
-  ASSERT_TRUE(store.Apply("job", "", "adam", Bytes<float>({1, 2, 3})).ok());
-  ASSERT_TRUE(store.Apply("job", "worker:0", "agg", Bytes<float>({4})).ok());
+  ASSERT_TRUE(
+      test_util::Push(store, "job", "", "adam", Bytes<float>({1, 2, 3})).ok());
+  ASSERT_TRUE(
+      test_util::Push(store, "job", "worker:0", "agg", Bytes<float>({4})).ok());
 
   int64_t generation = 0;
   const v1::PsSnapshot snapshot = store.Capture(&generation);
@@ -319,8 +334,11 @@ TEST(VariableStoreTest, CaptureAndRestoreRoundTrip) {
   EXPECT_EQ(PullOne(restored, "job", "adam"), PullOne(store, "job", "adam"));
   EXPECT_EQ(PullOne(restored, "job", "agg"), PullOne(store, "job", "agg"));
   // The optimizer state came along: the next step matches the original's.
-  ASSERT_TRUE(store.Apply("job", "", "adam", Bytes<float>({1, 1, 1})).ok());
-  ASSERT_TRUE(restored.Apply("job", "", "adam", Bytes<float>({1, 1, 1})).ok());
+  ASSERT_TRUE(
+      test_util::Push(store, "job", "", "adam", Bytes<float>({1, 1, 1})).ok());
+  ASSERT_TRUE(
+      test_util::Push(restored, "job", "", "adam", Bytes<float>({1, 1, 1}))
+          .ok());
   EXPECT_EQ(PullOne(restored, "job", "adam"), PullOne(store, "job", "adam"));
   // The sequence came along too.
   EXPECT_EQ(restored.Create("older", 6, List({})).status().code(),

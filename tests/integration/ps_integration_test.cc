@@ -74,7 +74,8 @@ struct Pulled {
 // One ps shard's service and server, and a client of it.
 class PsShardHarness {
  public:
-  PsShardHarness(int64_t max_chunk_bytes, const std::string& state_dir = "")
+  PsShardHarness(int64_t max_chunk_bytes, const std::string& state_dir = "",
+                 int64_t ack_within_updates = 0)
       : runtime_("ps", PsTaskConfig(0)),
         store_({.shard_id = 0}),
         server_({.listen = "127.0.0.1:0",
@@ -94,7 +95,8 @@ class PsShardHarness {
     }
     service_ = std::make_unique<ps::PsService>(
         &runtime_, &store_, loop_.get(),
-        ps::PsServiceOptions{.max_chunk_bytes = max_chunk_bytes});
+        ps::PsServiceOptions{.max_chunk_bytes = max_chunk_bytes,
+                             .ack_within_updates = ack_within_updates});
     server_.AddService(service_.get());
     EXPECT_TRUE(server_.Start().ok());
     connection_ = std::make_unique<rpc::Connection>(
@@ -231,7 +233,7 @@ TEST_F(PsIntegrationTest, PushAppliesTheOptimizerAndPullSeesIt) {
                   /*per_message=*/2);
   ASSERT_TRUE(pushed.ok()) << pushed.status();
   EXPECT_EQ(pushed->applied(), 2);
-  EXPECT_EQ(pushed->shard().updates(), 2);
+  EXPECT_EQ(pushed->shard().updates(), 1);  // one push of two variables
   EXPECT_EQ(pushed->shard().shard_id(), 0);
 
   absl::StatusOr<Pulled> pulled = shard_.Pull("job-a", {"w", "b"});
@@ -242,7 +244,7 @@ TEST_F(PsIntegrationTest, PushAppliesTheOptimizerAndPullSeesIt) {
               ::testing::ElementsAre(1, 2, 3, 4));
   EXPECT_EQ(pulled->versions["w"], 1);
   EXPECT_EQ(pulled->messages, 1);  // small variables share one message
-  EXPECT_EQ(pulled->shard.updates(), 2);
+  EXPECT_EQ(pulled->shard.updates(), 1);
 }
 
 TEST_F(PsIntegrationTest, PullOfAnUnknownVariableIsNotFound) {
@@ -454,6 +456,37 @@ TEST(PsSnapshotIntegrationTest, ARestartedShardRestoresItsSnapshot) {
   EXPECT_EQ(pulled->versions["w"], 3);
   // Three Adam steps of about lr each, against the gradients' signs.
   for (float x : Values<float>(pulled->values["w"])) EXPECT_NEAR(x, -0.3, 0.01);
+}
+
+TEST(PsSnapshotIntegrationTest, APushCountsOnceTowardsTheDurabilityBound) {
+  // Regression: each variable of a push counted as an update, so a model of
+  // more variables than the bound waited for a snapshot at every push.
+  ScratchDir dir;
+  const std::string state_dir = dir.path() + "/ps/0";
+  PsShardHarness shard(1 << 20, state_dir, /*ack_within_updates=*/2);
+  ASSERT_TRUE(
+      shard.Create("job", 1, {Spec("a", {4}), Spec("b", {4}), Spec("c", {4})})
+          .ok());
+  ps::SnapshotDir snapshots(state_dir);
+  const size_t after_create = snapshots.List()->size();
+  auto push = [&shard] {
+    return shard.Push("job", "worker:0",
+                      {Chunk("a", 0, Bytes<float>({1, 2, 3, 4}), 16),
+                       Chunk("b", 0, Bytes<float>({1, 2, 3, 4}), 16),
+                       Chunk("c", 0, Bytes<float>({1, 2, 3, 4}), 16)},
+                      /*per_message=*/3);
+  };
+  for (int i = 1; i <= 2; ++i) {
+    absl::StatusOr<v1::PushResponse> pushed = push();
+    ASSERT_TRUE(pushed.ok()) << pushed.status();
+    EXPECT_EQ(pushed->applied(), 3);
+    EXPECT_EQ(pushed->shard().updates(), i);
+  }
+  // Two pushes may wait undurable: none was held for a snapshot.
+  EXPECT_EQ(snapshots.List()->size(), after_create);
+  // The third is acknowledged once a snapshot holds the first.
+  ASSERT_TRUE(push().ok());
+  EXPECT_EQ(snapshots.List()->size(), after_create + 1);
 }
 
 TEST(PsSnapshotIntegrationTest, WithoutAStateDirSnapshotIsRefused) {
