@@ -207,7 +207,8 @@ TEST(CohortctlE2eTest,
 
 TEST(CohortctlE2eTest, AWatchThatLostTheCoordinatorSaysTheJobMayStillRun) {
   ScratchDir dir;
-  absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(dir, 1, 0);
+  absl::StatusOr<ReadyCluster> cluster =
+      StartReadyCluster(dir, 1, 0, {"--cpu_devices=2"});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   CoordinatorProcess& coordinator = *cluster->coordinator;
   absl::StatusOr<std::unique_ptr<Client>> client =
