@@ -62,6 +62,8 @@ void JobManager::ScheduleSaved(const std::string& job_id, bool saved) {
   } else {
     job->closures->Retract();
   }
+  // An ended job keeps no queued calls (Finish).
+  if (IsTerminal(job->status.state())) return;
   job->closures->Fill(job->status);
   job->changed = true;
 }
@@ -93,6 +95,7 @@ absl::Status JobManager::FinishScheduling(const std::string& job_id,
   absl::StatusOr<Job*> job = ScheduledJob(job_id, now);
   if (!job.ok()) return job.status();
   (*job)->closures->FinishScheduling();
+  if (IsTerminal((*job)->status.state())) return absl::OkStatus();
   (*job)->closures->Fill((*job)->status);
   (*job)->changed = true;
   return absl::OkStatus();

@@ -47,13 +47,21 @@ absl::Status PushAssembler::Add(v1::TensorChunk* chunk) {
         offset + size, "), not a non-empty range within its ", layout->bytes));
   }
 
+  if (applied_names_.contains(name)) {
+    // Once per push: a second update of it would apply its gradient twice.
+    return absl::InvalidArgumentError(
+        absl::StrCat("the push updates '", name, "' twice"));
+  }
   auto it = pending_.find(name);
   if (it == pending_.end()) {
     if (size == layout->bytes) {
       // The whole variable in one chunk: applied straight from the message.
       absl::Status applied =
           store_->Apply(job_id_, worker_, name, chunk->data());
-      if (applied.ok()) ++applied_;
+      if (applied.ok()) {
+        ++applied_;
+        applied_names_.insert(name);
+      }
       return applied;
     }
     // A stream holds at most one pending copy of each variable; the check
@@ -83,7 +91,10 @@ absl::Status PushAssembler::Add(v1::TensorChunk* chunk) {
   buffered_bytes_ -= layout->bytes;
   pending_.erase(it);
   absl::Status applied = store_->Apply(job_id_, worker_, name, bytes);
-  if (applied.ok()) ++applied_;
+  if (applied.ok()) {
+    ++applied_;
+    applied_names_.insert(name);
+  }
   return applied;
 }
 

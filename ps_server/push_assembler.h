@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "cohort/v1/ps.pb.h"
 #include "ps_server/variable_store.h"
@@ -30,7 +31,8 @@ class PushAssembler {
 
   // Takes one chunk (its data may be cleared) and applies its variable when
   // complete. INVALID_ARGUMENT for a malformed chunk (too big, wrong total,
-  // out of range, overlapping), and the store's errors (NOT_FOUND,
+  // out of range, overlapping, of a variable already applied), and the
+  // store's errors (NOT_FOUND,
   // PERMISSION_DENIED) for a variable the sender may not push.
   absl::Status Add(v1::TensorChunk* chunk);
 
@@ -57,6 +59,7 @@ class PushAssembler {
   std::string job_id_;
   std::string worker_;
   std::map<std::string, Pending> pending_;
+  absl::flat_hash_set<std::string> applied_names_;
   int64_t buffered_bytes_ = 0;
   int applied_ = 0;
 };

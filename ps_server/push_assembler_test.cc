@@ -71,6 +71,18 @@ TEST_F(PushAssemblerTest, ChunksInAnyOrderApplyOnceComplete) {
   EXPECT_EQ(store_.updates(), 0);
 }
 
+TEST_F(PushAssemblerTest, AVariableUpdatedTwiceInOnePushIsRefused) {
+  // A second update of it would apply its gradient twice.
+  PushAssembler assembler(&store_, 1024);
+  ASSERT_TRUE(assembler.Begin("job", "worker:0").ok());
+  ASSERT_TRUE(Add(assembler, Chunk("b", 0, std::string(16, 'x'), 16)).ok());
+  const absl::Status twice =
+      Add(assembler, Chunk("b", 0, std::string(16, 'y'), 16));
+  EXPECT_EQ(twice.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(twice.message(), "the push updates 'b' twice");
+  EXPECT_EQ(Value("b"), std::string(16, 'x'));
+}
+
 TEST_F(PushAssemblerTest, AWrongTotalNamesBothSizesAndTheLayout) {
   PushAssembler assembler(&store_, 1024);
   ASSERT_TRUE(assembler.Begin("job", "").ok());

@@ -320,6 +320,23 @@ TEST_F(SnapshotLoopTest, AWaitEndsAtMaxWaitWhileAWriteIsStillUnderWay) {
   EXPECT_EQ(loop.last()->updates, 1);
 }
 
+TEST_F(SnapshotLoopTest, APushCountedAfterASnapshotMakesTheNextOneDue) {
+  // Regression: the count of a push whose variables a snapshot already held
+  // changed nothing the loop checked, and a wait for it never ended.
+  SnapshotLoop loop(&store_, &dir_,
+                    {.interval = absl::Hours(1), .every_updates = 100});
+  loop.Start(std::nullopt);
+  ASSERT_TRUE(store_.Apply("job", "", "w", std::string(4, 'a')).ok());
+  absl::StatusOr<SnapshotRecord> applied = SnapshotNow(loop);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(applied->updates, 0);
+  store_.CountPush();
+  absl::StatusOr<SnapshotRecord> counted = SnapshotNow(loop);
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  EXPECT_EQ(counted->updates, 1);
+  loop.Shutdown();
+}
+
 TEST_F(SnapshotLoopTest, WritesOnTheIntervalOnlyWhenChanged) {
   SnapshotLoop loop(&store_, &dir_,
                     {.interval = absl::Milliseconds(20), .every_updates = 0});

@@ -187,6 +187,7 @@ absl::StatusOr<int> VariableStore::Create(
       }
       variables_.clear();
       held_bytes_ = 0;
+      worker_value_bytes_.store(0);
       job_id_ = job_id;
       job_sequence_ = job_sequence;
       generation_.fetch_add(1);
@@ -366,6 +367,17 @@ absl::Status VariableStore::Apply(const std::string& job_id,
               "aggregated variable '", name, "' already holds the values of ",
               options_.max_workers, " workers; refusing '", worker, "'"));
         }
+        // Workers' values count against the shard's limit as well: they are
+        // held, and snapshotted, beside the values and slots.
+        const int64_t held = held_bytes_ + worker_value_bytes_.load();
+        if (held + variable.bytes > options_.max_shard_bytes) {
+          return absl::ResourceExhaustedError(
+              absl::StrCat("ps shard ", options_.shard_id, " would hold ",
+                           held + variable.bytes, " bytes with worker '",
+                           worker, "''s value of aggregated variable '", name,
+                           "', over its limit of ", options_.max_shard_bytes));
+        }
+        worker_value_bytes_.fetch_add(variable.bytes);
         variable.worker_values.emplace(worker, std::string(bytes));
       } else {
         it->second.assign(bytes.data(), bytes.size());
@@ -452,6 +464,7 @@ absl::Status VariableStore::Restore(const v1::PsSnapshot& snapshot) {
   // Built aside and swapped in, so that a bad snapshot changes nothing.
   std::map<std::string, std::unique_ptr<Variable>> restored;
   int64_t held_bytes = 0;
+  int64_t worker_value_bytes = 0;
   for (const v1::PsSnapshotVariable& saved : snapshot.variables()) {
     int64_t elements = 0;
     absl::StatusOr<v1::PsVariableSpec> spec =
@@ -498,6 +511,8 @@ absl::Status VariableStore::Restore(const v1::PsSnapshot& snapshot) {
     variable->updates.store(saved.updates());
     variable->spec = *std::move(spec);
     held_bytes += variable->held_bytes();
+    worker_value_bytes +=
+        static_cast<int64_t>(saved.worker_values_size()) * variable->bytes;
     restored.emplace(name, std::move(variable));
   }
 
@@ -506,6 +521,7 @@ absl::Status VariableStore::Restore(const v1::PsSnapshot& snapshot) {
   job_sequence_ = snapshot.job_sequence();
   variables_ = std::move(restored);
   held_bytes_ = held_bytes;
+  worker_value_bytes_.store(worker_value_bytes);
   updates_.store(snapshot.updates());
   restored_updates_.store(snapshot.updates());
   generation_.fetch_add(1);

@@ -99,8 +99,12 @@ class VariableStore {
   absl::Status Apply(const std::string& job_id, const std::string& worker,
                      const std::string& name, std::string_view bytes);
   // A push that applied at least one variable has ended: counted once in
-  // updates(), however many variables it carried.
-  void CountPush() { updates_.fetch_add(1); }
+  // updates(), however many variables it carried. A change of state: a
+  // snapshot taken before it lacks the count.
+  void CountPush() {
+    updates_.fetch_add(1);
+    generation_.fetch_add(1);
+  }
 
   // Pushes applied over the shard's life (restored ones included).
   int64_t updates() const { return updates_.load(); }
@@ -145,6 +149,9 @@ class VariableStore {
   std::map<std::string, std::unique_ptr<Variable>> variables_
       ABSL_GUARDED_BY(mu_);
   int64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // values + slots
+  // Aggregated variables' per-worker values: added under a variable's lock
+  // (mu_ read-held), reset under mu_ write-held.
+  std::atomic<int64_t> worker_value_bytes_{0};
   std::atomic<int64_t> updates_{0};
   std::atomic<int64_t> restored_updates_{0};
   std::atomic<int64_t> generation_{0};

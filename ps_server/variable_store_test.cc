@@ -227,6 +227,22 @@ TEST(VariableStoreTest, PullBatchesSmallVariablesAndSplitsLargeOnes) {
                                   ElementsAre("big@384+16/400", "c@0+20/20")));
 }
 
+TEST(VariableStoreTest, WorkersValuesCountAgainstTheShardLimit) {
+  // 400 bytes of value; room for one worker's copy besides it.
+  VariableStore store({.max_shard_bytes = 1000});
+  v1::PsVariableSpec sum = Spec("sum", {100});
+  sum.set_aggregation(v1::PS_AGGREGATION_SUM);
+  ASSERT_TRUE(store.Create("job", 1, List({sum})).ok());
+  const std::string value = Bytes<float>(std::vector<float>(100, 1));
+  ASSERT_TRUE(test_util::Push(store, "job", "worker:0", "sum", value).ok());
+  // Its next value replaces the first: no more room is taken.
+  ASSERT_TRUE(test_util::Push(store, "job", "worker:0", "sum", value).ok());
+  const absl::Status refused =
+      test_util::Push(store, "job", "worker:1", "sum", value);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.message(), HasSubstr("worker 'worker:1''s value"));
+}
+
 TEST(VariableStoreTest, AggregatedVariablesCombineTheWorkersLatestValues) {
   VariableStore store;
   v1::PsVariableSpec sum = Spec("sum", {2});

@@ -45,8 +45,11 @@ std::unique_ptr<Client> ConnectOrReport(const CommonOptions& options);
 
 // Shows the job live until it ends (the progress view on stdout, or on
 // stderr with `json`, where stdout gets the final JobStatus as JSON).
-// Returns 0 when it SUCCEEDED, else 1.
-int WatchUntilEnd(const Client& client, const std::string& job_id, bool json);
+// Returns 0 when it SUCCEEDED, 1 when it did not (or was never seen), and
+// kOutcomeUnknown when the coordinator went silent before its end, once it
+// was seen or when `exists` (just submitted) says it does.
+int WatchUntilEnd(const Client& client, const std::string& job_id, bool json,
+                  bool exists = false);
 
 // Where `cohortctl up` keeps its state by default, and so where the other
 // commands look for the address of a local cluster.

@@ -72,7 +72,8 @@ int PrintJson(const google::protobuf::Message& message) {
 
 }  // namespace
 
-int WatchUntilEnd(const Client& client, const std::string& job_id, bool json) {
+int WatchUntilEnd(const Client& client, const std::string& job_id, bool json,
+                  bool exists) {
   // With --json stdout carries one document; the view goes to stderr.
   std::FILE* stream = json ? stderr : stdout;
   const int fd = fileno(stream);
@@ -82,7 +83,7 @@ int WatchUntilEnd(const Client& client, const std::string& job_id, bool json) {
     bar_fd = fd;
     ::signal(SIGINT, EndBarLineAndDie);
   }
-  bool seen = false;  // the job, running, at least once
+  bool seen = exists;  // the job is known to exist
   absl::StatusOr<v1::JobStatus> job =
       client.WatchJob(job_id, [&](const v1::JobStatus& status) {
         seen = true;

@@ -98,10 +98,13 @@ int PositionalArguments(const std::string& command) {
 std::string ResolveCoordinator() {
   std::string address = absl::GetFlag(FLAGS_coordinator);
   if (!address.empty()) return address;
-  if (const char* env = std::getenv("COHORT_COORDINATOR"); env != nullptr) {
+  // An explicit --state_dir names the cluster; the environment does not
+  // override it.
+  std::string state_dir = absl::GetFlag(FLAGS_state_dir);
+  if (const char* env = std::getenv("COHORT_COORDINATOR");
+      env != nullptr && state_dir.empty()) {
     return env;
   }
-  std::string state_dir = absl::GetFlag(FLAGS_state_dir);
   if (state_dir.empty()) state_dir = DefaultLocalStateDir();
   absl::StatusOr<std::string> port = ReadFile(state_dir + "/coordinator.port");
   if (port.ok() && !port->empty()) {

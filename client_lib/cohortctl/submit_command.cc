@@ -256,7 +256,7 @@ int SubmitCommand(const CommonOptions& options) {
   }
   if (!options.json)
     std::cout << "job " << *job_id << " submitted" << std::endl;
-  return WatchUntilEnd(*client, *job_id, options.json);
+  return WatchUntilEnd(*client, *job_id, options.json, /*exists=*/true);
 }
 
 }  // namespace cohort::ctl

@@ -16,6 +16,7 @@
 #include "client_lib/cohortctl/cluster_format.h"
 #include "client_lib/cohortctl/commands.h"
 #include "common/exit_codes.h"
+#include "common/file_lock.h"
 #include "common/file_util.h"
 #include "common/host_info.h"
 #include "common/host_port.h"
@@ -125,30 +126,19 @@ int UpCommand(const CommonOptions& options) {
     return 1;
   }
   // A cluster of this state dir that is up is not replaced (nor its spec
-  // file touched): say where it is.
+  // file touched): its coordinator holds the dir's lock, whatever address
+  // or security it serves with.
   const std::string port_file = state_dir + "/coordinator.port";
-  if (absl::StatusOr<std::string> port = ReadFile(port_file);
-      port.ok() && !port->empty()) {
-    const std::string running =
-        absl::StrCat("127.0.0.1:", std::atoi(port->c_str()));
-    ClientOptions probe = options.client;
-    probe.rpc_timeout = absl::Seconds(2);
-    absl::StatusOr<std::unique_ptr<Client>> client =
-        Client::Connect(running, probe);
-    const absl::Status answer =
-        client.ok() ? (*client)->GetClusterState().status() : client.status();
-    // Only a refused connection means nobody is there; a coordinator that
-    // refuses our token, or is slow, is still up, and keeps its port file.
-    if (!absl::IsUnavailable(answer)) {
-      PrintError(absl::FailedPreconditionError(absl::StrCat(
-          "a cluster of ", state_dir, " is already up at ", running,
-          answer.ok() ? ""
-                      : absl::StrCat(" (it answered: ", answer.ToString(), ")"),
-          "; `cohortctl status` talks to it. Stop it first (^C where its "
-          "`cohortctl up` runs, or SIGTERM to its coordinator), or pass "
-          "--state_dir=DIR for another one")));
-      return kUsageError;
-    }
+  if (absl::StatusOr<FileLock> free =
+          FileLock::Acquire(state_dir + "/coordinator.lock");
+      absl::IsFailedPrecondition(free.status())) {
+    PrintError(absl::FailedPreconditionError(absl::StrCat(
+        "a cluster of ", state_dir, " is already up (", free.status().message(),
+        "); `cohortctl status --state_dir=", state_dir,
+        "` talks to it. Stop it first (^C where its `cohortctl up` runs, or "
+        "SIGTERM to its coordinator), or pass --state_dir=DIR for another "
+        "one")));
+    return kUsageError;
   }
   std::string spec_file = absl::GetFlag(FLAGS_cluster_spec);
   const std::string default_spec = state_dir + "/default_cluster.json";

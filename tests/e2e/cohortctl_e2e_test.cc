@@ -82,7 +82,7 @@ TEST(CohortctlE2eTest, UpWithNoArgumentsBringsUpTheDefaultCluster) {
   CommandResult again =
       RunCommand({Binary("cohortctl"), "up"}, absl::Seconds(30), env);
   EXPECT_EQ(again.exit_code, 2) << again.output;
-  EXPECT_THAT(again.output, HasSubstr("is already up at"));
+  EXPECT_THAT(again.output, HasSubstr("is already up ("));
   EXPECT_TRUE(ReadFile(port_file).ok());
 
   // ^C (here SIGTERM) stops everything.

@@ -27,8 +27,8 @@
 // Each call runs at least once: one whose worker died runs again on another,
 // as in TF. A call's result is what its function reported
 // (ReplicaContext::report); its arguments are ReplicaContext::args(). A call
-// whose function returned an error is FAILED, not re-run: its Fetch and
-// Join return that error, and the job goes on.
+// whose function returned an error is FAILED, not re-run: its Fetch returns
+// that error, a Join raises it once (see Join), and the job goes on.
 
 #include <cstdint>
 #include <map>
