@@ -13,8 +13,9 @@
 #include "rpc/security_flags.h"
 
 ABSL_FLAG(std::string, coordinator, "",
-          "The coordinator's HOST:PORT. Default: $COHORT_COORDINATOR, else the "
-          "local cluster that `cohortctl up` started (in --state_dir).");
+          "The coordinator's HOST:PORT. Default: the cluster `cohortctl up` "
+          "started in --state_dir when that is given, else "
+          "$COHORT_COORDINATOR, else the default local cluster.");
 ABSL_FLAG(bool, json, false,
           "Print JSON instead of text. With submit --wait and watch: the "
           "final JobStatus, the live view going to stderr.");
