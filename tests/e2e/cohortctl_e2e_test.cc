@@ -169,6 +169,8 @@ TEST(CohortctlE2eTest,
     ASSERT_EQ(kill(coordinator, SIGKILL), 0);
     up.process().Signal(SIGKILL);
     up.process().Wait(absl::Seconds(10));
+    // Until it is gone, it holds the state dir's lock.
+    ASSERT_TRUE(WaitAllGone({coordinator}, absl::Seconds(30)));
   }
   for (int64_t pid : first_pids) EXPECT_TRUE(ProcessAlive(pid)) << pid;
 
@@ -181,9 +183,11 @@ TEST(CohortctlE2eTest,
     EXPECT_EQ(Pids(status), first_pids) << status.dump(2);
     // Killed again, then a plain `up`: a new cluster, which stops the
     // leftovers of the old one before it starts its own.
-    ASSERT_EQ(kill(status["coordinator_pid"].get<pid_t>(), SIGKILL), 0);
+    const pid_t coordinator = status["coordinator_pid"].get<pid_t>();
+    ASSERT_EQ(kill(coordinator, SIGKILL), 0);
     up.process().Signal(SIGKILL);
     up.process().Wait(absl::Seconds(10));
+    ASSERT_TRUE(WaitAllGone({coordinator}, absl::Seconds(30)));
   }
   UpProcess fresh(dir, {});
   const nlohmann::json status = fresh.WaitReady();
