@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # All-reduce between test hosts (network namespaces on one machine, joined by
 # a bridge: tests/testing/testhosts.sh), one rank per host, so that every
-# byte crosses a network: Cohort's gRPC path, and Gloo's TCP transport (the
+# byte crosses a network: Cohort's gRPC path, Gloo's TCP transport (the
 # peers' gloo_allreduce, built here to bind its host's address instead of
-# 127.0.0.1). Prints the peers' RESULT lines (see ../shared/bench/peers) and
+# 127.0.0.1), and OpenMPI's TCP transport with the peers' tuning (mpirun
+# starts its daemons on the hosts through an rsh agent that enters them).
+# Prints the peers' RESULT lines (see ../shared/bench/peers) and
 # writes them to $OUT/hosts.csv. Needs root.
 #
 #   bench/hosts_bench.sh                       # 2 and 4 ranks
@@ -89,4 +91,37 @@ if [ -f "$PEERS/gloo_allreduce.cc" ] && [ -f /usr/include/gloo/config.h ]; then
   done
 else
   echo "hosts_bench: Gloo not installed (run $PEERS/run_all.sh once as root)" >&2
+fi
+
+# --- OpenMPI over TCP between the hosts, as the peers' mpi-tcp+tuned.
+if [ -f "$PEERS/mpi_allreduce.c" ] && command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+  mpicc -O2 -o "$scratch/mpi_allreduce" "$PEERS/mpi_allreduce.c"
+  # mpirun runs "agent HOST COMMAND..." to start its daemon on HOST, an
+  # address 198.18.S.I of this set: run it on test host I.
+  cat >"$scratch/rsh_agent" <<EOF
+#!/bin/sh
+host=\$1
+shift
+exec '$PWD/$hosts' exec '$name' "\${host##*.}" sh -c "\$*"
+EOF
+  chmod +x "$scratch/rsh_agent"
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  subnet_cidr="${bridge%.*}.0/24"
+  for n in $RANKS; do
+    echo "hosts_bench: openmpi, $n ranks on $n hosts" >&2
+    host_list=$(for r in $(seq 1 "$n"); do "$hosts" addr "$name" "$r"; done | paste -sd,)
+    # Yield when idle, as the peers' --oversubscribe makes it on loopback: the
+    # hosts share the machine's cores.
+    timeout 600 mpirun --bind-to none -np "$n" --host "$host_list" --mca mpi_yield_when_idle 1 \
+      --mca plm_rsh_agent "$scratch/rsh_agent" --mca oob_tcp_if_include "$subnet_cidr" \
+      --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$subnet_cidr" \
+      -x GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=4294967296 \
+      "$scratch/mpi_allreduce" mpi-hosts-tcp+tuned $SIZES 2>"$scratch/mpi.err" |
+      grep '^RESULT,' | tee -a "$OUT/hosts.csv" || {
+        echo "hosts_bench: openmpi failed:" >&2
+        cat "$scratch/mpi.err" >&2
+      }
+  done
+else
+  echo "hosts_bench: OpenMPI not installed (run $PEERS/run_all.sh once as root)" >&2
 fi
