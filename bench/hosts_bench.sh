@@ -10,10 +10,15 @@
 #
 #   bench/hosts_bench.sh                       # 2 and 4 ranks
 #   RANKS="2" SIZES="4096 1048576" bench/hosts_bench.sh
+#   REPEATS=3 bench/hosts_bench.sh             # the systems alternated 3 times
+#
+# Repeats alternate the systems (Cohort, Gloo, OpenMPI, then again), so that
+# a change in the machine's speed during the run falls on all of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 RANKS="${RANKS:-2 4}"
+REPEATS="${REPEATS:-1}"
 SIZES="${SIZES:-4096 1048576 16777216 67108864}"
 PEERS="${PEERS:-$(cd .. && pwd)/shared/bench/peers}"
 COHORT_BENCH="${COHORT_BENCH:-$PWD/build/bin/cohort-bench}"
@@ -67,33 +72,37 @@ for _ in $(seq 1 100); do
   grep -q "serving on" "$scratch/store.out" 2>/dev/null && break
   sleep 0.05
 done
-for n in $RANKS; do
-  echo "hosts_bench: cohort, $n ranks on $n hosts" >&2
-  run_ranks "$n" "'$COHORT_BENCH' allreduce --store=$bridge:7000 --group=hosts$n \
-    --ranks=$n --rank=\$RANK --listen=\$ADDR:0 --sizes=$sizes_csv \
-    --format=csv --label=cohort-hosts"
+run_cohort() {  # run_cohort N REPEAT
+  echo "hosts_bench: cohort, $1 ranks on $1 hosts" >&2
+  run_ranks "$1" "'$COHORT_BENCH' allreduce --store=$bridge:7000 \
+    --group=hosts$1-$2 --ranks=$1 --rank=\$RANK --listen=\$ADDR:0 \
+    --sizes=$sizes_csv --format=csv --label=cohort-hosts"
   grep '^RESULT,' "$scratch/rank0.out" | tee -a "$OUT/hosts.csv"
-done
+}
 
 # --- Gloo over TCP between the hosts, FileStore rendezvous in $scratch.
+have_gloo=false
 if [ -f "$PEERS/gloo_allreduce.cc" ] && [ -f /usr/include/gloo/config.h ]; then
   sed 's/attr.hostname = "127.0.0.1";/attr.hostname = std::getenv("GLOO_HOSTNAME");/' \
     "$PEERS/gloo_allreduce.cc" >"$scratch/gloo_hosts.cc"
   sed -i '1i #include <cstdlib>' "$scratch/gloo_hosts.cc"
   g++ -O2 -std=c++17 -o "$scratch/gloo_hosts" "$scratch/gloo_hosts.cc" -lgloo -pthread
-  for n in $RANKS; do
-    echo "hosts_bench: gloo, $n ranks on $n hosts" >&2
-    mkdir -p "$scratch/gloo$n"
-    run_ranks "$n" "GLOO_HOSTNAME=\$ADDR '$scratch/gloo_hosts' \$RANK $n \
-      '$scratch/gloo$n' ring,ring_chunked,hd $SIZES"
-    grep '^RESULT,' "$scratch/rank0.out" | sed 's/^RESULT,gloo/RESULT,gloo-hosts/' |
-      tee -a "$OUT/hosts.csv"
-  done
+  have_gloo=true
 else
   echo "hosts_bench: Gloo not installed (run $PEERS/run_all.sh once as root)" >&2
 fi
+run_gloo() {  # run_gloo N REPEAT
+  echo "hosts_bench: gloo, $1 ranks on $1 hosts" >&2
+  local store="$scratch/gloo$1-$2"
+  mkdir -p "$store"
+  run_ranks "$1" "GLOO_HOSTNAME=\$ADDR '$scratch/gloo_hosts' \$RANK $1 \
+    '$store' ring,ring_chunked,hd $SIZES"
+  grep '^RESULT,' "$scratch/rank0.out" | sed 's/^RESULT,gloo/RESULT,gloo-hosts/' |
+    tee -a "$OUT/hosts.csv"
+}
 
 # --- OpenMPI over TCP between the hosts, as the peers' mpi-tcp+tuned.
+have_mpi=false
 if [ -f "$PEERS/mpi_allreduce.c" ] && command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
   mpicc -O2 -o "$scratch/mpi_allreduce" "$PEERS/mpi_allreduce.c"
   # mpirun runs "agent HOST COMMAND..." to start its daemon on HOST, an
@@ -106,22 +115,30 @@ exec '$PWD/$hosts' exec '$name' "\${host##*.}" sh -c "\$*"
 EOF
   chmod +x "$scratch/rsh_agent"
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  subnet_cidr="${bridge%.*}.0/24"
-  for n in $RANKS; do
-    echo "hosts_bench: openmpi, $n ranks on $n hosts" >&2
-    host_list=$(for r in $(seq 1 "$n"); do "$hosts" addr "$name" "$r"; done | paste -sd,)
-    # Yield when idle, as the peers' --oversubscribe makes it on loopback: the
-    # hosts share the machine's cores.
-    timeout 600 mpirun --bind-to none -np "$n" --host "$host_list" --mca mpi_yield_when_idle 1 \
-      --mca plm_rsh_agent "$scratch/rsh_agent" --mca oob_tcp_if_include "$subnet_cidr" \
-      --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$subnet_cidr" \
-      -x GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=4294967296 \
-      "$scratch/mpi_allreduce" mpi-hosts-tcp+tuned $SIZES 2>"$scratch/mpi.err" |
-      grep '^RESULT,' | tee -a "$OUT/hosts.csv" || {
-        echo "hosts_bench: openmpi failed:" >&2
-        cat "$scratch/mpi.err" >&2
-      }
-  done
+  have_mpi=true
 else
   echo "hosts_bench: OpenMPI not installed (run $PEERS/run_all.sh once as root)" >&2
 fi
+run_mpi() {  # run_mpi N
+  echo "hosts_bench: openmpi, $1 ranks on $1 hosts" >&2
+  local subnet_cidr="${bridge%.*}.0/24" host_list
+  host_list=$(for r in $(seq 1 "$1"); do "$hosts" addr "$name" "$r"; done | paste -sd,)
+  # Yield when idle, as the peers' --oversubscribe makes it on loopback: the
+  # hosts share the machine's cores.
+  timeout 600 mpirun --bind-to none -np "$1" --host "$host_list" --mca mpi_yield_when_idle 1 \
+    --mca plm_rsh_agent "$scratch/rsh_agent" --mca oob_tcp_if_include "$subnet_cidr" \
+    --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$subnet_cidr" \
+    -x GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=4294967296 \
+    "$scratch/mpi_allreduce" mpi-hosts-tcp+tuned $SIZES 2>"$scratch/mpi.err" |
+    grep '^RESULT,' | tee -a "$OUT/hosts.csv" || {
+      echo "hosts_bench: openmpi failed:" >&2
+      cat "$scratch/mpi.err" >&2
+    }
+}
+
+for rep in $(seq 1 "$REPEATS"); do
+  echo "hosts_bench: repeat $rep/$REPEATS" >&2
+  for n in $RANKS; do run_cohort "$n" "$rep"; done
+  if $have_gloo; then for n in $RANKS; do run_gloo "$n" "$rep"; done; fi
+  if $have_mpi; then for n in $RANKS; do run_mpi "$n"; done; fi
+done
