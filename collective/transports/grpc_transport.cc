@@ -46,6 +46,9 @@ constexpr char kNoRing[] = "none";
 constexpr size_t kMinLentBytes = 128 << 10;
 // How long gRPC may take to drop the frames of a closed connection.
 constexpr absl::Duration kCancelGrace = absl::Seconds(30);
+// Once the group is aborted, how long a reclaim still waits for peers to
+// take what they were sent before it closes their streams.
+constexpr absl::Duration kAbortedReclaimGrace = absl::Milliseconds(250);
 // A frame's signature is a short description; more means a corrupt ring.
 constexpr uint32_t kMaxSignatureBytes = 4096;
 
@@ -343,15 +346,24 @@ absl::Status GrpcTransport::SendFrame(int peer, const Envelope& envelope,
 }
 
 absl::Status GrpcTransport::ReclaimLent(absl::Time deadline) {
-  // Releasing them takes the queue's completions.
+  auto aborted = [this] { return !mailbox_.abort_status().ok(); };
+  // Releasing them takes the queue's completions. The group's abort (Abort
+  // wakes the loop) ends the wait as well.
   loop_->RunUntil(
-      [this] {
+      [&] {
+        if (aborted()) return true;
         for (const LentBuffers& lent : lent_) {
           if (lent.outstanding() > 0) return false;
         }
         return true;
       },
       deadline);
+  if (aborted()) {
+    // A peer declared lost may never take what it was sent (a host that
+    // lost power sends no FIN): the survivors must not wait out the
+    // operation's deadline before they form a new group.
+    deadline = std::min(deadline, absl::Now() + kAbortedReclaimGrace);
+  }
   std::vector<int> stuck;
   for (int peer = 0; peer < options_.size; ++peer) {
     if (!lent_[peer].AwaitReleased(deadline)) stuck.push_back(peer);

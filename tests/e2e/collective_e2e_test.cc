@@ -202,15 +202,22 @@ TEST(CollectiveFailureE2eTest,
   EXPECT_THAT(output, HasSubstr("store key \"alone/address/1\" was not set"));
 }
 
-TEST(CollectiveFailureE2eTest, LentBuffersComeBackFromAStoppedPeer) {
+// Rank 0 lends to a rank the test has stopped (SIGSTOP: no FIN, as from a
+// host that lost power), then waits for the buffer with `flags`; returns
+// rank 0's exit and output, or nullopt when it did not exit in 25 s.
+std::optional<std::pair<ExitStatus, std::string>> LendToAStoppedPeer(
+    const std::vector<std::string>& flags) {
   ScratchDir dir;
   auto store = StartStore(dir);
-  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_TRUE(store.ok()) << store.status();
+  if (!store.ok()) return std::nullopt;
   const std::string go = dir.path() + "/go";
+  std::vector<std::string> all = {"--mode=stall", "--shared_memory=false",
+                                  "--timeout=60s",
+                                  absl::StrCat("--go_file=", go)};
+  all.insert(all.end(), flags.begin(), flags.end());
   std::vector<Rank> ranks =
-      StartRanks(dir, (*store)->address(), "stall", 2,
-                 {"--mode=stall", "--shared_memory=false", "--timeout=60s",
-                  absl::StrCat("--go_file=", go)});
+      StartRanks(dir, (*store)->address(), "stall", 2, all);
   // A stopped rank never exits by itself: kill both, however the test ends.
   struct KillOnExit {
     std::vector<Rank>& ranks;
@@ -219,22 +226,42 @@ TEST(CollectiveFailureE2eTest, LentBuffersComeBackFromAStoppedPeer) {
       StopAll(ranks);
     }
   } kill_on_exit{ranks};
-  ASSERT_EQ(ranks.size(), 2);
-  ASSERT_TRUE(WaitUntil(
+  EXPECT_EQ(ranks.size(), 2);
+  if (ranks.size() != 2) return std::nullopt;
+  const bool ready = WaitUntil(
       [&] { return ranks[0].Output().find("READY") != std::string::npos; },
-      absl::Seconds(60)))
-      << ranks[0].Output();
+      absl::Seconds(60));
+  EXPECT_TRUE(ready) << ranks[0].Output();
+  if (!ready) return std::nullopt;
   ranks[1].process.Signal(SIGSTOP);
-  ASSERT_TRUE(WriteFileAtomically(go, "go").ok());
+  EXPECT_TRUE(WriteFileAtomically(go, "go").ok());
+  std::optional<ExitStatus> exit = ranks[0].process.Wait(absl::Seconds(25));
+  if (!exit.has_value()) return std::nullopt;
+  return std::make_pair(*exit, ranks[0].Output());
+}
+
+// The group's abort (a peer declared dead) ends the wait for lent buffers:
+// a survivor does not wait out the operation's deadline (60 s here).
+TEST(CollectiveFailureE2eTest, AnAbortEndsTheWaitForLentBuffers) {
+  const auto ended = LendToAStoppedPeer({"--abort_after=1s"});
+  ASSERT_TRUE(ended.has_value())
+      << "rank 0 waits for its lent buffer past the group's abort";
+  EXPECT_TRUE(ended->first.exited() && ended->first.exit_code() == 1)
+      << ended->second;
+  EXPECT_THAT(ended->second,
+              HasSubstr("could not finish sending to rank 1 (127.0.0.1:"));
+}
+
+TEST(CollectiveFailureE2eTest, LentBuffersComeBackFromAStoppedPeer) {
   // The reclaim gives up after 2 s; closing the stream and its connection
   // must free the buffer well within the 30 s after which the rank would
   // abort.
-  std::optional<ExitStatus> exit = ranks[0].process.Wait(absl::Seconds(25));
-  ASSERT_TRUE(exit.has_value()) << "rank 0 still waits on a stopped peer";
-  EXPECT_TRUE(exit->exited() && exit->exit_code() == 1) << ranks[0].Output();
-  const std::string output = ranks[0].Output();
-  EXPECT_THAT(output, HasSubstr("ERROR DEADLINE_EXCEEDED"));
-  EXPECT_THAT(output,
+  const auto ended = LendToAStoppedPeer({});
+  ASSERT_TRUE(ended.has_value()) << "rank 0 still waits on a stopped peer";
+  EXPECT_TRUE(ended->first.exited() && ended->first.exit_code() == 1)
+      << ended->second;
+  EXPECT_THAT(ended->second, HasSubstr("ERROR DEADLINE_EXCEEDED"));
+  EXPECT_THAT(ended->second,
               HasSubstr("could not finish sending to rank 1 (127.0.0.1:"));
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -32,6 +33,9 @@ ABSL_FLAG(int, iterations, 1, "loop: how many all-reduces.");
 ABSL_FLAG(std::string, progress_file, "",
           "loop: written with the iteration count after each all-reduce.");
 ABSL_FLAG(std::string, go_file, "", "stall: rank 0 sends once it exists.");
+ABSL_FLAG(absl::Duration, abort_after, absl::ZeroDuration(),
+          "stall: abort the group this long after lending, while the "
+          "reclaim waits up to --timeout (0: no abort; the reclaim waits 2s).");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(60), "Per operation.");
 ABSL_FLAG(bool, shared_memory, true,
           "Ring neighbours on one host use shared memory; false: gRPC only.");
@@ -162,7 +166,18 @@ absl::Status LendToStoppedPeer(collective::GrpcTransport& transport,
   absl::Status sent =
       transport.SendLent(1, envelope, data.data(), data.size(), deadline);
   if (!sent.ok()) return sent;
-  return transport.ReclaimLent(absl::Now() + absl::Seconds(2));
+  const absl::Duration abort_after = absl::GetFlag(FLAGS_abort_after);
+  if (abort_after == absl::ZeroDuration()) {
+    return transport.ReclaimLent(absl::Now() + absl::Seconds(2));
+  }
+  // As an agent aborts its group when the coordinator declares a peer dead.
+  std::thread aborter([&] {
+    absl::SleepFor(abort_after);
+    transport.Abort(absl::AbortedError("the test aborts the group"));
+  });
+  absl::Status reclaimed = transport.ReclaimLent(absl::Now() + timeout);
+  aborter.join();
+  return reclaimed;
 }
 
 int Main(int argc, char** argv) {
