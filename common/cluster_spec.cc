@@ -129,6 +129,15 @@ absl::StatusOr<std::vector<std::string>> ParseTaskList(
       return PathError(element_path,
                        absl::StrCat(address.status().message(), context));
     }
+    if (address->IsWildcard()) {
+      return PathError(
+          element_path,
+          absl::StrCat(Quoted(text),
+                       " is a listen address (every interface), not one "
+                       "other tasks can dial: give this host's name or IP, "
+                       "and --listen=",
+                       text, " to the task itself"));
+    }
     auto [first, inserted] = seen.emplace(AddressKey(*address), element_path);
     if (!inserted) {
       return PathError(element_path,

@@ -150,6 +150,12 @@ const MalformedCase kMalformed[] = {
     {"ClusterTwice",
      R"({"cluster": {"worker": ["a:1"]}, "cluster": {"chief": ["c:1"]}})",
      "$.cluster", "appears twice in its object"},
+    {"WildcardAddress", R"({"cluster": {"worker": ["a:1", "0.0.0.0:2"]}})",
+     "$.cluster.worker[1]",
+     "\"0.0.0.0:2\" is a listen address (every interface), not one other "
+     "tasks can dial"},
+    {"WildcardIPv6Address", R"({"cluster": {"ps": ["[::]:2"]}})",
+     "$.cluster.ps[0]", "is a listen address"},
     {"TaskKeyTwice",
      R"({"cluster": {"worker": ["a:1", "a:2"]}, "task": {"type": "worker", "index": 0, "index": 1}})",
      "$.task.index", "appears twice in its object"},

@@ -140,6 +140,17 @@ std::string AddressKey(const HostPort& address) {
   return key.ToString();
 }
 
+bool HostPort::IsLoopback() const {
+  if (absl::AsciiStrToLower(host) == "localhost") return true;
+  in_addr v4;
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6;
+  return inet_pton(AF_INET6, host.c_str(), &v6) == 1 &&
+         IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
 std::string HostPort::ToString() const {
   if (host.find(':') != std::string::npos) {
     return absl::StrCat("[", host, "]:", port);

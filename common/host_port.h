@@ -18,6 +18,8 @@ struct HostPort {
   std::string ToString() const;  // brackets an IPv6 host
   // 0.0.0.0 or ::, which a server binds to serve on every interface.
   bool IsWildcard() const { return host == "0.0.0.0" || host == "::"; }
+  // localhost, 127.0.0.0/8 or ::1: only this host can reach it.
+  bool IsLoopback() const;
 };
 
 // How a process on this host dials a server listening on `address`: a

@@ -64,7 +64,12 @@ absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
   absl::MutexLock lock(&mu_);
   COHORT_ASSIGN_OR_RETURN(Record * record, Find(report.task()));
   const std::string id = FromProto(report.task()).ToString();
-  if (report.address() != record->address) {
+  // "localhost:2222" names the same server as "127.0.0.1:2222", as the
+  // spec's own duplicate check holds.
+  const absl::StatusOr<HostPort> reported = ParseHostPort(report.address());
+  const absl::StatusOr<HostPort> expected = ParseHostPort(record->address);
+  if (!reported.ok() || !expected.ok() ||
+      AddressKey(*reported) != AddressKey(*expected)) {
     const bool wildcard =
         ParseHostPort(report.address(), true).value_or(HostPort{}).IsWildcard();
     return absl::InvalidArgumentError(absl::StrFormat(

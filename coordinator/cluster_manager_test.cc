@@ -110,6 +110,12 @@ TEST_F(ClusterManagerTest, AddressOutsideTheSpecIsRefused) {
                         "--advertise_address=127.0.0.1:2002"));
 }
 
+TEST_F(ClusterManagerTest, TheSpecsAddressMayBeSpelledAnotherWay) {
+  EXPECT_TRUE(
+      manager_.Register(Report(kWorker1, "localhost:2002"), At(1)).ok());
+  EXPECT_EQ(manager_.state(kWorker1), v1::READY);
+}
+
 TEST_F(ClusterManagerTest, SecondLiveProcessForOneIdentityIsRefused) {
   ASSERT_TRUE(
       manager_.Register(Report(kWorker1, "127.0.0.1:2002", 100), At(1)).ok());

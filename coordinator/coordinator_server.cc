@@ -2,12 +2,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/file_util.h"
 #include "common/host_info.h"
 #include "common/host_port.h"
@@ -41,6 +44,32 @@ std::optional<HostPort> AddressOnThisHost(const ClusterSpec& spec,
   absl::StatusOr<HostPort> at = ParseHostPort(*spec.address(task));
   if (!at.ok() || !IsLocalHost(at->host)) return std::nullopt;
   return *std::move(at);
+}
+
+// A coordinator serving on loopback that other hosts' tasks must reach
+// would leave them retrying for ever: refused at startup instead.
+absl::Status CheckReachableFromTheSpecsHosts(const ClusterSpec& spec,
+                                             const std::string& listen) {
+  absl::StatusOr<HostPort> at = ParseHostPort(listen, true);
+  if (!at.ok() || !at->IsLoopback()) return absl::OkStatus();
+  std::vector<std::string> remote;
+  for (const TaskId& task : spec.tasks()) {
+    if (IsProcessTask(task) && !AddressOnThisHost(spec, task)) {
+      remote.push_back(
+          absl::StrCat(task.ToString(), " at ", *spec.address(task)));
+    }
+  }
+  if (remote.empty()) return absl::OkStatus();
+  const size_t shown = std::min<size_t>(remote.size(), 3);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--listen=", listen, " is a loopback address, and the cluster spec puts ",
+      absl::StrJoin(remote.begin(), remote.begin() + shown, ", "),
+      remote.size() > shown
+          ? absl::StrCat(" and ", remote.size() - shown, " more")
+          : "",
+      " on other hosts (or on hosts that do not resolve), which could never "
+      "reach it; listen where they can, e.g. --listen=0.0.0.0:",
+      at->port));
 }
 
 }  // namespace
@@ -93,6 +122,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
       config.server.listen = saved->coordinator_address;
     }
   }
+  COHORT_RETURN_IF_ERROR(
+      CheckReachableFromTheSpecsHosts(*config.spec, config.server.listen));
   ++server->state_.incarnation;
   server->state_.cluster_spec_json = config.spec->ToJson();
 
@@ -265,8 +296,12 @@ absl::Status CoordinatorServer::Start() {
         "cannot serve on the saved address {} ({}); picking a new "
         "port, so tasks left running must be restarted",
         state_.coordinator_address, std::string(started.message()));
+    // Another port on the same host, where the tasks can still reach it.
     rpc::ServerOptions fallback = config_.server;
-    fallback.listen = "127.0.0.1:0";
+    absl::StatusOr<HostPort> saved =
+        ParseHostPort(state_.coordinator_address, true);
+    fallback.listen =
+        HostPort{saved.ok() ? saved->host : "127.0.0.1", 0}.ToString();
     server_ = std::make_unique<rpc::RpcServer>(fallback);
     AddServices(*server_);
     started = server_->Start();

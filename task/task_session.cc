@@ -138,7 +138,9 @@ void TaskSession::Run() {
       absl::MutexLock lock(&mu_);
       session_id_.clear();
       wait = absl::ZeroDuration();
-    } else if (!have_session && IsRefusal(status.code())) {
+    } else if (IsRefusal(status.code())) {
+      // Also mid-session: a coordinator restarted on a spec without this
+      // task answers its heartbeats "unknown task" for good.
       spdlog::error("the coordinator refused this task: {}", status.ToString());
       if (options_.on_fatal) options_.on_fatal(status);
       return;

@@ -6,6 +6,7 @@
 // whose end was not seen (the coordinator went silent).
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,12 @@ int WatchUntilEnd(const Client& client, const std::string& job_id, bool json,
 // Where `cohortctl up` keeps its state by default, and so where the other
 // commands look for the address of a local cluster.
 std::string DefaultLocalStateDir();
+
+// The host of the coordinator address saved in `state_dir`'s state, made
+// dialable (0.0.0.0 is 127.0.0.1); nullopt when none is saved. The port
+// file there holds only the port, and a coordinator that must change port
+// keeps its host.
+std::optional<std::string> SavedCoordinatorHost(const std::string& state_dir);
 
 // Prints "cohortctl: CODE: message" to stderr.
 void PrintError(const absl::Status& status);

@@ -9,6 +9,7 @@
 #include "client_lib/cohortctl/commands.h"
 #include "common/file_util.h"
 #include "common/flags.h"
+#include "common/host_port.h"
 #include "rpc/security.h"
 #include "rpc/security_flags.h"
 
@@ -107,17 +108,26 @@ std::string ResolveCoordinator() {
     return env;
   }
   if (state_dir.empty()) state_dir = DefaultLocalStateDir();
-  absl::StatusOr<std::string> port = ReadFile(state_dir + "/coordinator.port");
-  if (port.ok() && !port->empty()) {
-    return absl::StrCat("127.0.0.1:", std::atoi(port->c_str()));
-  }
-  return "";
+  absl::StatusOr<std::string> port_text =
+      ReadFile(state_dir + "/coordinator.port");
+  if (!port_text.ok() || port_text->empty()) return "";
+  const int port = std::atoi(port_text->c_str());
+  // The port file holds only the port. The host is the one the coordinator
+  // saved with its state (it keeps that host when it must change port), so
+  // that `up --listen=HOST:PORT` is found there; loopback when none is saved.
+  return HostPort{SavedCoordinatorHost(state_dir).value_or("127.0.0.1"), port}
+      .ToString();
 }
 
 int Main(int argc, char** argv) {
   const std::vector<std::string> args = ParseCommandLine(argc, argv, kUsage);
   if (args.empty()) {
     std::fprintf(stderr, "cohortctl: no command given (try --help)\n");
+    return kUsageError;
+  }
+  if (absl::GetFlag(FLAGS_timeout) <= absl::ZeroDuration()) {
+    std::fprintf(stderr, "cohortctl: --timeout must be positive, got %s\n",
+                 absl::FormatDuration(absl::GetFlag(FLAGS_timeout)).c_str());
     return kUsageError;
   }
   CommonOptions options;

@@ -101,6 +101,20 @@ std::string DefaultLocalStateDir() {
   return absl::StrCat("/tmp/cohort-", getuid(), "/local");
 }
 
+std::optional<std::string> SavedCoordinatorHost(const std::string& state_dir) {
+  absl::StatusOr<std::string> state =
+      ReadFile(state_dir + "/coordinator_state.json");
+  if (!state.ok()) return std::nullopt;
+  const nlohmann::json json = nlohmann::json::parse(*state, nullptr, false);
+  if (!json.is_object()) return std::nullopt;
+  const auto saved = json.find("coordinator_address");
+  if (saved == json.end() || !saved->is_string()) return std::nullopt;
+  absl::StatusOr<HostPort> address =
+      ParseHostPort(LocalDialAddress(saved->get<std::string>()), true);
+  if (!address.ok()) return std::nullopt;
+  return address->host;
+}
+
 int UpCommand(const CommonOptions& options) {
   if (absl::GetFlag(FLAGS_cpu_devices) < 1) {
     PrintError(absl::InvalidArgumentError("--cpu_devices must be at least 1"));
@@ -146,7 +160,8 @@ int UpCommand(const CommonOptions& options) {
     // The coordinator resumes the spec it kept.
     std::cout << "cohortctl up: resuming the cluster in " << state_dir
               << std::endl;
-  } else if (spec_file.empty() && std::getenv("TF_CONFIG") != nullptr) {
+  } else if (const char* tf_config = std::getenv("TF_CONFIG");
+             spec_file.empty() && tf_config != nullptr && *tf_config != '\0') {
     // As cohort-coordinator does, which inherits it: TF_CONFIG names the
     // cluster, and a mistake in it is named, not replaced by the default.
     std::cout << "cohortctl up: the cluster in TF_CONFIG" << std::endl;
@@ -196,11 +211,14 @@ int UpCommand(const CommonOptions& options) {
     coordinator->Stop(absl::Seconds(4));
     return absl::IsInvalidArgument(port.status()) ? kUsageError : 1;
   }
-  // Where it listens, unless that is every interface (or unknown: a
-  // resumed cluster's address): loopback.
+  // Where it listens (a resumed cluster serves on its saved host), made
+  // dialable.
   const absl::StatusOr<HostPort> bound = ParseHostPort(listen, true);
-  const std::string address = LocalDialAddress(
-      HostPort{bound.ok() ? bound->host : "127.0.0.1", *port}.ToString());
+  const std::string host =
+      bound.ok() ? bound->host
+                 : SavedCoordinatorHost(state_dir).value_or("127.0.0.1");
+  const std::string address =
+      LocalDialAddress(HostPort{host, *port}.ToString());
   std::cout << "cohortctl up: coordinator listening on " << address << " (pid "
             << coordinator->pid() << ")" << std::endl;
 

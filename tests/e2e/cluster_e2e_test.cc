@@ -262,6 +262,26 @@ TEST(ClusterE2eTest, BadFlagValuesExitTwoNamingTheFlag) {
   }
 }
 
+// Other hosts' tasks could never reach a coordinator on loopback: it says so
+// at startup instead of waiting for them.
+TEST(ClusterE2eTest, ACoordinatorOnLoopbackRefusesASpecWithOtherHosts) {
+  ScratchDir dir;
+  // 198.18.0.0/15 is reserved for benchmarks; no test host has .253.
+  const std::string spec = dir.Write(
+      "spec.json",
+      R"({"cluster": {"chief": ["127.0.0.1:1"], "worker": ["198.19.255.253:2222"]}})");
+  const CommandResult result = RunCommand(
+      {Binary("cohort-coordinator"), absl::StrCat("--cluster_spec=", spec),
+       "--listen=127.0.0.1:0", "--launch=none"},
+      absl::Seconds(10));
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("--listen=127.0.0.1:0 is a loopback address, and the "
+                        "cluster spec puts worker:0 at 198.19.255.253:2222 on "
+                        "other hosts"));
+  EXPECT_THAT(result.output, HasSubstr("e.g. --listen=0.0.0.0:0"));
+}
+
 TEST(ClusterE2eTest, MalformedSpecsExitTwoWithOneLineNamingThePath) {
   ScratchDir dir;
   struct Case {

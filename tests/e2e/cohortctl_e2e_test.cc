@@ -1,7 +1,14 @@
 // `cohortctl up` and `cohortctl status`, as a user runs them.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -21,8 +28,9 @@ using ::testing::Not;
 TEST(CohortctlE2eTest, UpWithNoArgumentsBringsUpTheDefaultCluster) {
   ScratchDir dir;
   // `up` keeps its state under $XDG_STATE_HOME; `status` finds it there.
+  // An empty TF_CONFIG (`export TF_CONFIG=`) names no cluster.
   const std::map<std::string, std::string> env = {
-      {"XDG_STATE_HOME", dir.path()}};
+      {"XDG_STATE_HOME", dir.path()}, {"TF_CONFIG", ""}};
   const std::string port_file = dir.path() + "/cohort/local/coordinator.port";
   absl::StatusOr<Subprocess> up =
       Subprocess::Spawn({.argv = {Binary("cohortctl"), "up"},
@@ -209,6 +217,61 @@ TEST(CohortctlE2eTest,
   KillIfAlive(pids);
 }
 
+TEST(CohortctlE2eTest, ACoordinatorOnAnotherAddressIsFoundThereEvenOnANewPort) {
+  ScratchDir dir;
+  const std::string port_file = dir.path() + "/cohort/local/coordinator.port";
+  int port = 0;
+  std::vector<int64_t> first_pids;
+  {
+    // `status` finds it through the state dir at 127.0.0.2, where it
+    // listens; nothing listens at 127.0.0.1 on that port.
+    UpProcess up(dir, {"--listen=127.0.0.2:0"});
+    const nlohmann::json status = up.WaitReady();
+    ASSERT_FALSE(status.is_null()) << up.Log();
+    EXPECT_THAT(status["coordinator_address"].get<std::string>(),
+                ::testing::StartsWith("127.0.0.2:"));
+    port = std::atoi(ReadFile(port_file).value_or("0").c_str());
+    ASSERT_GT(port, 0);
+    first_pids = Pids(status);
+    up.process().Signal(SIGTERM);
+    ASSERT_TRUE(up.process().Wait(absl::Seconds(15)).has_value());
+    ASSERT_TRUE(WaitAllGone(first_pids, absl::Seconds(10)));
+  }
+  // Its saved address is taken by then: the resumed coordinator serves on
+  // another port of the same host, where `status` finds it.
+  const int taken = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(taken, 0);
+  // Past the old connections in TIME_WAIT; without SO_REUSEPORT, which
+  // gRPC sets, its bind still fails.
+  const int on = 1;
+  ASSERT_EQ(setsockopt(taken, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)), 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  ASSERT_EQ(inet_pton(AF_INET, "127.0.0.2", &address.sin_addr), 1);
+  ASSERT_EQ(bind(taken, reinterpret_cast<sockaddr*>(&address), sizeof(address)),
+            0)
+      << std::strerror(errno);
+  ASSERT_EQ(listen(taken, 1), 0);
+  UpProcess resumed(dir, {"--resume"});
+  const nlohmann::json status = resumed.WaitReady();
+  close(taken);
+  ASSERT_FALSE(status.is_null()) << resumed.Log();
+  EXPECT_THAT(resumed.Log(),
+              HasSubstr(absl::StrCat(
+                  "cannot serve on the saved address 127.0.0.2:", port)));
+  EXPECT_THAT(resumed.Log(),
+              HasSubstr("cohortctl up: coordinator listening on 127.0.0.2:"));
+  EXPECT_THAT(status["coordinator_address"].get<std::string>(),
+              ::testing::StartsWith("127.0.0.2:"));
+  const std::vector<int64_t> pids = Pids(status);
+  resumed.process().Signal(SIGTERM);
+  EXPECT_TRUE(resumed.process().Wait(absl::Seconds(15)).has_value());
+  EXPECT_TRUE(WaitAllGone(pids, absl::Seconds(5)));
+  KillIfAlive(first_pids);
+  KillIfAlive(pids);
+}
+
 TEST(CohortctlE2eTest, AWatchThatLostTheCoordinatorSaysTheJobMayStillRun) {
   ScratchDir dir;
   absl::StatusOr<ReadyCluster> cluster =
@@ -279,6 +342,8 @@ TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
        "cohortctl: unknown flag --bogus_flag (see --help)"},
       {{Binary("cohortctl"), "--coordinator=localhost", "status"},
        "the coordinator's address: "},
+      {{Binary("cohortctl"), "--timeout=0s", "status"},
+       "cohortctl: --timeout must be positive, got 0"},
       {{Binary("cohort-coordinator"), "--heartbeat_timeout=abc"},
        "cohort-coordinator: --heartbeat_timeout: Illegal value 'abc'"},
       {{Binary("cohort-coordinator"), "--heartbeat_timeout", "abc"},

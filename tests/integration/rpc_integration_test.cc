@@ -198,6 +198,67 @@ TEST(TaskSessionTest, RefusalIsFatalAndNamesTheReason) {
   session.Shutdown();
 }
 
+TEST(TaskSessionTest, ATaskTheRestartedCoordinatorsSpecDropsStopsSayingSo) {
+  const int port = *PickUnusedPort();
+  rpc::ServerOptions options;
+  options.listen = absl::StrCat("127.0.0.1:", port);
+  rpc::Authenticator auth(std::nullopt);
+  // A coordinator whose spec has worker:1, then one on the same address
+  // whose spec has not.
+  auto serve = [&](const char* spec, auto& manager, auto& service,
+                   auto& server) -> absl::Status {
+    manager.emplace(*ClusterSpec::FromJson(spec),
+                    coordinator::ClusterManagerOptions{}, absl::Now());
+    service.emplace(&*manager, &auth);
+    server.emplace(options);
+    server->AddService(&*service);
+    return server->Start();
+  };
+  std::optional<coordinator::ClusterManager> old_manager, new_manager;
+  std::optional<coordinator::CoordinatorService> old_service, new_service;
+  std::optional<rpc::RpcServer> old_server, new_server;
+  ASSERT_TRUE(serve(R"({"cluster": {"worker": ["127.0.0.1:2001",
+                                                "127.0.0.1:2002"]}})",
+                    old_manager, old_service, old_server)
+                  .ok());
+  absl::Mutex mu;
+  std::optional<absl::Status> fatal;
+  std::atomic<int> registrations{0};
+  task::TaskSession session({
+      .coordinator_address = options.listen,
+      .heartbeat_interval = absl::Milliseconds(50),
+      .report =
+          [] {
+            v1::TaskReport report = WorkerReport();
+            report.mutable_task()->set_index(1);
+            report.set_address("127.0.0.1:2002");
+            return report;
+          },
+      .on_registered = [&] { ++registrations; },
+      .on_fatal =
+          [&](const absl::Status& status) {
+            absl::MutexLock lock(&mu);
+            fatal = status;
+          },
+  });
+  session.Start();
+  ASSERT_TRUE(
+      WaitUntil([&] { return registrations.load() == 1; }, absl::Seconds(10)));
+  old_server->Shutdown();
+  ASSERT_TRUE(serve(kSpec, new_manager, new_service, new_server).ok());
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        absl::MutexLock lock(&mu);
+        return fatal.has_value();
+      },
+      absl::Seconds(10)))
+      << session.last_status();
+  EXPECT_EQ(fatal->code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(fatal->message()),
+              HasSubstr("unknown task worker:1"));
+  session.Shutdown();
+}
+
 TEST(TaskSessionTest, KeepsRetryingWhileTheCoordinatorIsAway) {
   // Nothing listens on this port yet.
   const int port = *PickUnusedPort();
