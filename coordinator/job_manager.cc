@@ -78,6 +78,12 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
         "strategy ParameterServer needs ps tasks, and the cluster spec has "
         "none; add a \"ps\" list to it");
   }
+  if (spec.strategy() != v1::PARAMETER_SERVER) {
+    const int agents = static_cast<int>(JobTasks(spec_, spec).size());
+    if (absl::Status shape = CheckSyncShape(spec, agents); !shape.ok()) {
+      return shape;
+    }
+  }
   absl::MutexLock lock(&mu_);
   const int64_t id = next_id_++;
   Job& job = jobs_[id];
@@ -94,7 +100,9 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
   status.set_checkpoint_dir(
       !spec.checkpoint_dir().empty()
           ? spec.checkpoint_dir()
-          : absl::StrCat(options_.checkpoint_root, "/", id));
+          // Keyed by the uid too: a new cluster's job 1 must not resume a
+          // checkpoint of an earlier one's on the chief's disk.
+          : absl::StrCat(options_.checkpoint_root, "/", id, "-", status.uid()));
   job.client_seen = now;
   job.changed = true;
   return status.job_id();

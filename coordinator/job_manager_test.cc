@@ -144,6 +144,34 @@ TEST_F(JobManagerTest, BatchNotDivisibleByReplicasFailsTheJob) {
               HasSubstr("global batch size 10 is not divisible by the 4"));
 }
 
+TEST_F(JobManagerTest, AShapeNoAgentsCouldTakeIsRefusedAtSubmission) {
+  auto refusal = [&](const v1::JobSpec& spec) {
+    absl::StatusOr<std::string> id = manager_.Submit(spec, now_);
+    EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(id.status().message());
+  };
+  v1::JobSpec spec = GoodSpec();
+  spec.set_global_batch_size(9);
+  EXPECT_THAT(refusal(spec), HasSubstr("global_batch_size 9 is not divisible "
+                                       "by the job's 2 replicas (2 agent(s))"));
+  spec.set_global_batch_size(10);
+  spec.set_devices_per_agent(2);
+  EXPECT_THAT(refusal(spec),
+              HasSubstr("global_batch_size 10 is not divisible by the job's 4 "
+                        "replicas (2 agent(s) x 2 per agent)"));
+  spec = GoodSpec();
+  spec.set_strategy(v1::ONE_DEVICE);
+  spec.set_devices_per_agent(2);
+  EXPECT_THAT(refusal(spec), HasSubstr("devices_per_agent=2: OneDevice runs "
+                                       "one replica"));
+  spec = GoodSpec();
+  spec.set_logical_devices_per_replica(2);
+  spec.set_communication(v1::COMMUNICATION_NCCL);
+  EXPECT_THAT(refusal(spec), HasSubstr("communication NCCL reduces on one "
+                                       "device per replica"));
+  EXPECT_TRUE(manager_.List().empty());
+}
+
 TEST_F(JobManagerTest, DeadAgentRestartsTheJobThenFailsWhenRestartsAreSpent) {
   const std::string id = SubmitAndPlace();
   manager_.Sync(Report("chief", id, 1, v1::AgentJobReport::RUNNING, 5), now_);

@@ -209,6 +209,39 @@ Readiness CheckReady(const std::vector<TaskId>& tasks,
   return out;
 }
 
+absl::Status CheckSyncShape(const v1::JobSpec& spec, int num_agents) {
+  const int per_agent = spec.devices_per_agent();
+  const int logical = std::max(1, spec.logical_devices_per_replica());
+  if (spec.strategy() == v1::ONE_DEVICE && per_agent > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "devices_per_agent=", per_agent,
+        ": OneDevice runs one replica (use logical_devices_per_replica for "
+        "a replica over several devices)"));
+  }
+  if (logical > 1 && spec.communication() == v1::COMMUNICATION_NCCL) {
+    return absl::InvalidArgumentError(
+        "communication NCCL reduces on one device per replica, and "
+        "logical_devices_per_replica > 1 gives each several; use AUTO, "
+        "HIERARCHICAL, REDUCTION_TO_ONE_DEVICE or RING");
+  }
+  // The replicas are a multiple of the agents; of more when the devices
+  // each takes are set.
+  int local = 1;
+  if (spec.strategy() != v1::ONE_DEVICE && per_agent > 0 &&
+      per_agent % logical == 0) {
+    local = per_agent / logical;
+  }
+  const int64_t replicas = int64_t{num_agents} * local;
+  if (replicas > 0 && spec.global_batch_size() % replicas != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "global_batch_size ", spec.global_batch_size(),
+        " is not divisible by the job's ", replicas, " replicas (", num_agents,
+        " agent(s)", local > 1 ? absl::StrCat(" x ", local, " per agent") : "",
+        "); use a multiple of ", replicas));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<SyncPlacement> PlaceSync(
     const v1::JobSpec& spec, const std::vector<const AgentView*>& agents) {
   if (agents.empty()) {

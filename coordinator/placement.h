@@ -63,6 +63,12 @@ struct SyncPlacement {
   std::string note;  // what was chosen and why, for people
 };
 
+// What PlaceSync would refuse of a synchronous job on `num_agents` agents
+// whatever devices they report: checked at submission, so that a queued
+// job does not fail only when its turn comes. INVALID_ARGUMENT naming the
+// field.
+absl::Status CheckSyncShape(const v1::JobSpec& spec, int num_agents);
+
 // Places a synchronous job on `agents` (all READY, in rank order).
 // FAILED_PRECONDITION saying what does not fit: device counts, batch
 // divisibility, mixed CPU and CUDA agents, a communication the agents
