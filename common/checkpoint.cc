@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <system_error>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -19,6 +20,7 @@
 #include "common/names.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
 
 namespace cohort {
 namespace {
@@ -110,16 +112,32 @@ std::optional<int64_t> StepOfFileName(absl::string_view name) {
   return step;
 }
 
+// Whether `name` is a temporary file of WriteFileAtomically for a
+// checkpoint file ("ckpt-7.data.tmp.123.0", "latest.tmp.123.1").
+bool IsTemporaryFile(absl::string_view name) {
+  return (absl::StartsWith(name, kPrefix) ||
+          absl::StartsWith(name, "latest")) &&
+         absl::StrContains(name, ".tmp.");
+}
+
 // Deletes every checkpoint of `dir` but `step` and the newest `keep` - 1
-// others. The manifest goes first, so that a half-deleted checkpoint reads
-// as missing rather than corrupt.
+// others, and temporary files: with one writer per directory, any left
+// are of writes a crash cut short, and would fill the disk over restarts.
+// The manifest goes first, so that a half-deleted checkpoint reads as
+// missing rather than corrupt.
 absl::Status Prune(const std::string& dir, int64_t step, int keep) {
   std::error_code error;
   std::set<int64_t, std::greater<>> others;
+  std::vector<std::filesystem::path> temporaries;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    const std::optional<int64_t> found =
-        StepOfFileName(entry.path().filename().string());
+    const std::string name = entry.path().filename().string();
+    const std::optional<int64_t> found = StepOfFileName(name);
     if (found.has_value() && *found != step) others.insert(*found);
+    if (IsTemporaryFile(name)) temporaries.push_back(entry.path());
+  }
+  for (const std::filesystem::path& path : temporaries) {
+    std::error_code ignored;  // a leftover that stays is retried next time
+    std::filesystem::remove(path, ignored);
   }
   if (error) {
     return absl::InternalError(
@@ -308,6 +326,16 @@ absl::StatusOr<int64_t> LatestCheckpointStep(const std::string& dir) {
         path, absl::StrCat("holds \"", trimmed, "\", not a checkpoint step"));
   }
   return step;
+}
+
+absl::StatusOr<int64_t> NewestCheckpointStep(const std::string& dir) {
+  absl::StatusOr<int64_t> latest = LatestCheckpointStep(dir);
+  if (latest.ok() || absl::IsNotFound(latest.status())) return latest;
+  const std::vector<int64_t> steps = CheckpointSteps(dir);
+  if (steps.empty()) return latest.status();
+  spdlog::warn("{}; restoring from the newest checkpoint there, step {}",
+               latest.status().ToString(), steps.front());
+  return steps.front();
 }
 
 std::vector<int64_t> CheckpointSteps(const std::string& dir) {

@@ -31,8 +31,9 @@ struct SavedTensor {
 
 // Writes checkpoint `step` of `tensors` into `dir` (created if needed), makes
 // it the latest, then keeps it and the newest `keep` - 1 others, deleting
-// the rest. INVALID_ARGUMENT naming the tensor when a tensor's bytes do not
-// match its dtype and shape, or its name is empty or repeated.
+// the rest, and the temporary files of writes a crash cut short.
+// INVALID_ARGUMENT naming the tensor when a tensor's bytes do not match its
+// dtype and shape, or its name is empty or repeated.
 absl::Status WriteCheckpoint(const std::string& dir, int64_t step,
                              const std::vector<SavedTensor>& tensors,
                              int keep = 3);
@@ -40,6 +41,13 @@ absl::Status WriteCheckpoint(const std::string& dir, int64_t step,
 // The step named by `dir`/latest; NOT_FOUND when there is none, DATA_LOSS
 // when it does not hold a step.
 absl::StatusOr<int64_t> LatestCheckpointStep(const std::string& dir);
+
+// The step a restore from `dir` starts with: the one `latest` names, or,
+// when `latest` is there but unreadable or holds no step (a torn write, a
+// disk that lied about fsync), the newest checkpoint with a manifest, whose
+// data ReadCheckpoint still checks. NOT_FOUND when there is no checkpoint;
+// `latest`'s error when it is damaged and no manifest is left.
+absl::StatusOr<int64_t> NewestCheckpointStep(const std::string& dir);
 
 // The steps of `dir`'s checkpoints that have a manifest, newest first,
 // whether or not their data is intact (ReadCheckpoint tells). Empty when

@@ -175,6 +175,37 @@ TEST_F(CheckpointTest, BadLatestIsDataLoss) {
             absl::StatusCode::kDataLoss);
 }
 
+TEST_F(CheckpointTest, ADamagedLatestFallsBackToTheNewestManifest) {
+  EXPECT_EQ(NewestCheckpointStep(dir_).status().code(),
+            absl::StatusCode::kNotFound);
+  for (int64_t step : {10, 20}) {
+    ASSERT_TRUE(WriteCheckpoint(dir_, step, Model(step), /*keep=*/5).ok());
+  }
+  EXPECT_EQ(*NewestCheckpointStep(dir_), 20);
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/latest", "x\x7f").ok());
+  EXPECT_EQ(LatestCheckpointStep(dir_).status().code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(*NewestCheckpointStep(dir_), 20);
+  // With no manifest left, the damage is the answer: no silent fresh start.
+  fs::remove(File(10, ".json"));
+  fs::remove(File(20, ".json"));
+  EXPECT_EQ(NewestCheckpointStep(dir_).status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
+TEST_F(CheckpointTest, TemporaryFilesOfCutShortWritesArePruned) {
+  ASSERT_TRUE(WriteCheckpoint(dir_, 10, Model(1)).ok());
+  for (const char* name :
+       {"ckpt-20.data.tmp.999.0", "latest.tmp.999.1", "notes.tmp.1"}) {
+    ASSERT_TRUE(WriteFileAtomically(absl::StrCat(dir_, "/", name), "x").ok());
+  }
+  ASSERT_TRUE(WriteCheckpoint(dir_, 20, Model(2)).ok());
+  EXPECT_FALSE(fs::exists(dir_ + "/ckpt-20.data.tmp.999.0"));
+  EXPECT_FALSE(fs::exists(dir_ + "/latest.tmp.999.1"));
+  EXPECT_TRUE(fs::exists(dir_ + "/notes.tmp.1"));  // not ours
+  EXPECT_TRUE(ReadCheckpoint(dir_, 20).ok());
+}
+
 TEST_F(CheckpointTest, WrongSizeIsInvalidArgumentNamingTheTensor) {
   std::vector<SavedTensor> tensors = Model(1);
   tensors[0].bytes.pop_back();

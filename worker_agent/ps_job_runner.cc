@@ -6,6 +6,7 @@
 #include "worker_agent/closure_exchange.h"
 #include "worker_agent/job_loader.h"
 #include "worker_agent/ps_replica_context.h"
+#include "worker_agent/user_code.h"
 
 namespace cohort::agent {
 PsJobRunner::PsJobRunner(RunnerOptions options)
@@ -94,7 +95,15 @@ bool PsJobRunner::Run() {
 
   std::vector<std::thread> executors;
   for (int slot = 0; slot < a.local_replicas(); ++slot) {
-    executors.emplace_back([this, slot] { RunExecutor(slot); });
+    executors.emplace_back([this, slot] {
+      try {
+        RunExecutor(slot);
+      } catch (...) {
+        Fail(CurrentExceptionStatus(
+                 absl::StrCat("the step library's code on executor ", slot)),
+             /*permanent=*/true);
+      }
+    });
   }
   for (std::thread& t : executors) t.join();
   return true;

@@ -78,7 +78,7 @@ absl::Status ReplicaContextImpl::AllReduceHost(void* host, size_t count,
 
 absl::StatusOr<int64_t> ReplicaContextImpl::OwnLatestCheckpoint() const {
   if (local_index_ != 0 || job_->checkpoint_dir.empty()) return -1;
-  absl::StatusOr<int64_t> latest = LatestCheckpointStep(job_->checkpoint_dir);
+  absl::StatusOr<int64_t> latest = NewestCheckpointStep(job_->checkpoint_dir);
   if (latest.ok()) return *latest;
   if (absl::IsNotFound(latest.status())) return -1;
   return latest.status();

@@ -1,5 +1,6 @@
 #include "worker_agent/replica_context.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -141,6 +142,19 @@ absl::StatusOr<Optimizer*> ReplicaContextImpl::create_optimizer(
       return absl::InvalidArgumentError(
           absl::StrCat("create_optimizer: variable \"", vo.name,
                        "\" must be ON_WRITE and float32 or float64"));
+    }
+    // A second optimizer's slots would take the first's names ("v/m"),
+    // and every checkpoint would fail on them.
+    auto has = [impl](const std::vector<VariableImpl*>& list) {
+      return std::find(list.begin(), list.end(), impl) != list.end();
+    };
+    if (has(owned) || std::any_of(optimizers_.begin(), optimizers_.end(),
+                                  [&](const auto& optimizer) {
+                                    return has(optimizer->variables());
+                                  })) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("create_optimizer: variable \"", vo.name,
+                       "\" already has an optimizer"));
     }
     owned.push_back(impl);
     std::vector<std::unique_ptr<VariableImpl>> own_slots;

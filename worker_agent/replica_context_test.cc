@@ -550,6 +550,10 @@ TEST(ReplicaContextTest, MisuseIsReportedNamingTheProblem) {
     absl::StatusOr<Optimizer*> opt =
         ctx.create_optimizer({}, {ctx.find_variable("v")});
     EXPECT_TRUE(opt.ok());
+    EXPECT_THAT(
+        ctx.create_optimizer({}, {ctx.find_variable("v")}).status().message(),
+        HasSubstr("create_optimizer: variable \"v\" already has an "
+                  "optimizer"));
     float wrong[3] = {};
     EXPECT_THAT((*opt)
                     ->apply_gradients(

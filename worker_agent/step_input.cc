@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "worker_agent/user_code.h"
 
 namespace cohort::agent {
 
@@ -120,7 +121,13 @@ void StepInput::ProduceOne() {
   const int64_t step = next_;
   producing_ = true;
   mu_.Unlock();
-  absl::StatusOr<std::optional<std::vector<Batch>>> cut = Cut(step);
+  absl::StatusOr<std::optional<std::vector<Batch>>> cut;
+  try {
+    cut = Cut(step);
+  } catch (...) {
+    cut = CurrentExceptionStatus(
+        absl::StrCat("the job's input, cutting step ", step, ","));
+  }
   absl::StatusOr<std::vector<DeviceBuffer>> copies = std::vector<DeviceBuffer>();
   if (cut.ok() && cut->has_value() && options_.to_device) {
     copies = CopyToDevices(**cut);

@@ -17,6 +17,7 @@
 #include "worker_agent/job_loader.h"
 #include "worker_agent/staged_communicator.h"
 #include "worker_agent/trace_store.h"
+#include "worker_agent/user_code.h"
 #ifdef COHORT_HAVE_NCCL
 #include "collective/nccl/nccl_communicator.h"
 #endif
@@ -182,7 +183,15 @@ bool SyncJobRunner::Run() {
   }
   std::vector<std::thread> threads;
   for (int local = 0; local < a.local_replicas(); ++local) {
-    threads.emplace_back([this, local] { RunReplica(local); });
+    threads.emplace_back([this, local] {
+      try {
+        RunReplica(local);
+      } catch (...) {
+        Fail(CurrentExceptionStatus(
+                 absl::StrCat("the step library's code on replica ", local)),
+             /*permanent=*/true);
+      }
+    });
   }
   for (std::thread& thread : threads) thread.join();
   if (input_ != nullptr) input_->Shutdown();
@@ -492,10 +501,14 @@ void SyncJobRunner::RunReplica(int local) {
         (every > 0 && done % every == 0)) {
       ScopedSpan checkpoint_span("checkpoint");
       if (absl::Status saved = ctx.SaveCheckpoint(done); !saved.ok()) {
+        // A checkpoint the model cannot make (a tensor named twice) or the
+        // directory refuses fails every retry the same way.
+        const bool permanent =
+            absl::IsInvalidArgument(saved) || absl::IsPermissionDenied(saved);
         return Fail(
             absl::Status(saved.code(), absl::StrCat("checkpoint at step ", done,
                                                     ": ", saved.message())),
-            false);
+            permanent);
       }
       if (replica == 0) {
         absl::MutexLock lock(&mu_);

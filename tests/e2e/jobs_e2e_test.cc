@@ -415,11 +415,15 @@ TEST_F(JobsE2eTest, BadJobsFailWithAReasonAndTheClusterRunsTheNextJob) {
        "no step function named \"linear_stepp\""},
       {"batch not divisible",
        [](const ScratchDir&) {
+         // Every device of each agent (4), known only at placement: with a
+         // set devices_per_agent the submission itself is refused.
          JobSpec spec = LinearJob(StrategyKind::kMultiWorkerMirrored, 2, 5);
          spec.global_batch_size = 10;
+         spec.devices_per_agent = 0;
          return spec;
        },
-       "global batch size 10 is not divisible by the 4 replicas"},
+       "global batch size 10 is not divisible by the 8 replicas (2 agent(s) "
+       "x 4 device(s))"},
       {"FILE sharding with one file",
        [](const ScratchDir& dir) {
          const std::string data = dir.path() + "/one-file";
@@ -466,6 +470,16 @@ TEST_F(JobsE2eTest, BadJobsFailWithAReasonAndTheClusterRunsTheNextJob) {
                         .global_batch_size = 4};
        },
        "record header \xef\xbf\xbd\xef\xbf\xbd at step 3"},
+      {"step throws an exception",
+       [](const ScratchDir&) {
+         return JobSpec{.library_path = TestLibrary("cohort_test_steps"),
+                        .step_fn = "throw_step",
+                        .steps = 10,
+                        .global_batch_size = 4,
+                        .max_restarts = 2,
+                        .devices_per_agent = 2};
+       },
+       "threw an exception: shape mismatch at step 3"},
       {"step crashes the agent",
        [](const ScratchDir&) {
          return JobSpec{.library_path = TestLibrary("cohort_test_steps"),

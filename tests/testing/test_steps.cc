@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,6 +46,18 @@ absl::Status CrashStep(cohort::ReplicaContext& ctx, const cohort::Batch&) {
   if (ctx.step() == 3 &&
       ctx.replica_id_in_sync_group() == ctx.num_replicas_in_sync() - 1) {
     std::raise(SIGSEGV);
+  }
+  double x = 1;
+  return ctx.all_reduce(cohort::ReduceOp::kSum,
+                        cohort::Tensor{&x, 1, cohort::DType::kFloat64});
+}
+
+// Replica N-1 throws at step 3, as a library that reports an error by an
+// exception instead of a status might.
+absl::Status ThrowStep(cohort::ReplicaContext& ctx, const cohort::Batch&) {
+  if (ctx.step() == 3 &&
+      ctx.replica_id_in_sync_group() == ctx.num_replicas_in_sync() - 1) {
+    throw std::runtime_error("shape mismatch at step 3");
   }
   double x = 1;
   return ctx.all_reduce(cohort::ReduceOp::kSum,
@@ -192,5 +205,6 @@ COHORT_REGISTER_STEP("park_on_worker_step", ParkOnWorkerStep);
 COHORT_REGISTER_STEP("fail_step", FailStep);
 COHORT_REGISTER_STEP("garbled_step", GarbledStep);
 COHORT_REGISTER_STEP("crash_step", CrashStep);
+COHORT_REGISTER_STEP("throw_step", ThrowStep);
 COHORT_REGISTER_STEP("empty_step", EmptyStep);
 COHORT_REGISTER_STEP("sync_step", SyncStep);
