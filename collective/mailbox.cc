@@ -117,9 +117,11 @@ void Mailbox::PeerGone(int source, const absl::Status& status) {
   if (sources_[source].gone.ok()) sources_[source].gone = status;
 }
 
-void Mailbox::Abort(const absl::Status& status) {
+bool Mailbox::Abort(const absl::Status& status) {
   absl::MutexLock lock(&mu_);
-  if (abort_.ok()) abort_ = status;
+  if (!abort_.ok()) return false;
+  abort_ = status;
+  return true;
 }
 
 absl::Status Mailbox::SourceStatus(int source) const {

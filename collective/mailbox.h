@@ -54,8 +54,9 @@ class Mailbox {
   // Fails pending and later Takes from `source` (its process died, its
   // stream broke). The first status for a source wins.
   void PeerGone(int source, const absl::Status& status);
-  // Fails pending and later Takes from every source. The first status wins.
-  void Abort(const absl::Status& status);
+  // Fails pending and later Takes from every source. The first status wins;
+  // returns whether it was this one.
+  bool Abort(const absl::Status& status);
   absl::Status abort_status() const;
   // The abort status, else `source`'s gone status, else OK: whether waits
   // on `source` should end.

@@ -490,10 +490,11 @@ absl::Status GrpcTransport::RecvShm(const Envelope& envelope, void* data,
 }
 
 void GrpcTransport::Abort(const absl::Status& status) {
-  if (!mailbox_.abort_status().ok()) return;
   const std::string reason = absl::StrCat(
       Describe(options_.rank), " aborted the group: ", status.message());
-  mailbox_.Abort(absl::Status(status.code(), reason));
+  // Only the abort that wins tells the peers, so that every rank of the
+  // group reports the same reason when two threads abort at once.
+  if (!mailbox_.Abort(absl::Status(status.code(), reason))) return;
   // A rank polling for a message sees the abort now, not at its next poll.
   if (loop_ != nullptr) loop_->Wake();
   for (auto& sender : senders_) {
