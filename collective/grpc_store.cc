@@ -42,6 +42,11 @@ void GrpcStore::Abort(const absl::Status& status) {
   for (grpc::ClientContext* context : calls_) context->TryCancel();
 }
 
+absl::Status GrpcStore::aborted() const {
+  absl::MutexLock lock(&mu_);
+  return aborted_;
+}
+
 absl::Status GrpcStore::Begin(grpc::ClientContext* context) {
   absl::MutexLock lock(&mu_);
   if (!aborted_.ok()) return aborted_;

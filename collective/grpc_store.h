@@ -29,6 +29,7 @@ class GrpcStore final : public Store {
   // a replica waiting for a peer that will never come (its job's attempt
   // was ended) stops waiting.
   void Abort(const absl::Status& status);
+  absl::Status aborted() const override;
 
  private:
   // Registers a call's context for Abort; an error when aborted already.
@@ -38,7 +39,7 @@ class GrpcStore final : public Store {
 
   rpc::Connection connection_;
   std::unique_ptr<v1::Store::Stub> stub_;
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::set<grpc::ClientContext*> calls_ ABSL_GUARDED_BY(mu_);
   absl::Status aborted_ ABSL_GUARDED_BY(mu_);
 };

@@ -24,6 +24,10 @@ class Store {
   // Returns once `participants` ranks have called Barrier(name, ...).
   virtual absl::Status Barrier(const std::string& name, int participants,
                                int rank, absl::Duration timeout) = 0;
+  // Why the group being formed through this store was given up (its job's
+  // attempt ended), or OK: waits beside the store's calls, for connections
+  // to peers, end on it too.
+  virtual absl::Status aborted() const { return absl::OkStatus(); }
 };
 
 }  // namespace cohort::collective

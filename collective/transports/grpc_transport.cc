@@ -49,6 +49,8 @@ constexpr absl::Duration kCancelGrace = absl::Seconds(30);
 // Once the group is aborted, how long a reclaim still waits for peers to
 // take what they were sent before it closes their streams.
 constexpr absl::Duration kAbortedReclaimGrace = absl::Milliseconds(250);
+// How often a wait for a peer's connection looks at the store's abort.
+constexpr absl::Duration kAbortCheck = absl::Milliseconds(100);
 // A frame's signature is a short description; more means a corrupt ring.
 constexpr uint32_t kMaxSignatureBytes = 4096;
 
@@ -205,8 +207,19 @@ absl::Status GrpcTransport::Connect(Store& store) {
   }
   const absl::Time connect_deadline = absl::Now() + options_.connect_timeout;
   for (const std::unique_ptr<PeerSender>& sender : senders_) {
-    if (sender != nullptr) {
-      COHORT_RETURN_IF_ERROR(sender->WaitConnected(connect_deadline));
+    if (sender == nullptr) continue;
+    // In slices: a peer that died after publishing its address is never
+    // reached, and the store's abort (the attempt ended) must end the wait
+    // long before the connect timeout.
+    for (;;) {
+      const absl::Status connected = sender->WaitConnected(
+          std::min(connect_deadline, absl::Now() + kAbortCheck));
+      if (connected.ok()) break;
+      if (!absl::IsDeadlineExceeded(connected) ||
+          absl::Now() >= connect_deadline) {
+        return connected;
+      }
+      COHORT_RETURN_IF_ERROR(store.aborted());
     }
   }
   for (int r = 0; r < options_.size; ++r) {
