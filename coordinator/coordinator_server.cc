@@ -77,6 +77,12 @@ absl::Status CheckReachableFromTheSpecsHosts(const ClusterSpec& spec,
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
     CoordinatorConfig config) {
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
+  // Before a new cluster sets the previous one aside (stopping its tasks):
+  // a refused spec must leave it as it was.
+  if (config.spec.has_value() && (config.listen_given || config.new_cluster)) {
+    COHORT_RETURN_IF_ERROR(
+        CheckReachableFromTheSpecsHosts(*config.spec, config.server.listen));
+  }
   std::optional<PersistedState> saved;
   if (!config.state_dir.empty()) {
     COHORT_RETURN_IF_ERROR(MakeDirectories(config.state_dir));
@@ -293,18 +299,25 @@ absl::Status CoordinatorServer::Start() {
   if (!started.ok() && !config_.listen_given &&
       config_.server.listen == state_.coordinator_address) {
     spdlog::warn(
-        "cannot serve on the saved address {} ({}); picking a new "
-        "port, so tasks left running must be restarted",
+        "cannot serve on the saved address {} ({}); serving elsewhere, so "
+        "tasks left running must be restarted",
         state_.coordinator_address, std::string(started.message()));
-    // Another port on the same host, where the tasks can still reach it.
-    rpc::ServerOptions fallback = config_.server;
+    // Another port on the same host, where other hosts' tasks can still
+    // reach it; loopback when that host is gone too.
     absl::StatusOr<HostPort> saved =
         ParseHostPort(state_.coordinator_address, true);
-    fallback.listen =
-        HostPort{saved.ok() ? saved->host : "127.0.0.1", 0}.ToString();
-    server_ = std::make_unique<rpc::RpcServer>(fallback);
-    AddServices(*server_);
-    started = server_->Start();
+    std::vector<std::string> fallbacks = {"127.0.0.1:0"};
+    if (saved.ok() && saved->host != "127.0.0.1") {
+      fallbacks.insert(fallbacks.begin(), HostPort{saved->host, 0}.ToString());
+    }
+    for (const std::string& listen : fallbacks) {
+      rpc::ServerOptions fallback = config_.server;
+      fallback.listen = listen;
+      server_ = std::make_unique<rpc::RpcServer>(fallback);
+      AddServices(*server_);
+      started = server_->Start();
+      if (started.ok()) break;
+    }
   }
   COHORT_RETURN_IF_ERROR(started);
   admin_service_->set_address(server_->DialAddress());

@@ -1,18 +1,10 @@
 #include "worker_agent/attempt_lifecycle.h"
 
-#include "worker_agent/user_code.h"
-
 namespace cohort::agent {
 
 void AttemptLifecycle::Start(std::function<bool()> body) {
   thread_ = std::thread([this, body = std::move(body)] {
-    bool finished = false;
-    try {
-      finished = body();
-    } catch (...) {
-      RecordError(CurrentExceptionStatus("the step library's code"),
-                  /*permanent=*/true, /*agent_left=*/false);
-    }
+    const bool finished = body();
     absl::MutexLock lock(&mu_);
     if (error_.ok() && !aborted_.ok()) error_ = aborted_;
     state_ = finished && error_.ok() ? v1::AgentJobReport::FINISHED

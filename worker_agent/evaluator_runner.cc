@@ -7,6 +7,7 @@
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 #include "worker_agent/job_loader.h"
+#include "worker_agent/user_code.h"
 
 namespace cohort::agent {
 
@@ -150,7 +151,8 @@ absl::StatusOr<std::map<std::string, double>> EvaluatorRunner::EvaluateOnce(
   ReplicaContextImpl ctx(&job_, 0, 0, device, &comm, nullptr,
                          std::vector<Device>(logical, device));
   if (functions_.init != nullptr) {
-    if (absl::Status init = functions_.init(ctx); !init.ok()) {
+    if (absl::Status init = CallUserCode([&] { return functions_.init(ctx); });
+        !init.ok()) {
       return absl::Status(init.code(),
                           absl::StrCat("init function \"", spec.init_fn(),
                                        "\" failed: ", init.message()));
@@ -177,7 +179,9 @@ absl::StatusOr<std::map<std::string, double>> EvaluatorRunner::EvaluateOnce(
       for (int64_t i = 0; i < left; ++i) rest.push_back(batch.element(i));
       batch = Batch(std::move(rest));
     }
-    if (absl::Status eval = functions_.step(ctx, batch); !eval.ok()) {
+    if (absl::Status eval =
+            CallUserCode([&] { return functions_.step(ctx, batch); });
+        !eval.ok()) {
       return absl::Status(
           eval.code(),
           absl::StrCat("eval function \"", spec.eval_fn(),

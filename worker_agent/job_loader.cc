@@ -4,6 +4,7 @@
 #include "common/record_dataset.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
+#include "worker_agent/user_code.h"
 
 namespace cohort::agent {
 namespace {
@@ -38,7 +39,8 @@ absl::StatusOr<std::unique_ptr<T>> CallInputFunction(
     Fn fn, const InputLayout& layout, const JobInfo& job,
     const std::string& kind, const std::string& name) {
   InputContextImpl input(layout, job);
-  absl::StatusOr<std::unique_ptr<T>> made = fn(input);
+  absl::StatusOr<std::unique_ptr<T>> made =
+      CallUserCode([&] { return fn(input); });
   if (!made.ok()) {
     return absl::FailedPreconditionError(absl::StrCat(
         kind, " function \"", name, "\" failed: ", made.status().message()));

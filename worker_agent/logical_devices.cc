@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "worker_agent/user_code.h"
 
 namespace cohort::agent {
 
@@ -50,7 +51,8 @@ absl::Status LogicalDevices::RunOn(
   absl::Notification done;
   executors_[k]->Post([&] {
     status = MakeCurrent(device);
-    if (status.ok()) status = fn(device);
+    // This thread runs the library's code: an exception must not end it.
+    if (status.ok()) status = CallUserCode([&] { return fn(device); });
     done.Notify();
   });
   // No deadline of its own: this is the step's work, which has none either;

@@ -95,15 +95,7 @@ bool PsJobRunner::Run() {
 
   std::vector<std::thread> executors;
   for (int slot = 0; slot < a.local_replicas(); ++slot) {
-    executors.emplace_back([this, slot] {
-      try {
-        RunExecutor(slot);
-      } catch (...) {
-        Fail(CurrentExceptionStatus(
-                 absl::StrCat("the step library's code on executor ", slot)),
-             /*permanent=*/true);
-      }
-    });
+    executors.emplace_back([this, slot] { RunExecutor(slot); });
   }
   for (std::thread& t : executors) t.join();
   return true;
@@ -143,7 +135,8 @@ void PsJobRunner::RunExecutor(int slot) {
   }
   PsReplicaContext context(&job_, device, servers_[slot].get());
   if (functions_.init != nullptr) {
-    if (absl::Status s = functions_.init(context); !s.ok()) {
+    if (absl::Status s = CallUserCode([&] { return functions_.init(context); });
+        !s.ok()) {
       return Fail(
           absl::Status(s.code(),
                        absl::StrCat("init function \"", a.spec().init_fn(),
@@ -264,7 +257,8 @@ absl::StatusOr<v1::ClosureResult> PsJobRunner::RunClosure(
   if (pipeline_ != nullptr && batch_index >= 0) {
     batch = pipeline_->BatchesForStep(batch_index)[0];
   }
-  if (absl::Status s = fn(context, batch); !s.ok()) {
+  if (absl::Status s = CallUserCode([&] { return fn(context, batch); });
+      !s.ok()) {
     const absl::Status annotated(
         s.code(),
         absl::StrCat(call != nullptr ? "call \"" : "step \"", name,

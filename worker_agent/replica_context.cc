@@ -1,7 +1,8 @@
 #include "worker_agent/replica_context.h"
 
-#include <algorithm>
 #include <cstring>
+#include <set>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/names.h"
@@ -129,6 +130,14 @@ absl::StatusOr<Optimizer*> ReplicaContextImpl::create_optimizer(
   }
   std::vector<VariableImpl*> owned;
   std::vector<std::vector<std::unique_ptr<VariableImpl>>> slots;
+  std::set<std::string> slot_names;
+  for (const auto& optimizer : optimizers_) {
+    for (const auto& of_variable : optimizer->slots()) {
+      for (const auto& slot : of_variable) {
+        slot_names.insert(slot->options().name);
+      }
+    }
+  }
   for (Variable* variable : variables) {
     auto* impl = dynamic_cast<VariableImpl*>(variable);
     if (impl == nullptr || find_variable(variable->options().name) != impl) {
@@ -143,25 +152,19 @@ absl::StatusOr<Optimizer*> ReplicaContextImpl::create_optimizer(
           absl::StrCat("create_optimizer: variable \"", vo.name,
                        "\" must be ON_WRITE and float32 or float64"));
     }
-    // A second optimizer's slots would take the first's names ("v/m"),
-    // and every checkpoint would fail on them.
-    auto has = [impl](const std::vector<VariableImpl*>& list) {
-      return std::find(list.begin(), list.end(), impl) != list.end();
-    };
-    if (has(owned) || std::any_of(optimizers_.begin(), optimizers_.end(),
-                                  [&](const auto& optimizer) {
-                                    return has(optimizer->variables());
-                                  })) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("create_optimizer: variable \"", vo.name,
-                       "\" already has an optimizer"));
-    }
     owned.push_back(impl);
     std::vector<std::unique_ptr<VariableImpl>> own_slots;
     for (int s = 0; s < optimizer::SlotCount(options.kind); ++s) {
       VariableOptions slot = vo;
       slot.name =
           absl::StrCat(vo.name, "/", optimizer::SlotName(options.kind, s));
+      // Two optimizers of one kind on a variable would both keep "v/m",
+      // and every checkpoint would fail on the name.
+      if (!slot_names.insert(slot.name).second) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "create_optimizer: slot \"", slot.name, "\" exists already: \"",
+            vo.name, "\" has another optimizer of this kind"));
+      }
       COHORT_ASSIGN_OR_RETURN(std::unique_ptr<VariableImpl> buffer,
                               NewVariable(std::move(slot), nullptr));
       own_slots.push_back(std::move(buffer));

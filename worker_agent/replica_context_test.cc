@@ -550,10 +550,13 @@ TEST(ReplicaContextTest, MisuseIsReportedNamingTheProblem) {
     absl::StatusOr<Optimizer*> opt =
         ctx.create_optimizer({}, {ctx.find_variable("v")});
     EXPECT_TRUE(opt.ok());
+    // Two Adams would both keep "v/m"; SGD (the first) keeps no slots.
+    const OptimizerOptions adam{.kind = OptimizerKind::kAdam};
+    EXPECT_TRUE(ctx.create_optimizer(adam, {ctx.find_variable("v")}).ok());
     EXPECT_THAT(
-        ctx.create_optimizer({}, {ctx.find_variable("v")}).status().message(),
-        HasSubstr("create_optimizer: variable \"v\" already has an "
-                  "optimizer"));
+        ctx.create_optimizer(adam, {ctx.find_variable("v")}).status().message(),
+        HasSubstr("create_optimizer: slot \"v/m\" exists already: \"v\" "
+                  "has another optimizer of this kind"));
     float wrong[3] = {};
     EXPECT_THAT((*opt)
                     ->apply_gradients(

@@ -58,7 +58,6 @@ class OptimizerImpl final : public Optimizer {
     return slots_;
   }
   int64_t& iterations() { return iterations_; }
-  const std::vector<VariableImpl*>& variables() const { return variables_; }
 
  private:
   // The update itself, from the reduced gradients.

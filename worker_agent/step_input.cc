@@ -121,13 +121,9 @@ void StepInput::ProduceOne() {
   const int64_t step = next_;
   producing_ = true;
   mu_.Unlock();
-  absl::StatusOr<std::optional<std::vector<Batch>>> cut;
-  try {
-    cut = Cut(step);
-  } catch (...) {
-    cut = CurrentExceptionStatus(
-        absl::StrCat("the job's input, cutting step ", step, ","));
-  }
+  absl::StatusOr<std::optional<std::vector<Batch>>> cut =
+      CallUserCode([&] { return Cut(step); },
+                   absl::StrCat("the job's dataset, at step ", step, ","));
   absl::StatusOr<std::vector<DeviceBuffer>> copies = std::vector<DeviceBuffer>();
   if (cut.ok() && cut->has_value() && options_.to_device) {
     copies = CopyToDevices(**cut);

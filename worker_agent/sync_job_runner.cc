@@ -183,15 +183,7 @@ bool SyncJobRunner::Run() {
   }
   std::vector<std::thread> threads;
   for (int local = 0; local < a.local_replicas(); ++local) {
-    threads.emplace_back([this, local] {
-      try {
-        RunReplica(local);
-      } catch (...) {
-        Fail(CurrentExceptionStatus(
-                 absl::StrCat("the step library's code on replica ", local)),
-             /*permanent=*/true);
-      }
-    });
+    threads.emplace_back([this, local] { RunReplica(local); });
   }
   for (std::thread& thread : threads) thread.join();
   if (input_ != nullptr) input_->Shutdown();
@@ -397,7 +389,8 @@ void SyncJobRunner::RunReplica(int local) {
          true);
   };
   if (functions_.init != nullptr) {
-    if (absl::Status init = functions_.init(ctx); !init.ok()) {
+    if (absl::Status init = CallUserCode([&] { return functions_.init(ctx); });
+        !init.ok()) {
       return user_failure(
           init, absl::StrCat("init function \"", spec.init_fn(), "\""));
     }
@@ -466,7 +459,9 @@ void SyncJobRunner::RunReplica(int local) {
     }
     {
       ScopedSpan compute_span("compute");
-      if (absl::Status status = functions_.step(ctx, batch); !status.ok()) {
+      if (absl::Status status =
+              CallUserCode([&] { return functions_.step(ctx, batch); });
+          !status.ok()) {
         return user_failure(status,
                             absl::StrCat("step function \"", spec.step_fn(),
                                          "\" at step ", step));

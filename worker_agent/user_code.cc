@@ -1,6 +1,7 @@
 #include "worker_agent/user_code.h"
 
 #include <exception>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 
@@ -9,14 +10,15 @@ namespace cohort::agent {
 absl::Status CurrentExceptionStatus(absl::string_view where) {
   constexpr absl::string_view kHint =
       " (a step library reports errors by returning an absl::Status)";
+  const std::string subject = where.empty() ? "" : absl::StrCat(where, " ");
   try {
     throw;
   } catch (const std::exception& e) {
     return absl::InternalError(
-        absl::StrCat(where, " threw an exception: ", e.what(), kHint));
+        absl::StrCat(subject, "threw an exception: ", e.what(), kHint));
   } catch (...) {
     return absl::InternalError(absl::StrCat(
-        where, " threw an exception that is not a std::exception", kHint));
+        subject, "threw an exception that is not a std::exception", kHint));
   }
 }
 

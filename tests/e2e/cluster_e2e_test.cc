@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -280,6 +282,29 @@ TEST(ClusterE2eTest, ACoordinatorOnLoopbackRefusesASpecWithOtherHosts) {
                         "cluster spec puts worker:0 at 198.19.255.253:2222 on "
                         "other hosts"));
   EXPECT_THAT(result.output, HasSubstr("e.g. --listen=0.0.0.0:0"));
+
+  // A new cluster refused so leaves the previous one of its state dir as
+  // it was: not stopped, not set aside.
+  const std::string state = dir.path() + "/state";
+  const std::string local =
+      dir.Write("local.json", R"({"cluster": {"chief": ["127.0.0.1:1"]}})");
+  {
+    absl::StatusOr<std::unique_ptr<CoordinatorProcess>> previous =
+        CoordinatorProcess::Start(
+            dir, {absl::StrCat("--cluster_spec=", local), "--launch=none",
+                  absl::StrCat("--state_dir=", state)});
+    ASSERT_TRUE(previous.ok()) << previous.status();
+  }  // stopped: it saved its state
+  ASSERT_TRUE(std::filesystem::exists(state + "/coordinator_state.json"));
+  const CommandResult refused = RunCommand(
+      {Binary("cohort-coordinator"), absl::StrCat("--cluster_spec=", spec),
+       "--listen=127.0.0.1:0", "--launch=none", "--new_cluster",
+       absl::StrCat("--state_dir=", state)},
+      absl::Seconds(10));
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("is a loopback address"));
+  EXPECT_TRUE(std::filesystem::exists(state + "/coordinator_state.json"));
+  EXPECT_FALSE(std::filesystem::exists(state + "/previous"));
 }
 
 TEST(ClusterE2eTest, MalformedSpecsExitTwoWithOneLineNamingThePath) {
