@@ -103,6 +103,22 @@ bool IsLocalHost(absl::string_view host) {
   return is_local;
 }
 
+absl::Status ResolveHost(absl::string_view host) {
+  addrinfo hints = {};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* result = nullptr;
+  const std::string name(host);
+  const int error = getaddrinfo(name.c_str(), nullptr, &hints, &result);
+  if (error != 0) {
+    return absl::NotFoundError(absl::StrCat(
+        name, " does not resolve: ",
+        error == EAI_SYSTEM ? strerror(errno) : gai_strerror(error)));
+  }
+  freeaddrinfo(result);
+  return absl::OkStatus();
+}
+
 std::string InterfaceWithAddress(absl::string_view address) {
   for (auto& [name, local] : InterfaceAddresses()) {
     if (absl::EqualsIgnoreCase(local, address)) return name;

@@ -25,6 +25,10 @@ std::string SharedMemoryDomain();
 // interfaces. Names are resolved once through getaddrinfo.
 bool IsLocalHost(absl::string_view host);
 
+// OK when `host` (a name or a literal address) resolves through
+// getaddrinfo; otherwise NOT_FOUND with the resolver's reason.
+absl::Status ResolveHost(absl::string_view host);
+
 // The name of the interface that holds `address`, a literal address as
 // inet_ntop writes it ("198.18.0.2", "fd00::2"); "" when none does.
 std::string InterfaceWithAddress(absl::string_view address);

@@ -27,5 +27,14 @@ TEST(HostInfoTest, IsLocalHostKnowsLoopbackAndNotOtherAddresses) {
   EXPECT_FALSE(IsLocalHost("192.0.2.1"));
 }
 
+TEST(HostInfoTest, ResolveHostNamesWhatDoesNotResolve) {
+  EXPECT_TRUE(ResolveHost("localhost").ok());
+  EXPECT_TRUE(ResolveHost("192.0.2.1").ok());  // a literal needs no lookup
+  const absl::Status missing = ResolveHost("worker-1.invalid");
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(missing.message()),
+              ::testing::StartsWith("worker-1.invalid does not resolve: "));
+}
+
 }  // namespace
 }  // namespace cohort

@@ -62,7 +62,13 @@ std::string ClusterManager::NewSessionId() {
 absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
     const v1::TaskReport& report, absl::Time now) {
   absl::MutexLock lock(&mu_);
-  COHORT_ASSIGN_OR_RETURN(Record * record, Find(report.task()));
+  absl::StatusOr<Record*> found = Find(report.task());
+  if (!found.ok()) {
+    spdlog::warn("refused a registration from pid {} on {}: {}", report.pid(),
+                 report.hostname(), std::string(found.status().message()));
+    return found.status();
+  }
+  Record* record = *found;
   const std::string id = FromProto(report.task()).ToString();
   // "localhost:2222" names the same server as "127.0.0.1:2222", as the
   // spec's own duplicate check holds.
@@ -72,7 +78,7 @@ absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
       AddressKey(*reported) != AddressKey(*expected)) {
     const bool wildcard =
         ParseHostPort(report.address(), true).value_or(HostPort{}).IsWildcard();
-    return absl::InvalidArgumentError(absl::StrFormat(
+    absl::Status refusal = absl::InvalidArgumentError(absl::StrFormat(
         "task %s registered with address %s, but the cluster spec puts %s "
         "at %s%s",
         id, report.address().empty() ? "(none)" : report.address(), id,
@@ -81,6 +87,8 @@ absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
                                 "--advertise_address=",
                                 record->address)
                  : ""));
+    NoteRefusal(*record, id, report, refusal, now);
+    return refusal;
   }
   const bool holder_alive =
       record->state == v1::READY && !record->session_id.empty() &&
@@ -89,12 +97,34 @@ absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
   const bool same_process = record->report.pid() == report.pid() &&
                             record->report.hostname() == report.hostname();
   if (holder_alive && !same_process) {
-    return absl::AlreadyExistsError(absl::StrFormat(
-        "task %s is already held by pid %d on %s; a second process (pid %d "
-        "on %s) claims it",
+    // A holder that died unannounced stays "alive" for up to one heartbeat
+    // timeout, and its successor is refused meanwhile; a claimant refused
+    // for twice that is a second process with the same identity.
+    const std::string claimant =
+        absl::StrCat(report.pid(), "@", report.hostname());
+    if (record->claimant != claimant) {
+      record->claimant = claimant;
+      record->claimant_since = now;
+    }
+    const absl::Duration claiming = now - record->claimant_since;
+    const bool duplicate = claiming >= 2 * options_.heartbeat_timeout;
+    const std::string message = absl::StrFormat(
+        "task %s is already held by pid %d on %s, which still heartbeats; a "
+        "second process (pid %d on %s) claims it%s",
         id, record->report.pid(), record->report.hostname(), report.pid(),
-        report.hostname()));
+        report.hostname(),
+        duplicate
+            ? absl::StrCat(" and has for ", absl::FormatDuration(claiming),
+                           ": two processes were given the same "
+                           "identity (check --task or TF_CONFIG's "
+                           "\"task\" on each host)")
+            : "");
+    absl::Status refusal = duplicate ? absl::FailedPreconditionError(message)
+                                     : absl::AlreadyExistsError(message);
+    NoteRefusal(*record, id, report, refusal, now);
+    return refusal;
   }
+  record->claimant.clear();
   record->session_id = NewSessionId();
   record->report = report;
   record->pid = report.pid();
@@ -198,6 +228,18 @@ std::vector<TaskId> ClusterManager::ExpireSilent(absl::Time now) {
                             absl::FormatDuration(options_.startup_timeout),
                             " of its launch");
     }
+    if (reason.empty() && record.state == v1::STARTING && !record.launched &&
+        record.last_error.empty() &&
+        now - record.state_since >= options_.startup_timeout) {
+      // Nobody here launches it, so it is not declared dead: another host's
+      // service manager may start it yet. It says why it may not come.
+      record.last_error = absl::StrCat(
+          "nothing has registered as ", task.ToString(), " (expected at ",
+          record.address, ") in ",
+          absl::FormatDuration(now - record.state_since),
+          record.absence_hint.empty() ? "" : "; ", record.absence_hint);
+      spdlog::warn("{}: {}", task.ToString(), record.last_error);
+    }
     if (reason.empty()) continue;
     spdlog::warn("{} is DEAD: {}", task.ToString(), reason);
     record.session_id.clear();
@@ -206,6 +248,26 @@ std::vector<TaskId> ClusterManager::ExpireSilent(absl::Time now) {
     died.push_back(task);
   }
   return died;
+}
+
+void ClusterManager::NoteAbsenceHint(const TaskId& task, std::string hint) {
+  absl::MutexLock lock(&mu_);
+  const auto it = tasks_.find(task);
+  if (it != tasks_.end()) it->second.absence_hint = std::move(hint);
+}
+
+void ClusterManager::NoteRefusal(Record& record, const std::string& id,
+                                 const v1::TaskReport& report,
+                                 const absl::Status& refusal, absl::Time now) {
+  const std::string text =
+      absl::StrCat("refused a registration from pid ", report.pid(), " on ",
+                   report.hostname(), ": ", refusal.message());
+  if (record.state != v1::READY) record.last_error = text;
+  // A claimant retries every few seconds: one line a minute is enough.
+  if (now - record.refusal_logged >= absl::Minutes(1)) {
+    record.refusal_logged = now;
+    spdlog::warn("{}: {}", id, text);
+  }
 }
 
 void ClusterManager::RestoreRestartCount(const TaskId& task,

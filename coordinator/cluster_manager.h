@@ -12,6 +12,11 @@
 //   any        --process exited / Deregister--> DEAD
 //   DEAD       --relaunched-->         RESTARTING --Register--> READY
 //   DEAD       --Register (by hand)--> READY
+//
+// A task nobody launched (another host's, or --launch=none) stays STARTING
+// until it registers; past the startup timeout its last_error says what is
+// known of why (nothing claimed it, a refused claim, a host that does not
+// resolve), so that a TF_CONFIG mistake is not a silent wait.
 
 #include <map>
 #include <optional>
@@ -46,7 +51,11 @@ class ClusterManager {
 
   // --- Called by the Coordinator service. ---
   // INVALID_ARGUMENT when the identity or address is not in the spec;
-  // ALREADY_EXISTS when another live process holds the identity.
+  // ALREADY_EXISTS when another live process holds the identity, and
+  // FAILED_PRECONDITION once the same claimant has been refused for twice
+  // the heartbeat timeout: the holder is no dying process but a second one
+  // given the same identity. Refusals are logged, and shown as the task's
+  // last error while it is not READY.
   absl::StatusOr<v1::RegisterResponse> Register(const v1::TaskReport& report,
                                                 absl::Time now);
   // NOT_FOUND when the session is unknown: the task must register again.
@@ -61,6 +70,9 @@ class ClusterManager {
   // Declares DEAD every task past its heartbeat or startup timeout, and
   // returns those that just died.
   std::vector<TaskId> ExpireSilent(absl::Time now);
+  // Records why `task`, nobody's to launch, may never register (its host
+  // does not resolve here, say); shown once it is overdue.
+  void NoteAbsenceHint(const TaskId& task, std::string hint);
   // Restores counts saved by an earlier coordinator of this state dir.
   void RestoreRestartCount(const TaskId& task, int restart_count);
 
@@ -83,7 +95,18 @@ class ClusterManager {
     int64_t clock_offset_ms = 0;  // TaskStatus's
     v1::TaskReport report;
     std::string last_error;
+    std::string absence_hint;  // NoteAbsenceHint's
+    // The latest refused claimant of a held identity, and since when.
+    std::string claimant;
+    absl::Time claimant_since;
+    absl::Time refusal_logged;
   };
+
+  // Logs a refused registration of a known task (at most once a minute per
+  // task and reason) and, unless READY, shows it as its last error.
+  void NoteRefusal(Record& record, const std::string& id,
+                   const v1::TaskReport& report, const absl::Status& refusal,
+                   absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The record of a known task, or INVALID_ARGUMENT naming the stranger.
   absl::StatusOr<Record*> Find(const v1::TaskId& task)

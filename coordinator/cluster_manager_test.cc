@@ -129,6 +129,71 @@ TEST_F(ClusterManagerTest, SecondLiveProcessForOneIdentityIsRefused) {
   EXPECT_EQ(manager_.pid(kWorker1), 200);
 }
 
+// A holder that keeps beating while another process claims its identity
+// for twice the heartbeat timeout: two processes share one identity, and the
+// claimant is told so for good.
+TEST_F(ClusterManagerTest, AClaimantRefusedForTwoTimeoutsIsADuplicate) {
+  const absl::StatusOr<v1::RegisterResponse> holder =
+      manager_.Register(Report(kWorker1, "127.0.0.1:2002", 100), At(0));
+  ASSERT_TRUE(holder.ok());
+  for (int second = 1; second <= 10; ++second) {
+    ASSERT_OK(
+        manager_.Heartbeat(Beat(kWorker1, holder->session_id()), At(second)));
+    const absl::StatusOr<v1::RegisterResponse> claim =
+        manager_.Register(Report(kWorker1, "127.0.0.1:2002", 200), At(second));
+    // Claiming since second 1: refused for good from second 11 on.
+    EXPECT_EQ(claim.status().code(), absl::StatusCode::kAlreadyExists)
+        << second;
+  }
+  ASSERT_OK(manager_.Heartbeat(Beat(kWorker1, holder->session_id()), At(11)));
+  const absl::StatusOr<v1::RegisterResponse> claim =
+      manager_.Register(Report(kWorker1, "127.0.0.1:2002", 200), At(11));
+  EXPECT_EQ(claim.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(claim.status().message()),
+              HasSubstr("held by pid 100 on host, which still heartbeats; a "
+                        "second process (pid 200 on host) claims it and has "
+                        "for 10s: two processes were given the same identity"));
+  EXPECT_EQ(manager_.pid(kWorker1), 100);
+}
+
+// A task nobody launches is not declared dead, but once overdue its status
+// says what is known of why it has not come.
+TEST_F(ClusterManagerTest, AnUnlaunchedTaskOverdueSaysWhy) {
+  const TaskId ps{"ps", 0};
+  manager_.NoteAbsenceHint(ps, "nohost does not resolve");
+  EXPECT_TRUE(manager_.ExpireSilent(At(29)).empty());
+  EXPECT_TRUE(manager_.ExpireSilent(At(30)).empty());
+  EXPECT_EQ(manager_.state(ps), v1::STARTING);
+  EXPECT_EQ(manager_.state(kWorker1), v1::STARTING);
+  auto error_of = [&](const TaskId& task) {
+    for (const v1::TaskStatus& status : manager_.Snapshot(At(30))) {
+      if (status.task().type() == task.type &&
+          status.task().index() == task.index) {
+        return status.last_error();
+      }
+    }
+    return std::string("(no such task)");
+  };
+  EXPECT_EQ(error_of(ps),
+            "nothing has registered as ps:0 (expected at 127.0.0.1:2003) in "
+            "30s; nohost does not resolve");
+  EXPECT_EQ(error_of(kWorker1),
+            "nothing has registered as worker:1 (expected at 127.0.0.1:2002) "
+            "in 30s");
+
+  // A refused claim says more than the silence, and shows instead.
+  const TaskId chief{"chief", 0};
+  EXPECT_FALSE(
+      manager_.Register(Report(chief, "127.0.0.1:9999", 300), At(31)).ok());
+  EXPECT_THAT(error_of(chief),
+              HasSubstr("refused a registration from pid 300 on host: task "
+                        "chief:0 registered with address 127.0.0.1:9999"));
+  EXPECT_EQ(manager_.state(chief), v1::STARTING);
+  // Once registered, the task is READY, and nothing of it shows.
+  ASSERT_TRUE(manager_.Register(Report(ps, "127.0.0.1:2003"), At(32)).ok());
+  EXPECT_EQ(manager_.state(ps), v1::READY);
+}
+
 TEST_F(ClusterManagerTest, SilentTaskDiesAndMustRegisterAgain) {
   auto response = manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(0));
   ASSERT_TRUE(response.ok());

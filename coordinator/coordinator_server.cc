@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -70,6 +71,28 @@ absl::Status CheckReachableFromTheSpecsHosts(const ClusterSpec& spec,
       " on other hosts (or on hosts that do not resolve), which could never "
       "reach it; listen where they can, e.g. --listen=0.0.0.0:",
       at->port));
+}
+
+// A spec host that does not resolve here is likely a typo, and its task
+// would never be reached: said at startup, and on the task's status once it
+// is overdue. Not refused, since DNS names of pods and hosts may appear
+// later.
+void NoteUnresolvableHosts(const ClusterSpec& spec, ClusterManager& manager) {
+  std::map<std::string, absl::Status> resolved;  // one lookup per host
+  for (const TaskId& task : spec.tasks()) {
+    if (!IsProcessTask(task)) continue;
+    absl::StatusOr<HostPort> at = ParseHostPort(*spec.address(task));
+    if (!at.ok()) continue;
+    auto [it, inserted] = resolved.try_emplace(at->host);
+    if (inserted) it->second = ResolveHost(at->host);
+    if (it->second.ok()) continue;
+    const std::string hint =
+        absl::StrCat(it->second.message(),
+                     " on the coordinator's host (a typo in the "
+                     "cluster spec?)");
+    spdlog::warn("{} at {}: {}", task.ToString(), *spec.address(task), hint);
+    manager.NoteAbsenceHint(task, hint);
+  }
 }
 
 }  // namespace
@@ -139,6 +162,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   for (const PersistedTask& task : server->state_.tasks) {
     server->manager_->RestoreRestartCount(task.task, task.restart_count);
   }
+  NoteUnresolvableHosts(*config.spec, *server->manager_);
   server->auth_ =
       std::make_unique<rpc::Authenticator>(config.server.security.token);
   server->coordinator_service_ = std::make_unique<CoordinatorService>(

@@ -103,10 +103,21 @@ absl::StatusOr<TaskConfig> TaskConfigFromFlags(
   config.advertise_address = absl::GetFlag(FLAGS_advertise_address);
   // Serving on every interface, a task registers TF_CONFIG's address for
   // it: TensorFlow's servers, too, bind every interface at the spec's port.
-  if (config.advertise_address.empty() && !default_listen.empty() &&
+  const HostPort listen =
       ParseHostPort(config.daemon.server.listen, /*allow_port_zero=*/true)
-          .value_or(HostPort{})
-          .IsWildcard()) {
+          .value_or(HostPort{});
+  if (config.advertise_address.empty() && !default_listen.empty() &&
+      listen.IsWildcard()) {
+    // Registered there, it must serve there: peers dial TF_CONFIG's port.
+    const int expected =
+        ParseHostPort(default_listen).value_or(HostPort{}).port;
+    if (listen.port != expected) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--listen=", config.daemon.server.listen, " serves port ",
+          listen.port, ", but TF_CONFIG puts ", config.task.ToString(), " at ",
+          default_listen, ", where its peers will dial; listen on port ",
+          expected, ", or pass --advertise_address"));
+    }
     config.advertise_address = default_listen;
   }
   config.heartbeat_interval = absl::GetFlag(FLAGS_heartbeat_interval);

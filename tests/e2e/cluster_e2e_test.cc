@@ -366,6 +366,64 @@ TEST(ClusterE2eTest, ATfConfigTaskOfAnotherHostIsNamedAtStartup) {
   }
 }
 
+// Serving on every interface, a task registers TF_CONFIG's address, so it
+// must serve at TF_CONFIG's port; another port is refused at startup.
+TEST(ClusterE2eTest, AWildcardListenOnAnotherPortThanTfConfigsIsRefused) {
+  const int port = *PickUnusedPort();
+  const std::string tf_config =
+      absl::StrCat(R"({"cluster": {"worker": ["127.0.0.1:)", port, R"("]},)",
+                   R"("task": {"type": "worker", "index": 0}})");
+  CommandResult result =
+      RunCommand({Binary("cohort-agent"), "--coordinator=127.0.0.1:1",
+                  absl::StrCat("--listen=0.0.0.0:", port + 1)},
+                 absl::Seconds(10), {{"TF_CONFIG", tf_config}});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr(absl::StrCat(
+                  "--listen=0.0.0.0:", port + 1, " serves port ", port + 1,
+                  ", but TF_CONFIG puts worker:0 at 127.0.0.1:", port,
+                  ", where its peers will dial; listen on port ", port)));
+}
+
+// A spec host that resolves nowhere is named at startup, and its task's
+// status says why it has not come once it is overdue; the rest of the
+// cluster runs.
+TEST(ClusterE2eTest, ASpecHostThatDoesNotResolveIsNamed) {
+  ScratchDir dir;
+  nlohmann::json spec = nlohmann::json::parse(LocalSpec(1, 0));
+  // RFC 6761: names under .invalid never resolve.
+  spec["cluster"]["worker"].push_back("worker-1.invalid:2222");
+  const std::string path = dir.Write("cluster.json", spec.dump());
+  auto coordinator = CoordinatorProcess::Start(
+      dir, {absl::StrCat("--cluster_spec=", path), "--startup_timeout=2s"},
+      "0.0.0.0:0");
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  auto& c = **coordinator;
+  absl::StatusOr<v1::ClusterState> state = c.WaitForState(
+      [](const v1::ClusterState& s) {
+        for (const v1::TaskStatus& task : s.tasks()) {
+          if (task.task().type() == "worker" && task.task().index() == 1) {
+            return !task.last_error().empty();
+          }
+        }
+        return false;
+      },
+      absl::Seconds(30));
+  ASSERT_TRUE(state.ok()) << state.status() << "\n" << c.Log();
+  for (const v1::TaskStatus& task : state->tasks()) {
+    if (task.task().type() == "worker" && task.task().index() == 1) {
+      EXPECT_EQ(task.state(), v1::STARTING);
+      EXPECT_THAT(task.last_error(),
+                  HasSubstr("nothing has registered as worker:1 (expected at "
+                            "worker-1.invalid:2222)"));
+      EXPECT_THAT(task.last_error(),
+                  HasSubstr("worker-1.invalid does not resolve"));
+    }
+  }
+  EXPECT_THAT(c.Log(), HasSubstr("worker:1 at worker-1.invalid:2222: "
+                                 "worker-1.invalid does not resolve"));
+}
+
 TEST(ClusterE2eTest, HealthServiceServesOnEveryDaemon) {
   ScratchDir dir;
   absl::StatusOr<ReadyCluster> cluster = StartReadyCluster(dir, 1, 1);
@@ -460,6 +518,21 @@ TEST(ClusterE2eTest, LaunchNoneAdmitsTasksStartedByHandAndRefusesStrangers) {
               HasSubstr(absl::StrCat("Coordinator.Register to ", chief,
                                      ": the server there does not serve "
                                      "this call")));
+
+  // A second process given a live task's identity (one TF_CONFIG "task"
+  // copied to two hosts) is refused while the holder beats, then told for
+  // good, after twice the heartbeat timeout, that two processes share it.
+  const std::string worker = *parsed.address({"worker", 0});
+  CommandResult duplicate =
+      RunCommand({Binary("cohort-agent"), "--task=worker:0",
+                  absl::StrCat("--listen=127.0.0.1:", free_port),
+                  absl::StrCat("--advertise_address=", worker),
+                  absl::StrCat("--coordinator=", c.address())},
+                 absl::Seconds(60));
+  EXPECT_EQ(duplicate.exit_code, 2) << duplicate.output;
+  EXPECT_THAT(duplicate.output,
+              HasSubstr("two processes were given the same identity"));
+  EXPECT_THAT(c.Log(), HasSubstr("worker:0: refused a registration from pid"));
 
   // The refusals changed nothing: the cluster is still whole.
   state = c.WaitAllReady(kReadyTimeout);
