@@ -49,6 +49,9 @@ constexpr absl::Duration kCancelGrace = absl::Seconds(30);
 // Once the group is aborted, how long a reclaim still waits for peers to
 // take what they were sent before it closes their streams.
 constexpr absl::Duration kAbortedReclaimGrace = absl::Milliseconds(250);
+// The longest teardown waits for sent frames to drain, whatever their
+// deadlines (a caller's infinite one, say).
+constexpr absl::Duration kMaxDrainOnTeardown = absl::Minutes(5);
 // How often a wait for a peer's connection looks at the store's abort.
 constexpr absl::Duration kAbortCheck = absl::Milliseconds(100);
 // A frame's signature is a short description; more means a corrupt ring.
@@ -299,8 +302,21 @@ absl::Status GrpcTransport::ConnectSharedMemory(
 }
 
 GrpcTransport::~GrpcTransport() {
+  // A rank may leave as soon as its part of a collective is done (a
+  // broadcast's root, once its chunks are queued) while its bytes still
+  // drain over a slow link: they get the time their sends had to arrive.
+  // An aborted group has nothing worth delivering.
+  absl::Time drain_until = absl::Now() + absl::Seconds(1);
+  if (mailbox_.abort_status().ok()) {
+    drain_until = std::max(
+        drain_until, absl::FromUnixNanos(latest_send_deadline_ns_.load()));
+  }
+  // Every stream drains at once; each waits against the same deadline.
   for (auto& sender : senders_) {
-    if (sender != nullptr) sender->Close(absl::Seconds(1));
+    if (sender != nullptr) sender->BeginClose();
+  }
+  for (auto& sender : senders_) {
+    if (sender != nullptr) sender->Close(drain_until);
   }
   if (service_ != nullptr) service_->Stop();
   // Cancels the incoming streams, then shuts the completion queue down; the
@@ -354,6 +370,13 @@ absl::Status GrpcTransport::SendFrame(int peer, const Envelope& envelope,
     payload = lent_[peer].Lend(data, bytes);
   } else if (bytes > 0) {
     payload = grpc::Slice(data, bytes);
+  }
+  // The latest deadline any send had: how long teardown lets frames drain.
+  const int64_t until =
+      absl::ToUnixNanos(std::min(deadline, absl::Now() + kMaxDrainOnTeardown));
+  int64_t latest = latest_send_deadline_ns_.load();
+  while (until > latest &&
+         !latest_send_deadline_ns_.compare_exchange_weak(latest, until)) {
   }
   return senders_[peer]->Enqueue(EncodePeerFrame(header, std::move(payload)));
 }

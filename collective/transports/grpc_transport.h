@@ -11,6 +11,7 @@
 // through a shared-memory ring instead (ShmChannel); the gRPC streams still
 // carry everything else, abort notices, and the liveness that ends waits.
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -134,6 +135,10 @@ class GrpcTransport final : public Transport {
   bool favours_exchanges_ = true;
   std::unique_ptr<ShmChannel> shm_in_;   // from prev_, when on this host
   std::unique_ptr<ShmChannel> shm_out_;  // to next_, when on this host
+  // The latest deadline of a frame sent over gRPC (Unix ns), capped at
+  // kMaxDrainOnTeardown from its send: until then teardown lets frames
+  // still queued drain.
+  std::atomic<int64_t> latest_send_deadline_ns_{0};
   // Messages from prev_ read off the ring before they were asked for. Only
   // the receiving thread touches it.
   std::map<Tag, std::pair<std::string, std::string>> shm_early_;

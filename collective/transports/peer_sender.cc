@@ -20,6 +20,9 @@ constexpr size_t kMaxBatchBytes = 1 << 20;
 // How long a cancelled stream may take to end.
 constexpr absl::Duration kCancelGrace = absl::Seconds(30);
 
+// How long a closing stream may take to end, whatever Close's deadline.
+constexpr absl::Duration kMinCloseGrace = absl::Milliseconds(200);
+
 }  // namespace
 
 PeerSender::PeerSender(const std::string& address,
@@ -40,7 +43,7 @@ PeerSender::PeerSender(const std::string& address,
   stream_->StartCall(started_tag_.tag());
 }
 
-PeerSender::~PeerSender() { Close(absl::Seconds(1)); }
+PeerSender::~PeerSender() { Close(absl::Now()); }
 
 void PeerSender::Started(bool ok) {
   absl::MutexLock lock(&mu_);
@@ -183,15 +186,24 @@ void PeerSender::Disconnect() {
   connection_.reset();
 }
 
-void PeerSender::Close(absl::Duration grace) {
+void PeerSender::BeginClose() {
+  absl::MutexLock lock(&mu_);
+  if (closing_) return;
+  closing_ = true;
+  WriteNextLocked();
+}
+
+void PeerSender::Close(absl::Time deadline) {
+  BeginClose();
   auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; };
   {
     absl::MutexLock lock(&mu_);
-    if (!closing_) {
-      closing_ = true;
-      WriteNextLocked();
+    // A stream the peer has read to its end finishes within a round trip.
+    const absl::Time at_least = absl::Now() + kMinCloseGrace;
+    if (mu_.AwaitWithDeadline(absl::Condition(&done),
+                              std::max(deadline, at_least))) {
+      return;
     }
-    if (mu_.AwaitWithTimeout(absl::Condition(&done), grace)) return;
   }
   AwaitDone(/*cancel=*/true);  // the peer did not finish in time
 }

@@ -43,9 +43,11 @@ class PeerSender final {
   // `deadline`; the stream itself waits for a connection as long as it
   // takes.
   absl::Status WaitConnected(absl::Time deadline);
-  // Half-closes once the queue drains and waits up to `grace` for the
-  // stream to end, then cancels it. Idempotent.
-  void Close(absl::Duration grace);
+  // Half-closes once the queue drains, without waiting. Idempotent.
+  void BeginClose();
+  // BeginClose, then waits until `deadline` (or a moment past it, already
+  // gone) for the stream to end, then cancels it. Idempotent.
+  void Close(absl::Time deadline);
   // Ends the stream now and closes its connection, so that gRPC releases
   // every frame it held, even what it had handed to a socket the peer no
   // longer reads; then fails every later Enqueue. The peer sees the stream

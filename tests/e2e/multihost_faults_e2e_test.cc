@@ -142,6 +142,47 @@ TEST_F(MultiHostFaultsE2eTest, ALossySlowLinkStillTrainsWithoutAFalseDeath) {
   EXPECT_THAT(c.coordinator().Log(), Not(HasSubstr("is DEAD")));
 }
 
+// A broadcast's root is done once its chunks are queued, and a program may
+// leave right then. Over a slow link the bytes take seconds to drain, and
+// the root's teardown must wait for them while they flow, or its peer never
+// gets its data.
+TEST_F(MultiHostFaultsE2eTest,
+       ARankThatLeavesAtOnceStillDeliversOverASlowLink) {
+  // A coordinator that only serves the store, on host 1.
+  const std::string spec = dir_.Write(
+      "store.json", absl::StrCat(R"({"cluster": {"worker": [")",
+                                 hosts_->address(1), R"(:2222"]}})"));
+  auto store = CoordinatorProcess::Start(
+      dir_, {absl::StrCat("--cluster_spec=", spec), "--launch=none"},
+      absl::StrCat(hosts_->address(1), ":7070"), hosts_->Command(1, {}));
+  ASSERT_TRUE(store.ok()) << store.status();
+  // 100 Mbit/s: 32 MiB take about 3 s to reach host 2.
+  ASSERT_TRUE(hosts_->LimitRate(2, "100mbit").ok());
+  std::vector<Subprocess> ranks;
+  std::vector<std::string> logs;
+  for (int rank = 0; rank < 2; ++rank) {
+    logs.push_back(absl::StrCat(dir_.path(), "/rank", rank, ".log"));
+    absl::StatusOr<Subprocess> process = Subprocess::Spawn(
+        {.argv = hosts_->Command(
+             rank + 1,
+             {TestBinary("collective_rank"),
+              absl::StrCat("--store=", (*store)->address()),
+              absl::StrCat("--rank=", rank), "--size=2", "--mode=broadcast",
+              absl::StrCat("--listen=", hosts_->address(rank + 1), ":0"),
+              absl::StrCat("--count=", 8 << 20)}),
+         .output_file = logs.back()});
+    ASSERT_TRUE(process.ok()) << process.status();
+    ranks.push_back(*std::move(process));
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::optional<ExitStatus> exit = ranks[rank].Wait(absl::Seconds(60));
+    ASSERT_TRUE(exit.has_value()) << "rank " << rank << " still running\n"
+                                  << ReadFile(logs[rank]).value_or("");
+    EXPECT_TRUE(exit->exited() && exit->exit_code() == 0)
+        << ReadFile(logs[rank]).value_or("");
+  }
+}
+
 // The same bad link, with 200 ms more each way: every connection to
 // worker:1 (host 4), and its own to the coordinator, goes through a
 // delaying relay on host 5. A lost segment and its lost retransmit stall

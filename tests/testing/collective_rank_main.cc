@@ -25,7 +25,8 @@ ABSL_FLAG(std::string, mode, "check",
           "--count floats --iterations times; mismatch: rank 0 all-reduces "
           "1000 floats while the others all-gather 10; sizes: all-reduces "
           "of sizes whose messages fall on both sides of 64 and 128 KiB; "
-          "stall: rank 0 says "
+          "broadcast: rank 0 broadcasts --count floats, the others check "
+          "them, and each rank leaves at once; stall: rank 0 says "
           "READY, waits for --go_file, lends 64 MiB to rank 1 (which the test "
           "stops) and reclaims it within 2 s.");
 ABSL_FLAG(int64_t, count, 1 << 20, "loop: elements per all-reduce.");
@@ -37,6 +38,8 @@ ABSL_FLAG(absl::Duration, abort_after, absl::ZeroDuration(),
           "stall: abort the group this long after lending, while the "
           "reclaim waits up to --timeout (0: no abort; the reclaim waits 2s).");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(60), "Per operation.");
+ABSL_FLAG(std::string, listen, "127.0.0.1:0",
+          "This rank's Peer server (a test host's address, say).");
 ABSL_FLAG(bool, shared_memory, true,
           "Ring neighbours on one host use shared memory; false: gRPC only.");
 
@@ -110,6 +113,21 @@ absl::Status Loop(Communicator& comm) {
       absl::Status written = WriteFileAtomically(progress, absl::StrCat(i));
       if (!written.ok()) return written;
     }
+  }
+  return absl::OkStatus();
+}
+
+// Rank 0 leaves as soon as its part is done, which for a broadcast is once
+// its chunks are queued: its transport's teardown must still deliver them.
+absl::Status BroadcastAndLeave(Communicator& comm) {
+  const size_t count = static_cast<size_t>(absl::GetFlag(FLAGS_count));
+  std::vector<char> data = comm.rank() == 0
+                               ? ReferenceInputs(0, count, DType::kFloat32)
+                               : std::vector<char>(count * 4, 0);
+  absl::Status status = comm.Broadcast(data.data(), count, DType::kFloat32, 0);
+  if (!status.ok()) return status;
+  if (data != ReferenceInputs(0, count, DType::kFloat32)) {
+    return Mismatch("broadcast");
   }
   return absl::OkStatus();
 }
@@ -189,6 +207,7 @@ int Main(int argc, char** argv) {
           {.group = absl::GetFlag(FLAGS_group),
            .rank = absl::GetFlag(FLAGS_rank),
            .size = absl::GetFlag(FLAGS_size),
+           .listen = absl::GetFlag(FLAGS_listen),
            .connect_timeout = timeout,
            .shared_memory = absl::GetFlag(FLAGS_shared_memory)},
           store);
@@ -199,9 +218,10 @@ int Main(int argc, char** argv) {
     collective::AlgorithmicCommunicator comm(*std::move(transport),
                                              {.timeout = timeout});
     const std::string mode = absl::GetFlag(FLAGS_mode);
-    status = mode == "check"   ? CheckAll(comm)
-             : mode == "loop"  ? Loop(comm)
-             : mode == "sizes" ? Sizes(comm)
+    status = mode == "check"       ? CheckAll(comm)
+             : mode == "loop"      ? Loop(comm)
+             : mode == "sizes"     ? Sizes(comm)
+             : mode == "broadcast" ? BroadcastAndLeave(comm)
              : mode == "mismatch"
                  ? MismatchedCalls(comm)
                  : absl::InvalidArgumentError("unknown --mode");
