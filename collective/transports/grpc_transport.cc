@@ -36,7 +36,13 @@ std::string RingKey(const std::string& group, int from, int to) {
   return absl::StrCat(group, "/shm/", from, "-", to);
 }
 
+// Set by the rank that opened the ring from it (or failed to: kNoRing).
+std::string RingOpenedKey(const std::string& group, int from, int to) {
+  return absl::StrCat(RingKey(group, from, to), "/opened");
+}
+
 constexpr char kNoRing[] = "none";
+constexpr char kRingOpened[] = "opened";
 // Smaller payloads are copied even when lent. Below 64 KiB the copy costs
 // less than waiting, at the end of a collective, for gRPC to release them.
 // From 64 to 128 KiB, gRPC (1.51) keeps a reference to a message it has
@@ -296,7 +302,28 @@ absl::Status GrpcTransport::ConnectSharedMemory(
                           store.Get(RingKey(options_.group, rank, next_),
                                     options_.connect_timeout));
   if (out != kNoRing) {
-    COHORT_ASSIGN_OR_RETURN(shm_out_, ShmChannel::Open(out));
+    // One host, yet a ring this rank may not open (the two run as other
+    // users in one IPC namespace, say): the bytes go over gRPC, and the
+    // creator is told so that it does not wait on the ring.
+    absl::StatusOr<std::unique_ptr<ShmChannel>> ring = ShmChannel::Open(out);
+    if (ring.ok()) {
+      shm_out_ = *std::move(ring);
+    } else {
+      spdlog::warn(
+          "cannot open the shared-memory ring to {}: {}; sending "
+          "over gRPC",
+          Describe(next_), ring.status().ToString());
+    }
+    COHORT_RETURN_IF_ERROR(
+        store.Set(RingOpenedKey(options_.group, rank, next_),
+                  shm_out_ != nullptr ? kRingOpened : kNoRing));
+  }
+  if (shm_in_ != nullptr) {
+    COHORT_ASSIGN_OR_RETURN(
+        const std::string opened,
+        store.Get(RingOpenedKey(options_.group, prev_, rank),
+                  options_.connect_timeout));
+    if (opened != kRingOpened) shm_in_.reset();
   }
   return absl::OkStatus();
 }
