@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/host_port.h"
 #include "common/status_macros.h"
+#include "common/version.h"
 #include "coordinator/placement.h"
 #include "spdlog/spdlog.h"
 
@@ -130,6 +131,10 @@ absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
   record->pid = report.pid();
   record->last_heartbeat = now;
   SetState(*record, v1::READY, now);
+  if (!report.version().empty() && report.version() != kVersion) {
+    spdlog::warn("{} runs version {}, this coordinator {}", id,
+                 report.version(), kVersion);
+  }
   spdlog::info("{} registered: pid {} at {} ({} devices)", id, report.pid(),
                report.address(), report.devices_size());
 

@@ -71,8 +71,17 @@ std::string PsTable(const v1::ClusterState& state, absl::Time now) {
 
 constexpr int64_t kClockWarningMs = 1000;
 
-std::string TaskDetail(const v1::TaskStatus& task) {
+std::string TaskDetail(const v1::TaskStatus& task,
+                       const std::string& coordinator_version) {
   std::vector<std::string> parts;
+  // Hosts upgraded one by one run mixed versions for a while; what a job
+  // meets there should not be a surprise.
+  if (!task.version().empty() && !coordinator_version.empty() &&
+      task.version() != coordinator_version) {
+    parts.push_back(absl::StrCat("version ", task.version(),
+                                 ", not the coordinator's ",
+                                 coordinator_version));
+  }
   if (task.devices_size() > 0) {
     std::vector<std::string> names;
     for (const auto& device : task.devices())
@@ -180,7 +189,7 @@ std::string ClusterStateToTable(const v1::ClusterState& state, absl::Time now) {
                     task.pid() > 0 ? absl::StrCat(task.pid()) : "-",
                     absl::StrCat(task.restart_count()),
                     HeartbeatAge(task.last_heartbeat_age_ms()),
-                    TaskDetail(task)});
+                    TaskDetail(task, state.version())});
   }
   out += AlignColumns(rows);
   if (const std::string shards = PsTable(state, now); !shards.empty()) {

@@ -60,6 +60,16 @@ TEST(ClusterFormatTest, AClockASecondOrMoreOffIsShown) {
   EXPECT_THAT(table, Not(HasSubstr("clock +0.4s")));
 }
 
+TEST(ClusterFormatTest, ATaskOfAnotherVersionThanTheCoordinatorsIsShown) {
+  v1::ClusterState state = StateWithPs(false);
+  state.set_version("0.10.0");
+  state.mutable_tasks(0)->set_version("0.9.0");
+  state.mutable_tasks(1)->set_version("0.10.0");
+  const std::string table = ClusterStateToTable(state, kNow);
+  EXPECT_THAT(table, HasSubstr("version 0.9.0, not the coordinator's 0.10.0"));
+  EXPECT_THAT(table, Not(HasSubstr("version 0.10.0,")));
+}
+
 TEST(ClusterFormatTest, NoPsTableWithoutPsTasks) {
   v1::ClusterState state = StateWithPs(true);
   state.mutable_tasks()->RemoveLast();
