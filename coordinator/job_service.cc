@@ -117,9 +117,20 @@ grpc::ServerUnaryReactor* JobsService::CancelJob(
     absl::StatusOr<v1::JobStatus> status =
         manager_->Cancel(request->job_id(), absl::Now());
     if (!status.ok()) return status.status();
-    // The cancellation holds across a coordinator restart once saved; the
-    // job loop retries a failed save.
-    if (persist_) (void)persist_();
+    // The cancellation holds across a coordinator restart once saved. Not
+    // saved, the caller is told: the job loop retries the save, but a
+    // restart before it succeeds would run the job again. Cancelling again
+    // is harmless and saves again.
+    if (persist_) {
+      if (absl::Status saved = persist_(); !saved.ok()) {
+        return absl::UnavailableError(absl::StrCat(
+            "job ", request->job_id(),
+            " is cancelled, but the job table could not be saved (",
+            saved.message(),
+            "): a coordinator restarted before the next save would run it "
+            "again; cancel it again once the state dir is writable"));
+      }
+    }
     *response->mutable_job() = *std::move(status);
     return absl::OkStatus();
   });

@@ -130,6 +130,20 @@ TEST_F(JobServiceTest, ACallWhoseCallerGaveUpInTheQueueIsNotRun) {
   EXPECT_EQ(manager_.Get(id_)->state(), v1::JOB_CANCELLED);
 }
 
+TEST_F(JobServiceTest, ACancellationThatCouldNotBeSavedIsNotAcknowledged) {
+  fail_saves_ = true;
+  const grpc::Status unsaved = Cancel(absl::Seconds(30));
+  EXPECT_EQ(unsaved.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(unsaved.error_message(),
+              ::testing::HasSubstr("is cancelled, but the job table could not "
+                                   "be saved (disk full)"));
+  EXPECT_EQ(manager_.Get(id_)->state(), v1::JOB_CANCELLED);
+  // Cancelling again, once saves work, is acknowledged.
+  fail_saves_ = false;
+  const grpc::Status saved = Cancel(absl::Seconds(30));
+  EXPECT_TRUE(saved.ok()) << saved.error_message();
+}
+
 TEST_F(JobServiceTest, CallsWhoseSaveFailedAreTakenBackNotRunWithTheirRetry) {
   // Regression: refused calls stayed queued, and ran besides the client's
   // retry of them.
