@@ -57,6 +57,27 @@ std::set<std::string> LocalAddresses() {
   return out;
 }
 
+// The addresses `name` resolves to through getaddrinfo, as inet_ntop
+// writes them; NOT_FOUND with the resolver's reason.
+absl::StatusOr<std::vector<std::string>> Resolve(const std::string& name) {
+  addrinfo hints = {};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* result = nullptr;
+  const int error = getaddrinfo(name.c_str(), nullptr, &hints, &result);
+  if (error != 0) {
+    return absl::NotFoundError(absl::StrCat(
+        name, " does not resolve: ",
+        error == EAI_SYSTEM ? strerror(errno) : gai_strerror(error)));
+  }
+  std::vector<std::string> addresses;
+  for (addrinfo* it = result; it != nullptr; it = it->ai_next) {
+    addresses.push_back(AddressString(it->ai_addr));
+  }
+  freeaddrinfo(result);
+  return addresses;
+}
+
 bool IsLoopbackLiteral(absl::string_view host) {
   return host == "::1" || absl::StartsWith(host, "127.");
 }
@@ -89,34 +110,16 @@ bool IsLocalHost(absl::string_view host) {
   if (lower == absl::AsciiStrToLower(Hostname())) return true;
   const std::set<std::string> local = LocalAddresses();
   if (local.contains(lower)) return true;
-  addrinfo hints = {};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* result = nullptr;
-  if (getaddrinfo(lower.c_str(), nullptr, &hints, &result) != 0) return false;
-  bool is_local = false;
-  for (addrinfo* it = result; it != nullptr && !is_local; it = it->ai_next) {
-    const std::string address = AddressString(it->ai_addr);
-    is_local = IsLoopbackLiteral(address) || local.contains(address);
-  }
-  freeaddrinfo(result);
-  return is_local;
+  const absl::StatusOr<std::vector<std::string>> addresses = Resolve(lower);
+  if (!addresses.ok()) return false;
+  return std::any_of(
+      addresses->begin(), addresses->end(), [&](const std::string& address) {
+        return IsLoopbackLiteral(address) || local.contains(address);
+      });
 }
 
 absl::Status ResolveHost(absl::string_view host) {
-  addrinfo hints = {};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* result = nullptr;
-  const std::string name(host);
-  const int error = getaddrinfo(name.c_str(), nullptr, &hints, &result);
-  if (error != 0) {
-    return absl::NotFoundError(absl::StrCat(
-        name, " does not resolve: ",
-        error == EAI_SYSTEM ? strerror(errno) : gai_strerror(error)));
-  }
-  freeaddrinfo(result);
-  return absl::OkStatus();
+  return Resolve(std::string(host)).status();
 }
 
 std::string InterfaceWithAddress(absl::string_view address) {

@@ -17,6 +17,16 @@ namespace {
 
 TaskId FromProto(const v1::TaskId& task) { return {task.type(), task.index()}; }
 
+// A claimant of a held identity is refused for good after this long at
+// least: a holder draining gracefully (a checkpoint before it stops) still
+// heartbeats while its successor may already claim.
+constexpr absl::Duration kMinDuplicateClaim = absl::Seconds(30);
+// A claimant away this long (plus the heartbeat timeout) is a new claim: a
+// task retries a refused registration at least every 5 s.
+constexpr absl::Duration kClaimantGone = absl::Seconds(10);
+// How long a refused claim stays on a task's status.
+constexpr absl::Duration kRefusalShown = absl::Minutes(2);
+
 }  // namespace
 
 ClusterManager::ClusterManager(ClusterSpec spec, ClusterManagerOptions options,
@@ -27,6 +37,7 @@ ClusterManager::ClusterManager(ClusterSpec spec, ClusterManagerOptions options,
   absl::MutexLock lock(&mu_);
   for (const TaskId& task : spec_.tasks()) {
     Record record;
+    record.id = task.ToString();
     record.address = *spec_.address(task);
     record.state_since = now;
     tasks_.emplace(task, std::move(record));
@@ -88,7 +99,7 @@ absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
                                 "--advertise_address=",
                                 record->address)
                  : ""));
-    NoteRefusal(*record, id, report, refusal, now);
+    NoteRefusal(*record, report, refusal, now);
     return refusal;
   }
   const bool holder_alive =
@@ -99,16 +110,21 @@ absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
                             record->report.hostname() == report.hostname();
   if (holder_alive && !same_process) {
     // A holder that died unannounced stays "alive" for up to one heartbeat
-    // timeout, and its successor is refused meanwhile; a claimant refused
-    // for twice that is a second process with the same identity.
-    const std::string claimant =
-        absl::StrCat(report.pid(), "@", report.hostname());
-    if (record->claimant != claimant) {
-      record->claimant = claimant;
-      record->claimant_since = now;
-    }
-    const absl::Duration claiming = now - record->claimant_since;
-    const bool duplicate = claiming >= 2 * options_.heartbeat_timeout;
+    // timeout, and its successor is refused meanwhile. A claimant refused
+    // for much longer, while the holder beats, is a second process with the
+    // same identity. Each claimant has its own clock, restarted when it has
+    // been away longer than any retry of its takes.
+    const absl::Duration gone = kClaimantGone + options_.heartbeat_timeout;
+    std::erase_if(record->claimants, [&](const auto& entry) {
+      return now - entry.second.last > gone;
+    });
+    Claim& claim =
+        record->claimants[absl::StrCat(report.pid(), "@", report.hostname())];
+    if (claim.first == absl::InfinitePast()) claim.first = now;
+    claim.last = now;
+    const absl::Duration claiming = now - claim.first;
+    const bool duplicate = claiming >= std::max(2 * options_.heartbeat_timeout,
+                                                kMinDuplicateClaim);
     const std::string message = absl::StrFormat(
         "task %s is already held by pid %d on %s, which still heartbeats; a "
         "second process (pid %d on %s) claims it%s",
@@ -122,10 +138,12 @@ absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
             : "");
     absl::Status refusal = duplicate ? absl::FailedPreconditionError(message)
                                      : absl::AlreadyExistsError(message);
-    NoteRefusal(*record, id, report, refusal, now);
+    NoteRefusal(*record, report, refusal, now);
     return refusal;
   }
-  record->claimant.clear();
+  record->claimants.clear();
+  record->refusal.clear();
+  record->overdue_logged = false;
   record->session_id = NewSessionId();
   record->report = report;
   record->pid = report.pid();
@@ -233,17 +251,10 @@ std::vector<TaskId> ClusterManager::ExpireSilent(absl::Time now) {
                             absl::FormatDuration(options_.startup_timeout),
                             " of its launch");
     }
-    if (reason.empty() && record.state == v1::STARTING && !record.launched &&
-        record.last_error.empty() &&
-        now - record.state_since >= options_.startup_timeout) {
-      // Nobody here launches it, so it is not declared dead: another host's
-      // service manager may start it yet. It says why it may not come.
-      record.last_error = absl::StrCat(
-          "nothing has registered as ", task.ToString(), " (expected at ",
-          record.address, ") in ",
-          absl::FormatDuration(now - record.state_since),
-          record.absence_hint.empty() ? "" : "; ", record.absence_hint);
-      spdlog::warn("{}: {}", task.ToString(), record.last_error);
+    if (reason.empty() && !record.overdue_logged &&
+        !OverdueNote(record, now).empty()) {
+      record.overdue_logged = true;
+      spdlog::warn("{}: {}", task.ToString(), OverdueNote(record, now));
     }
     if (reason.empty()) continue;
     spdlog::warn("{} is DEAD: {}", task.ToString(), reason);
@@ -261,18 +272,49 @@ void ClusterManager::NoteAbsenceHint(const TaskId& task, std::string hint) {
   if (it != tasks_.end()) it->second.absence_hint = std::move(hint);
 }
 
-void ClusterManager::NoteRefusal(Record& record, const std::string& id,
-                                 const v1::TaskReport& report,
+void ClusterManager::NoteRefusal(Record& record, const v1::TaskReport& report,
                                  const absl::Status& refusal, absl::Time now) {
-  const std::string text =
+  record.refusal =
       absl::StrCat("refused a registration from pid ", report.pid(), " on ",
                    report.hostname(), ": ", refusal.message());
-  if (record.state != v1::READY) record.last_error = text;
-  // A claimant retries every few seconds: one line a minute is enough.
-  if (now - record.refusal_logged >= absl::Minutes(1)) {
+  record.refused_at = now;
+  // A claimant retries every few seconds: one line a minute is enough,
+  // unless the verdict changed (a claimant now refused for good).
+  if (now - record.refusal_logged >= absl::Minutes(1) ||
+      refusal.code() != record.refusal_logged_code) {
     record.refusal_logged = now;
-    spdlog::warn("{}: {}", id, text);
+    record.refusal_logged_code = refusal.code();
+    spdlog::warn("{}: {}", record.id, record.refusal);
   }
+}
+
+std::string ClusterManager::OverdueNote(const Record& record,
+                                        absl::Time now) const {
+  // Nobody here launches it, so it is not declared dead: another host's
+  // service manager may start it yet.
+  if (record.state != v1::STARTING || record.launched ||
+      now - record.state_since < options_.startup_timeout) {
+    return "";
+  }
+  return absl::StrCat("nothing has registered as ", record.id, " (expected at ",
+                      record.address, ") in ",
+                      absl::FormatDuration(absl::Trunc(now - record.state_since,
+                                                       absl::Seconds(1))),
+                      record.absence_hint.empty() ? "" : "; ",
+                      record.absence_hint);
+}
+
+std::string ClusterManager::WhyNotReady(const Record& record,
+                                        absl::Time now) const {
+  if (record.state != v1::STARTING && record.state != v1::RESTARTING) {
+    return record.last_error;
+  }
+  // A recent refused claim says most; a cause of death comes next.
+  if (!record.refusal.empty() && now - record.refused_at < kRefusalShown) {
+    return record.refusal;
+  }
+  if (!record.last_error.empty()) return record.last_error;
+  return OverdueNote(record, now);
 }
 
 void ClusterManager::RestoreRestartCount(const TaskId& task,
@@ -299,7 +341,7 @@ std::vector<v1::TaskStatus> ClusterManager::Snapshot(absl::Time now) const {
             : -1);
     *status.mutable_devices() = record.report.devices();
     status.set_launched(record.launched);
-    status.set_last_error(record.last_error);
+    status.set_last_error(WhyNotReady(record, now));
     status.set_clock_offset_ms(record.clock_offset_ms);
     if (record.report.has_ps()) *status.mutable_ps() = record.report.ps();
     status.set_hostname(record.report.hostname());

@@ -15,7 +15,7 @@
 //
 // A task nobody launched (another host's, or --launch=none) stays STARTING
 // until it registers; past the startup timeout its last_error says what is
-// known of why (nothing claimed it, a refused claim, a host that does not
+// known of why (nothing claimed it, a refused claim, a host that did not
 // resolve), so that a TF_CONFIG mistake is not a silent wait.
 
 #include <map>
@@ -53,9 +53,9 @@ class ClusterManager {
   // INVALID_ARGUMENT when the identity or address is not in the spec;
   // ALREADY_EXISTS when another live process holds the identity, and
   // FAILED_PRECONDITION once the same claimant has been refused for twice
-  // the heartbeat timeout: the holder is no dying process but a second one
-  // given the same identity. Refusals are logged, and shown as the task's
-  // last error while it is not READY.
+  // the heartbeat timeout (30 s at least): the holder is no dying process
+  // but a second one given the same identity. Refusals are logged, and shown
+  // as the task's last error while it is STARTING or RESTARTING.
   absl::StatusOr<v1::RegisterResponse> Register(const v1::TaskReport& report,
                                                 absl::Time now);
   // NOT_FOUND when the session is unknown: the task must register again.
@@ -83,6 +83,10 @@ class ClusterManager {
   int64_t pid(const TaskId& task) const;
 
  private:
+  struct Claim {
+    absl::Time first = absl::InfinitePast();
+    absl::Time last;
+  };
   struct Record {
     std::string address;  // from the spec
     v1::TaskState state = v1::STARTING;
@@ -94,19 +98,34 @@ class ClusterManager {
     std::optional<absl::Time> last_heartbeat;
     int64_t clock_offset_ms = 0;  // TaskStatus's
     v1::TaskReport report;
-    std::string last_error;
+    std::string last_error;    // what ended it: a death, an exit
+    std::string id;            // "worker:1"
     std::string absence_hint;  // NoteAbsenceHint's
-    // The latest refused claimant of a held identity, and since when.
-    std::string claimant;
-    absl::Time claimant_since;
+    // Claimants refused while another process holds the identity, by
+    // "pid@hostname"; one away for a while is forgotten, and all are when
+    // one registers.
+    std::map<std::string, Claim> claimants;
+    // The latest refused registration, shown while not READY.
+    std::string refusal;
+    absl::Time refused_at;
     absl::Time refusal_logged;
+    absl::StatusCode refusal_logged_code = absl::StatusCode::kOk;
+    bool overdue_logged = false;
   };
 
-  // Logs a refused registration of a known task (at most once a minute per
-  // task and reason) and, unless READY, shows it as its last error.
-  void NoteRefusal(Record& record, const std::string& id,
-                   const v1::TaskReport& report, const absl::Status& refusal,
-                   absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps a refused registration of a known task and logs it: once a
+  // minute per task, and whenever its code changes.
+  void NoteRefusal(Record& record, const v1::TaskReport& report,
+                   const absl::Status& refusal, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Why a task nobody launched has not come, once past the startup
+  // timeout; "" otherwise.
+  std::string OverdueNote(const Record& record, absl::Time now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // TaskStatus.last_error: what ended a DEAD task; for one not yet READY,
+  // a recent refused claim, else what ended it before, else OverdueNote.
+  std::string WhyNotReady(const Record& record, absl::Time now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The record of a known task, or INVALID_ARGUMENT naming the stranger.
   absl::StatusOr<Record*> Find(const v1::TaskId& task)

@@ -130,30 +130,47 @@ TEST_F(ClusterManagerTest, SecondLiveProcessForOneIdentityIsRefused) {
 }
 
 // A holder that keeps beating while another process claims its identity
-// for twice the heartbeat timeout: two processes share one identity, and the
-// claimant is told so for good.
-TEST_F(ClusterManagerTest, AClaimantRefusedForTwoTimeoutsIsADuplicate) {
+// for twice the heartbeat timeout, and 30 s at least: two processes share
+// one identity, and the claimant is told so for good.
+TEST_F(ClusterManagerTest, AClaimantRefusedForLongIsADuplicate) {
   const absl::StatusOr<v1::RegisterResponse> holder =
       manager_.Register(Report(kWorker1, "127.0.0.1:2002", 100), At(0));
   ASSERT_TRUE(holder.ok());
-  for (int second = 1; second <= 10; ++second) {
+  auto claim = [&](int64_t pid, int second) {
+    return manager_
+        .Register(Report(kWorker1, "127.0.0.1:2002", pid), At(second))
+        .status()
+        .code();
+  };
+  for (int second = 1; second <= 30; ++second) {
     ASSERT_OK(
         manager_.Heartbeat(Beat(kWorker1, holder->session_id()), At(second)));
-    const absl::StatusOr<v1::RegisterResponse> claim =
-        manager_.Register(Report(kWorker1, "127.0.0.1:2002", 200), At(second));
-    // Claiming since second 1: refused for good from second 11 on.
-    EXPECT_EQ(claim.status().code(), absl::StatusCode::kAlreadyExists)
-        << second;
+    // Claiming since second 1: refused for good from second 31 on. A second
+    // claimant, since second 2, has a clock of its own.
+    EXPECT_EQ(claim(200, second), absl::StatusCode::kAlreadyExists) << second;
+    if (second > 1) {
+      EXPECT_EQ(claim(300, second), absl::StatusCode::kAlreadyExists) << second;
+    }
   }
-  ASSERT_OK(manager_.Heartbeat(Beat(kWorker1, holder->session_id()), At(11)));
-  const absl::StatusOr<v1::RegisterResponse> claim =
-      manager_.Register(Report(kWorker1, "127.0.0.1:2002", 200), At(11));
-  EXPECT_EQ(claim.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(claim.status().message()),
+  ASSERT_OK(manager_.Heartbeat(Beat(kWorker1, holder->session_id()), At(31)));
+  const absl::StatusOr<v1::RegisterResponse> refused =
+      manager_.Register(Report(kWorker1, "127.0.0.1:2002", 200), At(31));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.status().message()),
               HasSubstr("held by pid 100 on host, which still heartbeats; a "
                         "second process (pid 200 on host) claims it and has "
-                        "for 10s: two processes were given the same identity"));
+                        "for 30s: two processes were given the same identity"));
+  EXPECT_EQ(claim(300, 31), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(claim(300, 32), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(manager_.pid(kWorker1), 100);
+
+  // A claimant away for longer than any retry takes claims afresh: a
+  // container whose process is pid 1 again, restarted after it exited.
+  for (int second = 33; second <= 60; ++second) {
+    ASSERT_OK(
+        manager_.Heartbeat(Beat(kWorker1, holder->session_id()), At(second)));
+  }
+  EXPECT_EQ(claim(200, 60), absl::StatusCode::kAlreadyExists);
 }
 
 // A task nobody launches is not declared dead, but once overdue its status
@@ -165,8 +182,8 @@ TEST_F(ClusterManagerTest, AnUnlaunchedTaskOverdueSaysWhy) {
   EXPECT_TRUE(manager_.ExpireSilent(At(30)).empty());
   EXPECT_EQ(manager_.state(ps), v1::STARTING);
   EXPECT_EQ(manager_.state(kWorker1), v1::STARTING);
-  auto error_of = [&](const TaskId& task) {
-    for (const v1::TaskStatus& status : manager_.Snapshot(At(30))) {
+  auto error_of = [&](const TaskId& task, int at = 30) {
+    for (const v1::TaskStatus& status : manager_.Snapshot(At(at))) {
       if (status.task().type() == task.type &&
           status.task().index() == task.index) {
         return status.last_error();
@@ -185,13 +202,27 @@ TEST_F(ClusterManagerTest, AnUnlaunchedTaskOverdueSaysWhy) {
   const TaskId chief{"chief", 0};
   EXPECT_FALSE(
       manager_.Register(Report(chief, "127.0.0.1:9999", 300), At(31)).ok());
-  EXPECT_THAT(error_of(chief),
+  EXPECT_THAT(error_of(chief, 31),
               HasSubstr("refused a registration from pid 300 on host: task "
                         "chief:0 registered with address 127.0.0.1:9999"));
   EXPECT_EQ(manager_.state(chief), v1::STARTING);
+  // The note follows the clock.
+  EXPECT_THAT(error_of(kWorker1, 40), HasSubstr(") in 40s"));
   // Once registered, the task is READY, and nothing of it shows.
   ASSERT_TRUE(manager_.Register(Report(ps, "127.0.0.1:2003"), At(32)).ok());
   EXPECT_EQ(manager_.state(ps), v1::READY);
+  EXPECT_EQ(error_of(ps, 32), "");
+  // A refused claim does not hide what ended a task: a stopped one stays
+  // "deregistered".
+  v1::DeregisterRequest stop;
+  *stop.mutable_task() = Report(ps, "").task();
+  stop.set_session_id(
+      manager_.Register(Report(ps, "127.0.0.1:2003"), At(33))->session_id());
+  stop.set_reason("signal 15");
+  ASSERT_OK(manager_.Deregister(stop, At(34)));
+  EXPECT_FALSE(
+      manager_.Register(Report(ps, "127.0.0.1:9999", 400), At(35)).ok());
+  EXPECT_THAT(error_of(ps, 35), HasSubstr("deregistered"));
 }
 
 TEST_F(ClusterManagerTest, SilentTaskDiesAndMustRegisterAgain) {

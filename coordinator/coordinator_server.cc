@@ -88,8 +88,8 @@ void NoteUnresolvableHosts(const ClusterSpec& spec, ClusterManager& manager) {
     if (it->second.ok()) continue;
     const std::string hint =
         absl::StrCat(it->second.message(),
-                     " on the coordinator's host (a typo in the "
-                     "cluster spec?)");
+                     " on the coordinator's host when it started (a typo "
+                     "in the cluster spec?)");
     spdlog::warn("{} at {}: {}", task.ToString(), *spec.address(task), hint);
     manager.NoteAbsenceHint(task, hint);
   }

@@ -108,15 +108,18 @@ absl::StatusOr<TaskConfig> TaskConfigFromFlags(
           .value_or(HostPort{});
   if (config.advertise_address.empty() && !default_listen.empty() &&
       listen.IsWildcard()) {
-    // Registered there, it must serve there: peers dial TF_CONFIG's port.
+    // Registered there, it is dialled at TF_CONFIG's port: right behind a
+    // port mapping (a container's, a Service's), a mistake otherwise.
     const int expected =
         ParseHostPort(default_listen).value_or(HostPort{}).port;
     if (listen.port != expected) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--listen=", config.daemon.server.listen, " serves port ",
-          listen.port, ", but TF_CONFIG puts ", config.task.ToString(), " at ",
-          default_listen, ", where its peers will dial; listen on port ",
-          expected, ", or pass --advertise_address"));
+      config.warnings.push_back(
+          absl::StrCat("--listen=", config.daemon.server.listen,
+                       " serves port ", listen.port, ", but TF_CONFIG puts ",
+                       config.task.ToString(), " at ", default_listen,
+                       ", where its peers will dial: right only where a "
+                       "port mapping leads there; otherwise listen on port ",
+                       expected, ", or pass --advertise_address"));
     }
     config.advertise_address = default_listen;
   }
@@ -148,6 +151,9 @@ TaskConfig InitTaskDaemon(int argc, char** argv, absl::string_view daemon,
   }
   for (const std::string& warning :
        rpc::SecretFileWarnings(config->daemon.security_files)) {
+    spdlog::warn("{}", warning);
+  }
+  for (const std::string& warning : config->warnings) {
     spdlog::warn("{}", warning);
   }
   return *std::move(config);

@@ -30,6 +30,8 @@ struct TaskConfig {
   rpc::DaemonFlags daemon;
   // The listen address is TF_CONFIG's for this task (no --listen).
   bool listen_from_tf_config = false;
+  // Likely mistakes that a working setup may also make, logged at startup.
+  std::vector<std::string> warnings;
 };
 
 // Reads --task, --coordinator, --advertise_address, --heartbeat_interval and

@@ -338,12 +338,19 @@ GrpcTransport::~GrpcTransport() {
     drain_until = std::max(
         drain_until, absl::FromUnixNanos(latest_send_deadline_ns_.load()));
   }
-  // Every stream drains at once; each waits against the same deadline.
+  // Every stream drains at once; each waits against the same deadline, in
+  // slices, since a peer's abort meanwhile makes the rest worthless.
   for (auto& sender : senders_) {
     if (sender != nullptr) sender->BeginClose();
   }
   for (auto& sender : senders_) {
-    if (sender != nullptr) sender->Close(drain_until);
+    if (sender == nullptr) continue;
+    while (
+        absl::Now() < drain_until &&
+        !sender->AwaitEnded(std::min(drain_until, absl::Now() + kAbortCheck))) {
+      if (!mailbox_.abort_status().ok()) drain_until = absl::Now();
+    }
+    sender->Close(drain_until);
   }
   if (service_ != nullptr) service_->Stop();
   // Cancels the incoming streams, then shuts the completion queue down; the

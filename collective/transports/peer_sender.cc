@@ -193,18 +193,16 @@ void PeerSender::BeginClose() {
   WriteNextLocked();
 }
 
+bool PeerSender::AwaitEnded(absl::Time deadline) {
+  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; };
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithDeadline(absl::Condition(&done), deadline);
+}
+
 void PeerSender::Close(absl::Time deadline) {
   BeginClose();
-  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; };
-  {
-    absl::MutexLock lock(&mu_);
-    // A stream the peer has read to its end finishes within a round trip.
-    const absl::Time at_least = absl::Now() + kMinCloseGrace;
-    if (mu_.AwaitWithDeadline(absl::Condition(&done),
-                              std::max(deadline, at_least))) {
-      return;
-    }
-  }
+  // A stream the peer has read to its end finishes within a round trip.
+  if (AwaitEnded(std::max(deadline, absl::Now() + kMinCloseGrace))) return;
   AwaitDone(/*cancel=*/true);  // the peer did not finish in time
 }
 

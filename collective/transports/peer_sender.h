@@ -45,8 +45,10 @@ class PeerSender final {
   absl::Status WaitConnected(absl::Time deadline);
   // Half-closes once the queue drains, without waiting. Idempotent.
   void BeginClose();
-  // BeginClose, then waits until `deadline` (or a moment past it, already
-  // gone) for the stream to end, then cancels it. Idempotent.
+  // Waits until the stream has ended, or `deadline`; true if it ended.
+  bool AwaitEnded(absl::Time deadline);
+  // BeginClose, then waits for the stream to end until `deadline`, and at
+  // least 200 ms from now, then cancels it. Idempotent.
   void Close(absl::Time deadline);
   // Ends the stream now and closes its connection, so that gRPC releases
   // every frame it held, even what it had handed to a socket the peer no

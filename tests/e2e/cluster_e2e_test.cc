@@ -366,23 +366,24 @@ TEST(ClusterE2eTest, ATfConfigTaskOfAnotherHostIsNamedAtStartup) {
   }
 }
 
-// Serving on every interface, a task registers TF_CONFIG's address, so it
-// must serve at TF_CONFIG's port; another port is refused at startup.
-TEST(ClusterE2eTest, AWildcardListenOnAnotherPortThanTfConfigsIsRefused) {
+// Serving on every interface, a task registers TF_CONFIG's address, where
+// its peers dial TF_CONFIG's port: serving another port is said at startup
+// (right only behind a port mapping).
+TEST(ClusterE2eTest, AWildcardListenOnAnotherPortThanTfConfigsIsSaid) {
   const int port = *PickUnusedPort();
   const std::string tf_config =
       absl::StrCat(R"({"cluster": {"worker": ["127.0.0.1:)", port, R"("]},)",
                    R"("task": {"type": "worker", "index": 0}})");
+  // No coordinator answers: the agent retries until it is stopped.
   CommandResult result =
       RunCommand({Binary("cohort-agent"), "--coordinator=127.0.0.1:1",
                   absl::StrCat("--listen=0.0.0.0:", port + 1)},
-                 absl::Seconds(10), {{"TF_CONFIG", tf_config}});
-  EXPECT_EQ(result.exit_code, 2) << result.output;
+                 absl::Seconds(3), {{"TF_CONFIG", tf_config}});
   EXPECT_THAT(result.output,
               HasSubstr(absl::StrCat(
                   "--listen=0.0.0.0:", port + 1, " serves port ", port + 1,
                   ", but TF_CONFIG puts worker:0 at 127.0.0.1:", port,
-                  ", where its peers will dial; listen on port ", port)));
+                  ", where its peers will dial")));
 }
 
 // A spec host that resolves nowhere is named at startup, and its task's
@@ -521,14 +522,14 @@ TEST(ClusterE2eTest, LaunchNoneAdmitsTasksStartedByHandAndRefusesStrangers) {
 
   // A second process given a live task's identity (one TF_CONFIG "task"
   // copied to two hosts) is refused while the holder beats, then told for
-  // good, after twice the heartbeat timeout, that two processes share it.
+  // good, after 30 s, that two processes share it.
   const std::string worker = *parsed.address({"worker", 0});
   CommandResult duplicate =
       RunCommand({Binary("cohort-agent"), "--task=worker:0",
                   absl::StrCat("--listen=127.0.0.1:", free_port),
                   absl::StrCat("--advertise_address=", worker),
                   absl::StrCat("--coordinator=", c.address())},
-                 absl::Seconds(60));
+                 absl::Seconds(120));
   EXPECT_EQ(duplicate.exit_code, 2) << duplicate.output;
   EXPECT_THAT(duplicate.output,
               HasSubstr("two processes were given the same identity"));

@@ -93,6 +93,14 @@ INSTANTIATE_TEST_SUITE_P(Setups, CollectiveE2eTest,
 // every collective is still right.
 TEST(CollectiveSharedMemoryE2eTest, ARingOneRankMayNotOpenFallsBackToGrpc) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root, to run a rank as nobody";
+  const std::vector<std::string> as_nobody = {
+      "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+  std::vector<std::string> probe = as_nobody;
+  probe.push_back(TestBinary("collective_rank"));
+  probe.push_back("--help");
+  if (CommandResult can = RunCommand(probe); can.exit_code != 0) {
+    GTEST_SKIP() << "cannot run collective_rank as nobody: " << can.output;
+  }
   ScratchDir dir;
   auto store = StartStore(dir);
   ASSERT_TRUE(store.ok()) << store.status();
@@ -105,10 +113,7 @@ TEST(CollectiveSharedMemoryE2eTest, ARingOneRankMayNotOpenFallsBackToGrpc) {
         absl::StrCat("--rank=", r),
         "--size=2",
         "--mode=check"};
-    if (r == 1) {
-      argv.insert(argv.begin(), {"/usr/bin/setpriv", "--reuid=65534",
-                                 "--regid=65534", "--clear-groups"});
-    }
+    if (r == 1) argv.insert(argv.begin(), as_nobody.begin(), as_nobody.end());
     const std::string out = absl::StrCat(dir.path(), "/users-rank", r, ".log");
     absl::StatusOr<Subprocess> process =
         Subprocess::Spawn({.argv = argv, .output_file = out});
