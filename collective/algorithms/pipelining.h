@@ -1,8 +1,7 @@
 #pragma once
 
 // What the pipelined algorithms (ring, direct) share: how big a
-// chunk is, how far sends run ahead of receives, which sends are lent, and
-// how a lent pass ends.
+// chunk is, how far sends run ahead of receives, and how a lent pass ends.
 
 #include <cstddef>
 
@@ -17,13 +16,6 @@ namespace cohort::collective {
 // the cache by the time the transport reads it, and the transport holds
 // more of them. (The direct path bounds each peer's link instead.)
 inline constexpr size_t kMaxAheadBytes = 4 << 20;
-
-// Chunks of segments up to this size are lent to the transport, not copied
-// into it. A chunk goes out soon after this rank last wrote it. While that
-// is within the cache, the transport reads it from there and the copy is
-// saved; beyond, the transport's read from memory (the kernel's, on gRPC's
-// thread) costs more than this thread's copy did (bench/RESULTS.md).
-inline constexpr size_t kMaxLentSegmentBytes = 8 << 20;
 
 // How far sends may run ahead of receives.
 size_t WindowBytes(const OpContext& ctx);

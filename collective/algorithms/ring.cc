@@ -80,9 +80,7 @@ absl::Status RingSteps(const OpContext& ctx, int steps, int shift, char* data,
     const auto [at, bytes] = piece(segment, sent.chunk);
     const auto step = static_cast<uint32_t>(sent.step);
     const auto index = static_cast<uint32_t>(sent.chunk);
-    absl::Status status = segment_bytes(segment) <= kMaxLentSegmentBytes
-                              ? ctx.SendLent(ctx.next(), step, index, at, bytes)
-                              : ctx.Send(ctx.next(), step, index, at, bytes);
+    absl::Status status = ctx.SendLent(ctx.next(), step, index, at, bytes);
     sent.Advance(chunks_in(segment));
     return status;
   };
