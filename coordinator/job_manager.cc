@@ -190,6 +190,13 @@ v1::AgentSyncResponse JobManager::Sync(const v1::AgentJobReport& report,
   const std::string task =
       TaskId{report.task().type(), report.task().index()}.ToString();
   absl::MutexLock lock(&mu_);
+  response.set_lists_unended_jobs(true);
+  for (const auto& [id, listed] : jobs_) {
+    if (!IsTerminal(listed.status.state())) {
+      response.add_unended_jobs(
+          absl::StrCat(listed.status.job_id(), "-", listed.status.uid()));
+    }
+  }
   if (report.task().type() == kEvaluator) {
     SyncEvaluator(report, now, response);
     return response;

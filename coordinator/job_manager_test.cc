@@ -13,6 +13,7 @@ namespace {
 using ::cohort::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
 
 ClusterSpec TwoAgentSpec() {
   return *ClusterSpec::FromJson(
@@ -456,6 +457,24 @@ TEST_F(JobManagerTest, JobsRunOneAtATimeAndCancelEndsOne) {
   EXPECT_EQ(State(second), v1::JOB_PLACING);
   EXPECT_EQ(manager_.Cancel("99", now_).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+TEST_F(JobManagerTest, SyncsListTheJobsThatHaveNotEnded) {
+  const std::string first = SubmitAndPlace();
+  const std::string second = *manager_.Submit(GoodSpec(), now_);
+  auto key = [&](const std::string& id) {
+    return absl::StrCat(id, "-", manager_.Get(id)->uid());
+  };
+  const v1::AgentSyncResponse before =
+      manager_.Sync(Report("worker", "", 0, v1::AgentJobReport::IDLE), now_);
+  EXPECT_TRUE(before.lists_unended_jobs());
+  EXPECT_THAT(before.unended_jobs(),
+              UnorderedElementsAre(key(first), key(second)));
+  ASSERT_OK(manager_.Cancel(first, now_).status());
+  const v1::AgentSyncResponse after =
+      manager_.Sync(Report("evaluator", "", 0, v1::AgentJobReport::IDLE), now_);
+  EXPECT_TRUE(after.lists_unended_jobs());
+  EXPECT_THAT(after.unended_jobs(), ElementsAre(key(second)));
 }
 
 TEST_F(JobManagerTest, RestoredTableKeepsJobsAndResumesTheActiveOne) {

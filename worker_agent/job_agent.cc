@@ -4,11 +4,13 @@
 
 #include <cstdlib>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/digest.h"
 #include "common/exit_codes.h"
 #include "common/file_util.h"
 #include "spdlog/spdlog.h"
+#include "worker_agent/checkpoint_copies.h"
 #include "worker_agent/evaluator_runner.h"
 #include "worker_agent/ps_job_runner.h"
 #include "worker_agent/sync_job_runner.h"
@@ -157,6 +159,7 @@ void JobAgent::Run() {
     if (!response.abort().empty() && runner_ != nullptr && !runner_->done()) {
       runner_->Abort(absl::UnavailableError(response.abort()));
     }
+    if (response.lists_unended_jobs()) PruneCopies(response);
   } while (!stop_.WaitForNotificationWithTimeout(interval));
 }
 
@@ -194,8 +197,37 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
       .task = options_.task,
       .checkpoint_copies = options_.checkpoint_copies,
       .origin = options_.origin};
+  if (!options_.checkpoint_copies.empty()) {
+    copies_.emplace(
+        std::pair(assignment.job_id(), assignment.job_uid()),
+        CheckpointCopyDir(options_.checkpoint_copies, assignment.job_id(),
+                          assignment.job_uid()));
+  }
   runner_ = options_.make_runner(std::move(runner));
   runner_->Start();
+}
+
+void JobAgent::PruneCopies(const v1::AgentSyncResponse& response) {
+  const absl::flat_hash_set<std::string> unended(
+      response.unended_jobs().begin(), response.unended_jobs().end());
+  for (auto it = copies_.begin(); it != copies_.end();) {
+    const bool running = runner_ != nullptr &&
+                         runner_->assignment().job_id() == it->first.first &&
+                         runner_->assignment().job_uid() == it->first.second;
+    if (running || unended.contains(
+                       absl::StrCat(it->first.first, "-", it->first.second))) {
+      ++it;
+      continue;
+    }
+    if (std::optional<uint64_t> bytes = RemoveCheckpointCopy(it->second)) {
+      spdlog::info(
+          "job {} has ended: removed this agent's checkpoint copies "
+          "({:.1f} MiB in {})",
+          it->first.first, *bytes / double(1 << 20), it->second);
+    }
+    // Tried once: a copy that cannot be removed is logged, not retried.
+    it = copies_.erase(it);
+  }
 }
 
 absl::StatusOr<std::string> JobAgent::FetchLibrary(const std::string& digest) {

@@ -8,6 +8,7 @@
 // made by a factory, so that tests can drive the loop with fakes.
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -86,6 +87,9 @@ class JobAgent {
   // Aborts the runner with `why` and destroys it, once it has stopped or
   // after on_stuck.
   void StopRunner(const absl::Status& why);
+  // Removes this agent's checkpoint copies of the jobs it ran that the
+  // coordinator no longer lists as unended.
+  void PruneCopies(const v1::AgentSyncResponse& response);
   // The local path of the library with `digest`, fetching it when needed.
   absl::StatusOr<std::string> FetchLibrary(const std::string& digest);
 
@@ -93,6 +97,10 @@ class JobAgent {
   absl::Notification stop_;
   std::thread thread_;
   std::unique_ptr<AttemptRunner> runner_;  // only the loop thread touches it
+  // The checkpoint copy directory of each job (id, uid) this agent has run
+  // since it started, until it is removed; only the loop thread touches it.
+  // Only those: agents of other clusters may share the directory.
+  std::map<std::pair<std::string, std::string>, std::string> copies_;
 };
 
 }  // namespace cohort::agent

@@ -29,12 +29,23 @@ constexpr absl::Duration kWait = absl::Seconds(20);
 // or fails with `sync_error`, and serves `library`.
 class FakeJobControl final : public JobControlClient {
  public:
-  void Assign(const std::string& job, int attempt, std::string abort = "") {
+  void Assign(const std::string& job, int attempt, std::string abort = "",
+              std::string uid = "") {
     absl::MutexLock lock(&mu_);
     response_.set_sync_interval_ms(5);
     response_.mutable_assignment()->set_job_id(job);
     response_.mutable_assignment()->set_attempt(attempt);
+    response_.mutable_assignment()->set_job_uid(std::move(uid));
     response_.set_abort(std::move(abort));
+  }
+  // Lists the jobs that have not ended ("<id>-<uid>"), as coordinators that
+  // know of checkpoint copies do.
+  void ListUnended(const std::vector<std::string>& jobs) {
+    absl::MutexLock lock(&mu_);
+    response_.set_sync_interval_ms(5);
+    response_.set_lists_unended_jobs(true);
+    response_.clear_unended_jobs();
+    for (const std::string& job : jobs) response_.add_unended_jobs(job);
   }
   void Unassign() {
     absl::MutexLock lock(&mu_);
@@ -189,6 +200,7 @@ class JobAgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
     cache_ = absl::StrCat(::testing::TempDir(), "/job_agent_test_", getpid());
+    copies_ = absl::StrCat(cache_, "/checkpoints");
     agent_ = std::make_unique<JobAgent>(JobAgentOptions{
         .task = {"worker", 1},
         .job_control = coordinator_,
@@ -197,6 +209,7 @@ class JobAgentTest : public ::testing::Test {
               return std::make_unique<FakeRunner>(std::move(options), log);
             },
         .cache_dir = cache_,
+        .checkpoint_copies = copies_,
         .stop_timeout = absl::Milliseconds(100),
         .on_stuck =
             [log = log_](const std::string& why) {
@@ -216,6 +229,7 @@ class JobAgentTest : public ::testing::Test {
       std::make_shared<FakeJobControl>();
   std::shared_ptr<RunnerLog> log_ = std::make_shared<RunnerLog>();
   std::string cache_;
+  std::string copies_;
   std::unique_ptr<JobAgent> agent_;
 };
 
@@ -346,6 +360,39 @@ TEST_F(JobAgentTest, FetchedLibrariesAreCheckedAndCachedByDigest) {
   const int fetches = coordinator_->fetches();
   EXPECT_THAT(fetch(digest), IsOkAndHolds(path));
   EXPECT_EQ(coordinator_->fetches(), fetches);  // from the cache
+}
+
+TEST_F(JobAgentTest, CheckpointCopiesOfEndedJobsAreRemoved) {
+  namespace fs = std::filesystem;
+  const std::string ended = copies_ + "/3-00000000000000aa";
+  const std::string running = copies_ + "/4-00000000000000bb";
+  // Another cluster's agent may share the directory: not this agent's.
+  const std::string others = copies_ + "/3-00000000000000cc";
+  for (const std::string& dir : {ended, running, others}) {
+    ASSERT_OK(MakeDirectories(dir));
+    ASSERT_OK(WriteFileAtomically(dir + "/ckpt-10.data", "0123456789"));
+  }
+  coordinator_->Assign("3", 1, "", "00000000000000aa");
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
+  coordinator_->Assign("4", 2, "", "00000000000000bb");
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(2); }, kWait));
+  // A coordinator that does not list unended jobs: nothing is removed.
+  const int syncs = coordinator_->syncs();
+  ASSERT_TRUE(
+      WaitUntil([&] { return coordinator_->syncs() >= syncs + 5; }, kWait));
+  EXPECT_TRUE(fs::exists(ended));
+
+  // Job 3 has ended. The running job's copy stays even while the list lags
+  // behind the assignment.
+  coordinator_->ListUnended({"5-00000000000000dd"});
+  ASSERT_TRUE(WaitUntil([&] { return !fs::exists(ended); }, kWait));
+  EXPECT_TRUE(fs::exists(running));
+  EXPECT_TRUE(fs::exists(others));
+
+  // Job 4 ends.
+  coordinator_->Unassign();
+  ASSERT_TRUE(WaitUntil([&] { return !fs::exists(running); }, kWait));
+  EXPECT_TRUE(fs::exists(others));
 }
 
 }  // namespace

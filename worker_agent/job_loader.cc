@@ -4,6 +4,7 @@
 #include "common/record_dataset.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
+#include "worker_agent/checkpoint_copies.h"
 #include "worker_agent/user_code.h"
 
 namespace cohort::agent {
@@ -81,9 +82,8 @@ JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment, const TaskId& task,
   if (assignment.node() == 0) {
     job.checkpoint_dir = assignment.checkpoint_dir();
   } else if (!checkpoint_copies.empty()) {
-    // Keyed by the uid too: another cluster's job may have had this id.
-    job.checkpoint_dir = absl::StrCat(
-        checkpoint_copies, "/", assignment.job_id(), "-", assignment.job_uid());
+    job.checkpoint_dir = CheckpointCopyDir(
+        checkpoint_copies, assignment.job_id(), assignment.job_uid());
   }
   if (spec.collective_timeout_ms() > 0) {
     job.collective_timeout = absl::Milliseconds(spec.collective_timeout_ms());

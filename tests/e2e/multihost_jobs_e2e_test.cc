@@ -428,6 +428,12 @@ v1::JobStatus LoseTheWorkerThenRecover(
       [](const v1::JobStatus& s) { return s.checkpoint_step() >= 200; },
       absl::Seconds(120));
   EXPECT_EQ(before.state(), v1::JOB_RUNNING) << before.ShortDebugString();
+  // The worker's own copies, which it removes once the job has ended.
+  const std::string copy = absl::StrCat(c.StateDir("worker:0"), "/checkpoints/",
+                                        *id, "-", before.uid());
+  EXPECT_TRUE(WaitUntil([&] { return !CheckpointSteps(copy).empty(); },
+                        absl::Seconds(30)))
+      << copy;
 
   // The next attempt waits for the worker, which comes back once the
   // coordinator has given the old process up; the damage is done before.
@@ -450,6 +456,10 @@ v1::JobStatus LoseTheWorkerThenRecover(
   const std::string worker_log = ReadFile(c.TaskLog("worker:0")).value_or("");
   EXPECT_THAT(chief_log + worker_log,
               HasSubstr("cannot read its copy of checkpoint"));
+  EXPECT_TRUE(WaitUntil([&] { return !std::filesystem::exists(copy); },
+                        absl::Seconds(30)))
+      << copy;
+  EXPECT_FALSE(CheckpointSteps(spec.checkpoint_dir).empty());  // the job's
   return status;
 }
 
