@@ -1,13 +1,17 @@
 // ReplicaContextImpl's collective handling of a job's state: the starting
 // values of every replica, and checkpoints.
 
+#include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "common/checkpoint.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
+#include "worker_agent/group_keepalive.h"
 #include "worker_agent/replica_context.h"
 #include "worker_agent/replica_variables.h"
 
@@ -141,9 +145,18 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
     if (newest < 0) break;
     root = static_cast<int>(holder);
     int64_t loaded = 1;
+    auto read = std::make_shared<absl::StatusOr<std::vector<SavedTensor>>>();
+    std::function<absl::Status()> read_copy;
     if (replica_id_ == root) {
-      absl::StatusOr<std::vector<SavedTensor>> tensors =
-          ReadCheckpoint(job_->checkpoint_dir, newest);
+      read_copy = [read, dir = job_->checkpoint_dir, newest] {
+        *read = ReadCheckpoint(dir, newest);
+        return absl::OkStatus();
+      };
+    }
+    COHORT_RETURN_IF_ERROR(WhileGroupWaits(
+        std::move(read_copy), absl::StrCat("reading checkpoint ", newest)));
+    if (replica_id_ == root) {
+      absl::StatusOr<std::vector<SavedTensor>> tensors = std::move(*read);
       if (tensors.ok()) {
         // What does not fit the model is the job's own error, not the copy's.
         if (absl::Status load = LoadCheckpoint(newest, *std::move(tensors));
@@ -242,8 +255,27 @@ absl::Status ReplicaContextImpl::SaveCheckpoint(int64_t step) {
           {IterationsName(k), DTypeName(DType::kInt64), {1}, std::move(bytes)});
     }
   }
-  if (!writer) return absl::OkStatus();
-  return WriteCheckpoint(job_->checkpoint_dir, step, tensors);
+  std::function<absl::Status()> write;
+  if (writer) {
+    write = [tensors =
+                 std::make_shared<std::vector<SavedTensor>>(std::move(tensors)),
+             dir = job_->checkpoint_dir,
+             step] { return WriteCheckpoint(dir, step, *tensors); };
+  }
+  return WhileGroupWaits(std::move(write),
+                         absl::StrCat("writing checkpoint ", step));
+}
+
+absl::Status ReplicaContextImpl::WhileGroupWaits(
+    std::function<absl::Status()> work, std::string what) {
+  return KeepGroupAliveDuring(
+      std::move(work),
+      [this](int64_t* round) {
+        return AllReduceHost(round, 1, DType::kInt64, ReduceOp::kMax);
+      },
+      {.interval = std::min(absl::Seconds(1), job_->collective_timeout / 4),
+       .what = std::move(what),
+       .rank = replica_id_});
 }
 
 }  // namespace cohort::agent

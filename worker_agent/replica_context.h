@@ -10,6 +10,7 @@
 // slots exist once per agent (see central_storage.h); ON_READ variables are
 // per replica either way.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -187,6 +188,12 @@ class ReplicaContextImpl final : public ReplicaContext {
   // `reduced`: one collective.
   absl::Status ReduceMetrics(const std::vector<std::string>& names, ReduceOp op,
                              std::map<std::string, double>* reduced);
+  // Runs `work` (empty on replicas without any) while every replica
+  // all-reduces once a second whether it has ended (group_keepalive.h):
+  // checkpoint I/O longer than the collective timeout fails no collective.
+  // Collective.
+  absl::Status WhileGroupWaits(std::function<absl::Status()> work,
+                               std::string what);
   // The newest complete checkpoint this replica can read: its step, or -1.
   absl::StatusOr<int64_t> OwnLatestCheckpoint() const;
   // Loads checkpoint `step`, as ReadCheckpoint gave it, into this replica's

@@ -1,7 +1,10 @@
 #include "worker_agent/replica_context.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -10,6 +13,7 @@
 
 #include "collective/algorithmic_communicator.h"
 #include "collective/transports/local_transport.h"
+#include "common/file_util.h"
 
 namespace cohort::agent {
 namespace {
@@ -23,17 +27,18 @@ class Replicas {
  public:
   // `central`: the job uses central storage (one copy of ON_WRITE state).
   Replicas(int n, std::string checkpoint_dir, bool central = false,
-           v1::EarlyStopping early_stopping = {})
+           v1::EarlyStopping early_stopping = {},
+           absl::Duration timeout = absl::Seconds(10))
       : hub_(n), central_(n) {
     job_.steps = 10;
     job_.early_stopping = std::move(early_stopping);
     job_.num_replicas = n;
     job_.checkpoint_dir = std::move(checkpoint_dir);
-    job_.collective_timeout = absl::Seconds(10);
+    job_.collective_timeout = timeout;
     for (int r = 0; r < n; ++r) {
       comms_.push_back(std::make_unique<collective::AlgorithmicCommunicator>(
           hub_.Connect(r),
-          collective::CommunicatorOptions{.timeout = absl::Seconds(10)}));
+          collective::CommunicatorOptions{.timeout = timeout}));
       contexts_.push_back(std::make_unique<ReplicaContextImpl>(
           &job_, r, r, Device{}, comms_.back().get(),
           central ? &central_ : nullptr));
@@ -401,6 +406,58 @@ TEST(ReplicaContextTest, CheckpointRestoresReplicaZerosStateEverywhere) {
     EXPECT_EQ(Read(ctx, "mean"), 15.0);
     return absl::OkStatus();
   }));
+}
+
+// A checkpoint that takes longer to read than the collective timeout (a
+// slow disk; here a FIFO whose writer comes late) fails no collective of
+// the replicas that wait for it.
+TEST(ReplicaContextTest, ACheckpointSlowerToReadThanTheCollectiveTimeout) {
+  constexpr absl::Duration kTimeout = absl::Seconds(1);
+  const std::string dir = ::testing::TempDir() + "/replica_slow_ckpt";
+  std::filesystem::remove_all(dir);
+  {
+    Replicas first(2, dir, false, {}, kTimeout);
+    ExpectAllOk(first.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+      Optimizer* optimizer = nullptr;
+      if (absl::Status s = CreateState(ctx, &optimizer); !s.ok()) return s;
+      if (absl::StatusOr<int64_t> start = ctx.RestoreOrSync(); !start.ok()) {
+        return start.status();
+      }
+      return ctx.SaveCheckpoint(7);
+    }));
+  }
+  const std::string data = dir + "/ckpt-7.data";
+  absl::StatusOr<std::string> bytes = ReadFile(data);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  ASSERT_EQ(unlink(data.c_str()), 0);
+  ASSERT_EQ(mkfifo(data.c_str(), 0600), 0);
+  std::thread slow_disk([&] {
+    absl::SleepFor(3 * kTimeout);
+    // Non-blocking until the reader is there, so that this ends even if
+    // it never comes.
+    int fd = -1;
+    const absl::Time deadline = absl::Now() + absl::Seconds(60);
+    while (fd < 0 && absl::Now() < deadline) {
+      fd = open(data.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd < 0) absl::SleepFor(absl::Milliseconds(10));
+    }
+    ASSERT_GE(fd, 0) << "the restore never opened the checkpoint";
+    fcntl(fd, F_SETFL, 0);
+    EXPECT_EQ(write(fd, bytes->data(), bytes->size()),
+              static_cast<ssize_t>(bytes->size()));
+    close(fd);
+  });
+  Replicas second(2, dir, false, {}, kTimeout);
+  ExpectAllOk(second.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+    Optimizer* optimizer = nullptr;
+    if (absl::Status s = CreateState(ctx, &optimizer); !s.ok()) return s;
+    absl::StatusOr<int64_t> start = ctx.RestoreOrSync();
+    if (!start.ok()) return start.status();
+    EXPECT_EQ(*start, 7);
+    EXPECT_EQ(ctx.find_variable("w")->data<double>()[0], 1.0);
+    return absl::OkStatus();
+  }));
+  slow_disk.join();
 }
 
 // What a replica saw of an SGD job: its variables' memory and values.
