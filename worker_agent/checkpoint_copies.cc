@@ -18,7 +18,13 @@ std::string CheckpointCopyDir(const std::string& root,
 
 std::optional<uint64_t> RemoveCheckpointCopy(const std::string& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return std::nullopt;
+  if (!fs::is_directory(dir, ec)) {
+    if (ec && ec != std::errc::no_such_file_or_directory) {
+      spdlog::warn("cannot remove the checkpoint copies in {}: {}", dir,
+                   ec.message());
+    }
+    return std::nullopt;
+  }
   uint64_t bytes = 0;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
        it.increment(ec)) {

@@ -1,6 +1,5 @@
 #include "worker_agent/group_keepalive.h"
 
-#include <memory>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -15,32 +14,17 @@ namespace {
 // rank whose work is overdue contributes kOverdue plus its rank.
 enum Round : int64_t { kDone = 0, kBusy = 1, kOverdue = 2 };
 
-// Shared with the work's thread, which may outlive the call.
-struct Outcome {
-  absl::Notification done;
-  absl::Status status;  // written before `done` is notified
-};
-
-}  // namespace
-
-absl::Status KeepGroupAliveDuring(
-    std::function<absl::Status()> work,
-    const std::function<absl::Status(int64_t*)>& all_reduce_max,
-    const KeepAliveOptions& options) {
-  std::shared_ptr<Outcome> outcome;
-  if (work) {
-    outcome = std::make_shared<Outcome>();
-    std::thread([outcome, work = std::move(work)] {
-      outcome->status = work();
-      outcome->done.Notify();
-    }).detach();
-  }
+// The rounds, until the group's work has ended (OK), a collective fails, or
+// some rank's work is overdue.
+absl::Status Rounds(const absl::Notification* done,
+                    const std::function<absl::Status(int64_t*)>& all_reduce_max,
+                    const KeepAliveOptions& options) {
   const absl::Time start = absl::Now();
   absl::Time next_report = start + options.report_every;
   while (true) {
     int64_t round = kDone;
-    if (outcome != nullptr &&
-        !outcome->done.WaitForNotificationWithTimeout(options.interval)) {
+    if (done != nullptr &&
+        !done->WaitForNotificationWithTimeout(options.interval)) {
       const absl::Time now = absl::Now();
       round = now - start > options.limit ? kOverdue + options.rank : kBusy;
       if (now >= next_report) {
@@ -53,7 +37,7 @@ absl::Status KeepGroupAliveDuring(
     if (absl::Status reduced = all_reduce_max(&round); !reduced.ok()) {
       return reduced;
     }
-    if (round == kDone) break;
+    if (round == kDone) return absl::OkStatus();
     if (round >= kOverdue) {
       return absl::DeadlineExceededError(
           absl::StrCat(options.what, " took longer than ",
@@ -61,7 +45,28 @@ absl::Status KeepGroupAliveDuring(
                        round - kOverdue));
     }
   }
-  return outcome != nullptr ? outcome->status : absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status KeepGroupAliveDuring(
+    std::function<absl::Status()> work,
+    const std::function<absl::Status(int64_t*)>& all_reduce_max,
+    const KeepAliveOptions& options) {
+  if (!work) return Rounds(nullptr, all_reduce_max, options);
+  absl::Notification done;
+  absl::Status status;
+  std::thread worker([&] {
+    status = work();
+    done.Notify();
+  });
+  absl::Status group = Rounds(&done, all_reduce_max, options);
+  if (!done.HasBeenNotified()) {
+    spdlog::info("{}: waiting for it to end ({})", options.what,
+                 group.ToString());
+  }
+  worker.join();
+  return group.ok() ? status : group;
 }
 
 }  // namespace cohort::agent

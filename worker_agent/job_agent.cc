@@ -240,9 +240,11 @@ absl::StatusOr<std::string> JobAgent::FetchLibrary(const std::string& digest) {
   absl::StatusOr<std::string> library =
       options_.job_control->FetchLibrary(digest, kFetchTimeout);
   if (!library.ok()) return library.status();
-  if (Sha256Hex(*library) != digest) {
-    return absl::DataLossError(
-        "the fetched step library does not match its digest");
+  if (const std::string got = Sha256Hex(*library); got != digest) {
+    return absl::DataLossError(absl::StrCat(
+        "step library ", digest, " fetched from the coordinator at ",
+        options_.coordinator, " does not match its digest: its ",
+        library->size(), " bytes hash to ", got));
   }
   if (absl::Status made = MakeDirectories(options_.cache_dir); !made.ok()) {
     return made;

@@ -145,18 +145,17 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
     if (newest < 0) break;
     root = static_cast<int>(holder);
     int64_t loaded = 1;
-    auto read = std::make_shared<absl::StatusOr<std::vector<SavedTensor>>>();
+    absl::StatusOr<std::vector<SavedTensor>> tensors;
     std::function<absl::Status()> read_copy;
     if (replica_id_ == root) {
-      read_copy = [read, dir = job_->checkpoint_dir, newest] {
-        *read = ReadCheckpoint(dir, newest);
+      read_copy = [&] {
+        tensors = ReadCheckpoint(job_->checkpoint_dir, newest);
         return absl::OkStatus();
       };
     }
     COHORT_RETURN_IF_ERROR(WhileGroupWaits(
         std::move(read_copy), absl::StrCat("reading checkpoint ", newest)));
     if (replica_id_ == root) {
-      absl::StatusOr<std::vector<SavedTensor>> tensors = std::move(*read);
       if (tensors.ok()) {
         // What does not fit the model is the job's own error, not the copy's.
         if (absl::Status load = LoadCheckpoint(newest, *std::move(tensors));
@@ -257,10 +256,9 @@ absl::Status ReplicaContextImpl::SaveCheckpoint(int64_t step) {
   }
   std::function<absl::Status()> write;
   if (writer) {
-    write = [tensors =
-                 std::make_shared<std::vector<SavedTensor>>(std::move(tensors)),
-             dir = job_->checkpoint_dir,
-             step] { return WriteCheckpoint(dir, step, *tensors); };
+    write = [&] {
+      return WriteCheckpoint(job_->checkpoint_dir, step, tensors);
+    };
   }
   return WhileGroupWaits(std::move(write),
                          absl::StrCat("writing checkpoint ", step));
