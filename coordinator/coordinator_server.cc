@@ -188,7 +188,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   server->jobs_ = std::make_unique<JobManager>(*config.spec, jobs);
   server->job_loop_ = std::make_unique<JobLoop>(
       server->manager_.get(), server->jobs_.get(), server->store_manager_.get(),
-      config.state_dir.empty() ? "" : config.state_dir + "/jobs.json");
+      config.state_dir.empty() ? "" : config.state_dir + "/jobs.json",
+      server->libraries_.get());
   COHORT_RETURN_IF_ERROR(server->job_loop_->Restore());
   server->admin_service_ = std::make_unique<AdminService>(
       server->manager_.get(), server->auth_.get(), server->ps_reader_.get(),

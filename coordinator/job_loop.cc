@@ -8,6 +8,11 @@
 
 namespace cohort::coordinator {
 
+namespace {
+// How often the libraries no job uses are looked for.
+constexpr absl::Duration kLibrarySweep = absl::Minutes(10);
+}  // namespace
+
 std::vector<AgentView> AgentViews(const ClusterManager& cluster,
                                   absl::Time now) {
   std::vector<AgentView> views;
@@ -36,10 +41,12 @@ std::vector<AgentView> AgentViews(const ClusterManager& cluster,
 
 JobLoop::JobLoop(const ClusterManager* cluster, JobManager* jobs,
                  StoreManager* store, std::string table_path,
-                 absl::Duration period)
+                 LibraryStore* libraries, absl::Duration period)
     : cluster_(cluster),
       jobs_(jobs),
       store_(store),
+      libraries_(libraries),
+      next_library_sweep_(absl::Now() + kLibrarySweep),
       table_path_(std::move(table_path)),
       period_(period) {}
 
@@ -77,6 +84,17 @@ void JobLoop::Run() {
     jobs_->Tick(AgentViews(*cluster_, now), now);
     ForgetRetired(now);
     (void)Save(now, /*force=*/false);
+    RemoveUnusedLibraries(now);
+  }
+}
+
+void JobLoop::RemoveUnusedLibraries(absl::Time now) {
+  if (libraries_ == nullptr || now < next_library_sweep_) return;
+  next_library_sweep_ = now + kLibrarySweep;
+  for (const std::string& removed :
+       libraries_->RemoveUnused(jobs_->LibraryDigests(), now, kLibraryGrace)) {
+    spdlog::info("removed step library {}: no job in the table uses it",
+                 removed);
   }
 }
 

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "coordinator/cluster_manager.h"
 #include "coordinator/job_manager.h"
+#include "coordinator/library_store.h"
 #include "coordinator/store_manager.h"
 
 namespace cohort::coordinator {
@@ -28,9 +29,15 @@ class JobLoop {
  public:
   // `table_path`: where the job table is saved; empty to keep none.
   // `store` (not owned; may be null) loses the keys of ended attempts.
+  // `libraries` (not owned; may be null) loses the libraries no job in the
+  // table uses, once they have gone unused for kLibraryGrace.
   JobLoop(const ClusterManager* cluster, JobManager* jobs, StoreManager* store,
-          std::string table_path,
+          std::string table_path, LibraryStore* libraries = nullptr,
           absl::Duration period = absl::Milliseconds(100));
+
+  // Long enough for any submission to name the library it has just
+  // uploaded or found stored.
+  static constexpr absl::Duration kLibraryGrace = absl::Hours(1);
   ~JobLoop();
 
   // Restores the table saved at table_path, if any; DATA_LOSS when it is
@@ -49,10 +56,14 @@ class JobLoop {
   // Drops the store keys of attempts the job manager retired, and again a
   // while later, for an agent that set a key as its attempt was ending.
   void ForgetRetired(absl::Time now);
+  // Every kLibrarySweep: removes the libraries no job uses.
+  void RemoveUnusedLibraries(absl::Time now);
 
   const ClusterManager* const cluster_;
   JobManager* const jobs_;
   StoreManager* const store_;
+  LibraryStore* const libraries_;
+  absl::Time next_library_sweep_;                                // loop only
   std::deque<std::pair<absl::Time, std::string>> second_sweep_;  // loop only
   const std::string table_path_;
   const absl::Duration period_;

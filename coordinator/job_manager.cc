@@ -533,6 +533,15 @@ std::optional<std::string> JobManager::TakeSnapshotIfChanged(
   return json;
 }
 
+absl::flat_hash_set<std::string> JobManager::LibraryDigests() const {
+  absl::MutexLock lock(&mu_);
+  absl::flat_hash_set<std::string> digests;
+  for (const auto& [id, job] : jobs_) {
+    digests.insert(job.status.spec().library_digest());
+  }
+  return digests;
+}
+
 std::vector<std::string> JobManager::TakeRetiredGroups() {
   absl::MutexLock lock(&mu_);
   return std::exchange(retired_, {});

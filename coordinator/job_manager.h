@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/random/random.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -87,6 +88,9 @@ class JobManager {
   // Advances the active job: placement, failure decisions, restarts, the
   // next job in the queue. Call periodically (every 100 ms or so).
   void Tick(const std::vector<AgentView>& agents, absl::Time now);
+
+  // The library digest of every job in the table, ended or not.
+  absl::flat_hash_set<std::string> LibraryDigests() const;
 
   // Store key prefixes ("job-3/attempt-2/", "job-3/") of attempts and jobs
   // that ended since the last call: nothing will read those keys again.

@@ -477,6 +477,17 @@ TEST_F(JobManagerTest, SyncsListTheJobsThatHaveNotEnded) {
   EXPECT_THAT(after.unended_jobs(), ElementsAre(key(second)));
 }
 
+TEST_F(JobManagerTest, TheLibrariesInUseAreThoseOfEveryJobInTheTable) {
+  v1::JobSpec other = GoodSpec();
+  other.set_library_digest(std::string(64, 'e'));
+  const std::string first = SubmitAndPlace();
+  ASSERT_OK(manager_.Submit(other, now_).status());
+  ASSERT_OK(manager_.Cancel(first, now_).status());  // ended, still listed
+  EXPECT_THAT(manager_.LibraryDigests(),
+              UnorderedElementsAre(GoodSpec().library_digest(),
+                                   std::string(64, 'e')));
+}
+
 TEST_F(JobManagerTest, RestoredTableKeepsJobsAndResumesTheActiveOne) {
   const std::string done = SubmitAndPlace();
   ASSERT_TRUE(manager_.Cancel(done, now_).ok());

@@ -55,7 +55,7 @@ grpc::ServerUnaryReactor* JobsService::SubmitJob(
       absl::Status stored =
           libraries_->Put(spec.library_digest(), request->library());
       if (!stored.ok()) return stored;
-    } else if (!libraries_->Contains(spec.library_digest())) {
+    } else if (!libraries_->Use(spec.library_digest())) {
       return absl::InvalidArgumentError(
           "no step library was uploaded with the job, and none with its "
           "digest is stored");

@@ -5,12 +5,13 @@
 #include "absl/strings/str_cat.h"
 #include "common/digest.h"
 #include "common/file_util.h"
+#include "common/library_files.h"
 #include "common/status_macros.h"
 
 namespace cohort::coordinator {
 
 std::string LibraryStore::PathOf(const std::string& digest) const {
-  return absl::StrCat(dir_, "/", digest, ".so");
+  return LibraryPath(dir_, digest);
 }
 
 absl::Status LibraryStore::Put(const std::string& digest,
@@ -25,7 +26,11 @@ absl::Status LibraryStore::Put(const std::string& digest,
         "the uploaded library (", bytes.size(), " bytes) has SHA-256 ", actual,
         ", not the digest given in the spec (", digest, "): corrupted upload"));
   }
-  if (Contains(digest)) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  if (Contains(digest)) {
+    RecordLibraryUse(PathOf(digest));
+    return absl::OkStatus();
+  }
   COHORT_RETURN_IF_ERROR(MakeDirectories(dir_));
   return WriteFileAtomically(PathOf(digest), bytes);
 }
@@ -38,8 +43,21 @@ absl::StatusOr<std::string> LibraryStore::Get(const std::string& digest) const {
   return ReadFile(PathOf(digest));
 }
 
+bool LibraryStore::Use(const std::string& digest) {
+  absl::MutexLock lock(&mu_);
+  if (!Contains(digest)) return false;
+  RecordLibraryUse(PathOf(digest));
+  return true;
+}
+
 bool LibraryStore::Contains(const std::string& digest) const {
   return IsSha256Hex(digest) && access(PathOf(digest).c_str(), R_OK) == 0;
+}
+
+std::vector<std::string> LibraryStore::RemoveUnused(
+    const absl::flat_hash_set<std::string>& in_use, absl::Time now,
+    absl::Duration grace) {
+  return RemoveUnusedLibraries(dir_, in_use, now - grace, &mu_);
 }
 
 }  // namespace cohort::coordinator

@@ -9,6 +9,7 @@
 #include "common/digest.h"
 #include "common/exit_codes.h"
 #include "common/file_util.h"
+#include "common/library_files.h"
 #include "spdlog/spdlog.h"
 #include "worker_agent/checkpoint_copies.h"
 #include "worker_agent/evaluator_runner.h"
@@ -25,6 +26,10 @@ constexpr absl::Duration kFirstSyncGrace = absl::Seconds(30);
 constexpr absl::Duration kFetchTimeout = absl::Seconds(60);
 // How often a stopping runner is asked whether it has stopped.
 constexpr absl::Duration kStopPoll = absl::Milliseconds(20);
+// A cached library unused for this long is removed (fetched again if a job
+// needs it), looked for every kLibrarySweep.
+constexpr absl::Duration kLibraryCacheGrace = absl::Hours(24);
+constexpr absl::Duration kLibrarySweep = absl::Minutes(10);
 
 // Nothing can interrupt a function of the job's library; the process is
 // restarted instead. Destructors do not run: they would wait for it.
@@ -160,6 +165,7 @@ void JobAgent::Run() {
       runner_->Abort(absl::UnavailableError(response.abort()));
     }
     if (response.lists_unended_jobs()) PruneCopies(response);
+    RemoveUnusedLibraries();
   } while (!stop_.WaitForNotificationWithTimeout(interval));
 }
 
@@ -230,13 +236,31 @@ void JobAgent::PruneCopies(const v1::AgentSyncResponse& response) {
   }
 }
 
+void JobAgent::RemoveUnusedLibraries() {
+  const absl::Time now = absl::Now();
+  if (options_.cache_dir.empty() || now < next_library_sweep_) return;
+  next_library_sweep_ = now + kLibrarySweep;
+  absl::flat_hash_set<std::string> in_use;
+  if (runner_ != nullptr) {
+    in_use.insert(runner_->assignment().spec().library_digest());
+  }
+  for (const std::string& removed : cohort::RemoveUnusedLibraries(
+           options_.cache_dir, in_use, now - kLibraryCacheGrace)) {
+    spdlog::info("removed cached step library {}: unused for {}", removed,
+                 absl::FormatDuration(kLibraryCacheGrace));
+  }
+}
+
 absl::StatusOr<std::string> JobAgent::FetchLibrary(const std::string& digest) {
   if (!IsSha256Hex(digest)) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad library digest \"", digest, "\""));
   }
-  const std::string path = absl::StrCat(options_.cache_dir, "/", digest, ".so");
-  if (access(path.c_str(), R_OK) == 0) return path;
+  const std::string path = LibraryPath(options_.cache_dir, digest);
+  if (access(path.c_str(), R_OK) == 0) {
+    RecordLibraryUse(path);
+    return path;
+  }
   absl::StatusOr<std::string> library =
       options_.job_control->FetchLibrary(digest, kFetchTimeout);
   if (!library.ok()) return library.status();

@@ -3,7 +3,8 @@
 // The agent's side of the job control loop: every sync interval it reports
 // its job to the coordinator and learns which job it should run, then
 // starts, replaces or stops its runner (SyncJobRunner or PsJobRunner) to
-// match. Step libraries are fetched once per digest into a cache directory.
+// match. Step libraries are fetched once per digest into a cache directory,
+// where those unused for a day are removed.
 // The coordinator is reached through a JobControlClient and runners are
 // made by a factory, so that tests can drive the loop with fakes.
 
@@ -90,6 +91,9 @@ class JobAgent {
   // Removes this agent's checkpoint copies of the jobs it ran that the
   // coordinator no longer lists as unended.
   void PruneCopies(const v1::AgentSyncResponse& response);
+  // Every few minutes: removes the cached libraries unused for a day, but
+  // for the running job's.
+  void RemoveUnusedLibraries();
   // The local path of the library with `digest`, fetching it when needed.
   absl::StatusOr<std::string> FetchLibrary(const std::string& digest);
 
@@ -101,6 +105,7 @@ class JobAgent {
   // since it started, until it is removed; only the loop thread touches it.
   // Only those: agents of other clusters may share the directory.
   std::map<std::pair<std::string, std::string>, std::string> copies_;
+  absl::Time next_library_sweep_;  // only the loop thread
 };
 
 }  // namespace cohort::agent

@@ -1,7 +1,9 @@
 #include "worker_agent/job_agent.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -9,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/digest.h"
 #include "common/file_util.h"
+#include "common/library_files.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/wait.h"
 
@@ -37,6 +40,10 @@ class FakeJobControl final : public JobControlClient {
     response_.mutable_assignment()->set_attempt(attempt);
     response_.mutable_assignment()->set_job_uid(std::move(uid));
     response_.set_abort(std::move(abort));
+  }
+  void SetLibrary(const std::string& digest) {
+    absl::MutexLock lock(&mu_);
+    response_.mutable_assignment()->mutable_spec()->set_library_digest(digest);
   }
   // Lists the jobs that have not ended ("<id>-<uid>"), as coordinators that
   // know of checkpoint copies do.
@@ -393,6 +400,42 @@ TEST_F(JobAgentTest, CheckpointCopiesOfEndedJobsAreRemoved) {
   coordinator_->Unassign();
   ASSERT_TRUE(WaitUntil([&] { return !fs::exists(running); }, kWait));
   EXPECT_TRUE(fs::exists(others));
+}
+
+TEST_F(JobAgentTest, CachedLibrariesUnusedForADayAreRemoved) {
+  namespace fs = std::filesystem;
+  const std::string cache = cache_ + "/another-cache";
+  const std::string stale = LibraryPath(cache, Sha256Hex("stale"));
+  const std::string running = LibraryPath(cache, Sha256Hex("running"));
+  const std::string recent = LibraryPath(cache, Sha256Hex("recent"));
+  const std::string other = cache + "/notes.txt";
+  for (const std::string& path : {stale, running, recent, other}) {
+    ASSERT_OK(MakeDirectories(cache));
+    ASSERT_OK(WriteFileAtomically(path, "bytes"));
+  }
+  const timespec two_days_ago = absl::ToTimespec(absl::Now() - absl::Hours(48));
+  const timespec times[2] = {two_days_ago, two_days_ago};
+  for (const std::string& path : {stale, running, other}) {
+    ASSERT_EQ(utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  }
+  coordinator_->Assign("4", 1);
+  coordinator_->SetLibrary(Sha256Hex("running"));
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
+  // An agent that starts with this cache: it looks at once.
+  JobAgent agent(JobAgentOptions{.task = {"worker", 2},
+                                 .job_control = coordinator_,
+                                 .make_runner =
+                                     [log = log_](RunnerOptions options) {
+                                       return std::make_unique<FakeRunner>(
+                                           std::move(options), log);
+                                     },
+                                 .cache_dir = cache});
+  agent.Start();
+  ASSERT_TRUE(WaitUntil([&] { return !fs::exists(stale); }, kWait));
+  EXPECT_TRUE(fs::exists(running));  // the running job's
+  EXPECT_TRUE(fs::exists(recent));
+  EXPECT_TRUE(fs::exists(other));
+  agent.Shutdown();
 }
 
 }  // namespace

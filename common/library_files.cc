@@ -1,0 +1,65 @@
+#include "common/library_files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
+#include "common/digest.h"
+#include "spdlog/spdlog.h"
+
+namespace cohort {
+
+std::string LibraryPath(const std::string& dir, const std::string& digest) {
+  return absl::StrCat(dir, "/", digest, ".so");
+}
+
+void RecordLibraryUse(const std::string& path) {
+  if (utimensat(AT_FDCWD, path.c_str(), nullptr, 0) != 0) {
+    spdlog::warn("cannot record the use of {}: {}", path, std::strerror(errno));
+  }
+}
+
+std::vector<std::string> RemoveUnusedLibraries(
+    const std::string& dir, const absl::flat_hash_set<std::string>& in_use,
+    absl::Time cutoff, absl::Mutex* mu) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> removed;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return removed;  // nothing stored yet
+  for (const fs::directory_iterator end; it != end; it.increment(ec)) {
+    if (ec) break;
+    const std::string name = it->path().filename().string();
+    if (!absl::EndsWith(name, ".so")) continue;
+    const std::string digest = name.substr(0, name.size() - 3);
+    if (!IsSha256Hex(digest) || in_use.contains(digest)) {
+      continue;
+    }
+    std::optional<absl::MutexLock> lock;
+    if (mu != nullptr) lock.emplace(mu);
+    struct stat info {};
+    if (stat(it->path().c_str(), &info) != 0 ||
+        absl::TimeFromTimespec(info.st_mtim) >= cutoff) {
+      continue;
+    }
+    if (unlink(it->path().c_str()) != 0) {
+      spdlog::warn("cannot remove unused step library {}: {}",
+                   it->path().string(), std::strerror(errno));
+      continue;
+    }
+    removed.push_back(absl::StrFormat("%s (%.1f MiB)", digest,
+                                      info.st_size / double(1 << 20)));
+  }
+  return removed;
+}
+
+}  // namespace cohort
