@@ -34,35 +34,24 @@ class Refusal final : public Base {
   void OnDone() override { delete this; }
 };
 
-// Copies a Pull's values on the service's threads, then writes the
-// messages one at a time, each after the previous is sent. Deletes itself
-// when done.
+// Copies a Pull's values on the service's threads, a batch of about
+// kPullBatchBytes at a time, and writes each batch's messages one at a
+// time, each after the previous is sent: a pull of a large shard holds one
+// batch in memory, not the shard. Deletes itself when done.
 class PullWriter final : public grpc::ServerWriteReactor<v1::PullResponse> {
  public:
   PullWriter(const PsService* service, const v1::PullRequest* request,
-             std::string peer) {
-    service->work()->Post([this, service, request, peer] {
-      const std::vector<std::string> names(request->names().begin(),
-                                           request->names().end());
-      absl::StatusOr<std::vector<v1::PullResponse>> messages =
-          service->store()->Pull(request->job_id(), names,
-                                 service->options().max_chunk_bytes);
-      if (!messages.ok()) {
-        spdlog::warn("pull from {} of job '{}' refused: {}",
-                     request->worker().empty() ? peer : request->worker(),
-                     request->job_id(), messages.status().ToString());
-        Finish(rpc::ToGrpcStatus(messages.status()));
-        return;
-      }
-      *messages->front().mutable_shard() = service->ShardState();
-      messages_ = *std::move(messages);
-      WriteNext();
-    });
+             std::string peer)
+      : service_(service),
+        request_(request),
+        peer_(std::move(peer)),
+        names_(request->names().begin(), request->names().end()) {
+    service_->work()->Post([this] { CopyBatch(); });
   }
 
   void OnWriteDone(bool ok) override {
     // A sent message's bytes are no longer needed.
-    messages_[next_ - 1] = v1::PullResponse();
+    messages_[next_message_ - 1] = v1::PullResponse();
     if (!ok) {
       // The call was cancelled or the client went away.
       Finish(
@@ -75,16 +64,45 @@ class PullWriter final : public grpc::ServerWriteReactor<v1::PullResponse> {
   void OnDone() override { delete this; }
 
  private:
-  void WriteNext() {
-    if (next_ == messages_.size()) {
-      Finish(grpc::Status::OK);
+  // Copies on a work thread: a gRPC thread must not.
+  void CopyBatch() {
+    const bool first = next_name_ == 0;
+    absl::StatusOr<std::vector<v1::PullResponse>> messages =
+        service_->store()->Pull(request_->job_id(), names_,
+                                service_->options().max_chunk_bytes,
+                                &next_name_, kPullBatchBytes);
+    if (!messages.ok()) {
+      spdlog::warn("pull from {} of job '{}' refused: {}",
+                   request_->worker().empty() ? peer_ : request_->worker(),
+                   request_->job_id(), messages.status().ToString());
+      Finish(rpc::ToGrpcStatus(messages.status()));
       return;
     }
-    StartWrite(&messages_[next_++]);
+    if (first) *messages->front().mutable_shard() = service_->ShardState();
+    messages_ = *std::move(messages);
+    next_message_ = 0;
+    WriteNext();
   }
 
-  std::vector<v1::PullResponse> messages_;
-  size_t next_ = 0;
+  void WriteNext() {
+    if (next_message_ < messages_.size()) {
+      StartWrite(&messages_[next_message_++]);
+    } else if (next_name_ < names_.size()) {
+      service_->work()->Post([this] { CopyBatch(); });
+    } else {
+      Finish(grpc::Status::OK);
+    }
+  }
+
+  static constexpr int64_t kPullBatchBytes = int64_t{16} << 20;
+
+  const PsService* const service_;
+  const v1::PullRequest* const request_;  // gRPC's, until OnDone
+  const std::string peer_;
+  const std::vector<std::string> names_;
+  size_t next_name_ = 0;                    // where the next batch starts
+  std::vector<v1::PullResponse> messages_;  // the batch being written
+  size_t next_message_ = 0;
 };
 
 // Reads a Push's messages one at a time into a PushAssembler; finishes with

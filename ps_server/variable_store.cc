@@ -267,8 +267,9 @@ absl::StatusOr<std::vector<v1::PsVariableSpec>> VariableStore::List(
 
 absl::StatusOr<std::vector<v1::PullResponse>> VariableStore::Pull(
     const std::string& job_id, const std::vector<std::string>& names,
-    int64_t max_chunk_bytes) const {
+    int64_t max_chunk_bytes, size_t* next, int64_t batch_bytes) const {
   max_chunk_bytes = std::max<int64_t>(1, max_chunk_bytes);
+  size_t first = next != nullptr ? *next : 0;
   // Each name is copied into the reply: a repeated one would multiply it.
   absl::flat_hash_set<absl::string_view> seen;
   for (const std::string& name : names) {
@@ -279,11 +280,23 @@ absl::StatusOr<std::vector<v1::PullResponse>> VariableStore::Pull(
   }
   std::vector<v1::PullResponse> messages;
   int64_t last_message_bytes = 0;
+  int64_t batched = 0;
   absl::ReaderMutexLock lock(&mu_);
-  for (const std::string& name : names) {
+  if (first == 0) {
+    // Refused before any value is sent.
+    for (const std::string& name : names) {
+      if (absl::StatusOr<Variable*> found = Find(job_id, name); !found.ok()) {
+        return found.status();
+      }
+    }
+  }
+  size_t index = first;
+  for (; index < names.size() && batched < batch_bytes; ++index) {
+    const std::string& name = names[index];
     absl::StatusOr<Variable*> found = Find(job_id, name);
     if (!found.ok()) return found.status();
     Variable& variable = **found;
+    batched += static_cast<int64_t>(variable.value.size());
     absl::MutexLock variable_lock(&variable.mu);
     const int64_t version = variable.updates.load();
     if (!variable.aggregated() || variable.worker_values.empty()) {
@@ -318,6 +331,7 @@ absl::StatusOr<std::vector<v1::PullResponse>> VariableStore::Pull(
                  &last_message_bytes);
   }
   if (messages.empty()) messages.emplace_back();
+  if (next != nullptr) *next = index;
   return messages;
 }
 

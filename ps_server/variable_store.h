@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -79,9 +80,16 @@ class VariableStore {
   // return the aggregate of the workers' latest values (the initial value
   // before any push). NOT_FOUND for a name the shard does not hold,
   // PERMISSION_DENIED when another job owns the shard.
+  //
+  // In batches, with `next`: `*next` is the index in `names` to start from,
+  // and receives where the next batch starts (names.size() after the last).
+  // A batch ends with the variable that takes it to `batch_bytes` or more,
+  // so that a stream holds one batch at a time, not the whole pull. The
+  // first batch checks every name.
   absl::StatusOr<std::vector<v1::PullResponse>> Pull(
       const std::string& job_id, const std::vector<std::string>& names,
-      int64_t max_chunk_bytes) const;
+      int64_t max_chunk_bytes, size_t* next = nullptr,
+      int64_t batch_bytes = std::numeric_limits<int64_t>::max()) const;
 
   // The specs of `job_id`'s variables on the shard, by name, without
   // initial values. PERMISSION_DENIED when another job owns the shard.

@@ -227,6 +227,47 @@ TEST(VariableStoreTest, PullBatchesSmallVariablesAndSplitsLargeOnes) {
                                   ElementsAre("big@384+16/400", "c@0+20/20")));
 }
 
+// A stream copies one batch at a time: each ends with the variable that
+// takes it to the batch size, and the first checks every name.
+TEST(VariableStoreTest, PullInBatchesEndsEachAtTheBatchSize) {
+  VariableStore store;
+  ASSERT_TRUE(store
+                  .Create("job", 1,
+                          List({Spec("a", {10}), Spec("b", {10}),
+                                Spec("big", {100}), Spec("c", {5})}))
+                  .ok());
+  auto names = [](const std::vector<v1::PullResponse>& messages) {
+    std::vector<std::string> out;
+    for (const auto& message : messages) {
+      for (const auto& chunk : message.chunks()) {
+        if (chunk.offset() == 0) out.push_back(chunk.name());
+      }
+    }
+    return out;
+  };
+  const std::vector<std::string> all = {"a", "b", "big", "c"};
+  size_t next = 0;
+  absl::StatusOr<std::vector<v1::PullResponse>> batch =
+      store.Pull("job", all, 128, &next, /*batch_bytes=*/60);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_THAT(names(*batch), ElementsAre("a", "b"));  // 40, then 80 >= 60
+  EXPECT_EQ(next, 2u);
+  batch = store.Pull("job", all, 128, &next, 60);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_THAT(names(*batch), ElementsAre("big"));
+  EXPECT_EQ(next, 3u);
+  batch = store.Pull("job", all, 128, &next, 60);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_THAT(names(*batch), ElementsAre("c"));
+  EXPECT_EQ(next, 4u);
+
+  next = 0;
+  EXPECT_EQ(
+      store.Pull("job", {"a", "b", "missing"}, 128, &next, 60).status().code(),
+      absl::StatusCode::kNotFound);
+  EXPECT_EQ(next, 0u);
+}
+
 TEST(VariableStoreTest, WorkersValuesCountAgainstTheShardLimit) {
   // 400 bytes of value; room for one worker's copy besides it.
   VariableStore store({.max_shard_bytes = 1000});

@@ -413,6 +413,29 @@ TEST_F(PsIntegrationTest, ALargeVariableMovesInChunks) {
   EXPECT_EQ(pulled->versions["embedding"], 1);
 }
 
+// A pull larger than the shard copies at once (16 MiB) streams in batches.
+TEST_F(PsIntegrationTest, APullOfMoreThanOneBatchIsWhole) {
+  constexpr int64_t kElements = (12 << 20) / 4;  // 12 MiB each
+  std::vector<v1::PsVariableSpec> specs;
+  std::vector<std::vector<float>> initial(2, std::vector<float>(kElements));
+  for (int v = 0; v < 2; ++v) {
+    for (int64_t i = 0; i < kElements; ++i) initial[v][i] = float(i % 997 + v);
+    v1::PsVariableSpec spec =
+        Spec(absl::StrCat("table", v), {kElements / 64, 64});
+    spec.set_initial(Bytes(initial[v]));
+    specs.push_back(std::move(spec));
+  }
+  ASSERT_TRUE(shard_.Create("job-a", 1, specs).ok());
+
+  absl::StatusOr<Pulled> pulled = shard_.Pull("job-a", {"table0", "table1"});
+  ASSERT_TRUE(pulled.ok()) << pulled.status();
+  for (int v = 0; v < 2; ++v) {
+    EXPECT_EQ(Values<float>(pulled->values[absl::StrCat("table", v)]),
+              initial[v])
+        << "table" << v;
+  }
+}
+
 TEST(PsSnapshotIntegrationTest, ARestartedShardRestoresItsSnapshot) {
   ScratchDir dir;
   const std::string state_dir = dir.path() + "/ps/0";
