@@ -9,18 +9,23 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/synchronization/mutex.h"
 
 namespace cohort {
 namespace {
@@ -59,7 +64,7 @@ std::set<std::string> LocalAddresses() {
 
 // The addresses `name` resolves to through getaddrinfo, as inet_ntop
 // writes them; NOT_FOUND with the resolver's reason.
-absl::StatusOr<std::vector<std::string>> Resolve(const std::string& name) {
+absl::StatusOr<std::vector<std::string>> GetAddrInfo(const std::string& name) {
   addrinfo hints = {};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -76,6 +81,42 @@ absl::StatusOr<std::vector<std::string>> Resolve(const std::string& name) {
   }
   freeaddrinfo(result);
   return addresses;
+}
+
+// Answers PrefetchHostLookups keeps, by host.
+struct KeptLookup {
+  absl::StatusOr<std::vector<std::string>> addresses;
+  absl::Time expires = absl::InfiniteFuture();  // while pending: never
+  bool pending = true;
+};
+constexpr absl::Duration kKeepLookups = absl::Minutes(1);
+constexpr int kMaxConcurrentLookups = 64;
+
+struct LookupCache {
+  absl::Mutex mu;
+  absl::flat_hash_map<std::string, KeptLookup> kept ABSL_GUARDED_BY(mu);
+  HostResolver resolver ABSL_GUARDED_BY(mu);
+};
+
+LookupCache& Cache() {
+  static LookupCache* cache = new LookupCache();  // never destroyed: detached
+  return *cache;                                  // lookups may outlive main
+}
+
+// A kept answer for `name`, or the lookup itself.
+absl::StatusOr<std::vector<std::string>> Resolve(const std::string& name) {
+  LookupCache& cache = Cache();
+  HostResolver resolver;
+  {
+    absl::MutexLock lock(&cache.mu);
+    auto it = cache.kept.find(name);
+    if (it != cache.kept.end()) {
+      if (absl::Now() < it->second.expires) return it->second.addresses;
+      cache.kept.erase(it);
+    }
+    resolver = cache.resolver;
+  }
+  return resolver ? resolver(name) : GetAddrInfo(name);
 }
 
 bool IsLoopbackLiteral(absl::string_view host) {
@@ -120,6 +161,64 @@ bool IsLocalHost(absl::string_view host) {
 
 absl::Status ResolveHost(absl::string_view host) {
   return Resolve(std::string(host)).status();
+}
+
+std::vector<std::string> PrefetchHostLookups(
+    const std::vector<std::string>& hosts, absl::Duration timeout) {
+  LookupCache& cache = Cache();
+  auto todo = std::make_shared<std::vector<std::string>>();
+  auto next = std::make_shared<std::atomic<size_t>>(0);
+  HostResolver resolver;
+  {
+    absl::MutexLock lock(&cache.mu);
+    resolver = cache.resolver ? cache.resolver : GetAddrInfo;
+    for (const std::string& host : hosts) {
+      auto [it, inserted] = cache.kept.try_emplace(host);
+      if (!inserted && absl::Now() < it->second.expires) continue;
+      it->second = KeptLookup{.addresses = absl::NotFoundError(
+                                  absl::StrCat(host, " did not resolve within ",
+                                               absl::FormatDuration(timeout)))};
+      todo->push_back(host);
+    }
+  }
+  // Detached: a lookup cannot be cancelled, and the caller waits for none
+  // past its timeout.
+  const int threads =
+      std::min<int>(kMaxConcurrentLookups, static_cast<int>(todo->size()));
+  for (int t = 0; t < threads; ++t) {
+    std::thread([todo, next, resolver, &cache] {
+      for (size_t i = (*next)++; i < todo->size(); i = (*next)++) {
+        absl::StatusOr<std::vector<std::string>> addresses =
+            resolver((*todo)[i]);
+        absl::MutexLock lock(&cache.mu);
+        KeptLookup& kept = cache.kept[(*todo)[i]];
+        kept = KeptLookup{.addresses = std::move(addresses),
+                          .expires = absl::Now() + kKeepLookups,
+                          .pending = false};
+      }
+    }).detach();
+  }
+  std::vector<std::string> unanswered;
+  absl::MutexLock lock(&cache.mu);
+  auto answered = [&] {
+    cache.mu.AssertHeld();
+    for (const std::string& host : *todo) {
+      if (cache.kept[host].pending) return false;
+    }
+    return true;
+  };
+  cache.mu.AwaitWithTimeout(absl::Condition(&answered), timeout);
+  for (const std::string& host : *todo) {
+    if (cache.kept[host].pending) unanswered.push_back(host);
+  }
+  return unanswered;
+}
+
+void SetHostResolverForTesting(HostResolver resolver) {
+  LookupCache& cache = Cache();
+  absl::MutexLock lock(&cache.mu);
+  cache.resolver = std::move(resolver);
+  cache.kept.clear();
 }
 
 std::string InterfaceWithAddress(absl::string_view address) {

@@ -4,11 +4,13 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace cohort {
 
@@ -28,6 +30,22 @@ bool IsLocalHost(absl::string_view host);
 // OK when `host` (a name or a literal address) resolves through
 // getaddrinfo; otherwise NOT_FOUND with the resolver's reason.
 absl::Status ResolveHost(absl::string_view host);
+
+// Looks `hosts` up through getaddrinfo all at once (up to 64 at a time),
+// waiting at most `timeout`, and keeps each answer for a minute, during
+// which IsLocalHost and ResolveHost answer for that host at once: a cluster
+// spec of many hosts behind a resolver that does not answer costs one
+// timeout, not one per host and per use. A lookup still going at the
+// deadline goes on; until it ends its host counts as not resolving (NOT_FOUND
+// "... did not resolve within <timeout>"). Returns those hosts. Thread-safe.
+std::vector<std::string> PrefetchHostLookups(
+    const std::vector<std::string>& hosts, absl::Duration timeout);
+
+// Tests only: replaces getaddrinfo for the lookups above (null restores
+// it), and forgets every kept answer.
+using HostResolver =
+    std::function<absl::StatusOr<std::vector<std::string>>(const std::string&)>;
+void SetHostResolverForTesting(HostResolver resolver);
 
 // The name of the interface that holds `address`, a literal address as
 // inet_ntop writes it ("198.18.0.2", "fd00::2"); "" when none does.

@@ -1,5 +1,9 @@
 #include "common/host_info.h"
 
+#include <atomic>
+#include <memory>
+
+#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -34,6 +38,42 @@ TEST(HostInfoTest, ResolveHostNamesWhatDoesNotResolve) {
   EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(missing.message()),
               ::testing::StartsWith("worker-1.invalid does not resolve: "));
+}
+
+// A resolver that answers one host only when released: what a spec of many
+// hosts behind a nameserver that does not answer looks like.
+TEST(HostInfoTest, PrefetchedLookupsWaitOneTimeoutAndAreKept) {
+  auto release = std::make_shared<absl::Notification>();
+  auto lookups = std::make_shared<std::atomic<int>>(0);
+  SetHostResolverForTesting([release, lookups](const std::string& host)
+                                -> absl::StatusOr<std::vector<std::string>> {
+    ++*lookups;
+    if (host == "slow.example") {
+      release->WaitForNotificationWithTimeout(absl::Seconds(30));
+    }
+    return std::vector<std::string>{"198.18.0.7"};
+  });
+  const absl::Time start = absl::Now();
+  EXPECT_THAT(PrefetchHostLookups({"a.example", "slow.example", "a.example"},
+                                  absl::Milliseconds(300)),
+              ::testing::ElementsAre("slow.example"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+  // Answered from what was kept, without another lookup.
+  const int looked_up = lookups->load();
+  EXPECT_TRUE(ResolveHost("a.example").ok());
+  const absl::Status slow = ResolveHost("slow.example");
+  EXPECT_EQ(slow.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(slow.message(), "slow.example did not resolve within 300ms");
+  EXPECT_EQ(lookups->load(), looked_up);
+
+  // Its answer, once it comes, is kept too.
+  release->Notify();
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (!ResolveHost("slow.example").ok() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_TRUE(ResolveHost("slow.example").ok());
+  SetHostResolverForTesting(nullptr);
 }
 
 }  // namespace

@@ -73,6 +73,30 @@ absl::Status CheckReachableFromTheSpecsHosts(const ClusterSpec& spec,
       at->port));
 }
 
+// Every spec host looked up at once, before the checks and launches below
+// ask about them one at a time: a resolver that does not answer costs one
+// timeout, not one per task and per check.
+void PrefetchSpecHosts(const ClusterSpec& spec) {
+  constexpr absl::Duration kTimeout = absl::Seconds(10);
+  std::vector<std::string> hosts;
+  for (const TaskId& task : spec.tasks()) {
+    if (!IsProcessTask(task)) continue;
+    absl::StatusOr<HostPort> at = ParseHostPort(*spec.address(task));
+    if (at.ok()) hosts.push_back(at->host);
+  }
+  const std::vector<std::string> unanswered =
+      PrefetchHostLookups(hosts, kTimeout);
+  if (!unanswered.empty()) {
+    const size_t shown = std::min<size_t>(unanswered.size(), 5);
+    spdlog::warn(
+        "the resolver gave no answer within {} for {} of the cluster spec's "
+        "hosts ({}{}); until it does, they count as not resolving",
+        absl::FormatDuration(kTimeout), unanswered.size(),
+        absl::StrJoin(unanswered.begin(), unanswered.begin() + shown, ", "),
+        unanswered.size() > shown ? ", ..." : "");
+  }
+}
+
 // A spec host that does not resolve here is likely a typo, and its task
 // would never be reached: said at startup, and on the task's status once it
 // is overdue. Not refused, since DNS names of pods and hosts may appear
@@ -100,6 +124,7 @@ void NoteUnresolvableHosts(const ClusterSpec& spec, ClusterManager& manager) {
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
     CoordinatorConfig config) {
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
+  if (config.spec.has_value()) PrefetchSpecHosts(*config.spec);
   // Before a new cluster sets the previous one aside (stopping its tasks):
   // a refused spec must leave it as it was.
   if (config.spec.has_value() && (config.listen_given || config.new_cluster)) {
@@ -143,6 +168,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
     }
     config.spec = *std::move(spec);
     spdlog::info("using the cluster spec saved in {}", server->store_->path());
+    PrefetchSpecHosts(*config.spec);
   }
   if (saved.has_value()) {
     server->state_ = *saved;
