@@ -22,10 +22,11 @@ std::string LibraryPath(const std::string& dir, const std::string& digest) {
   return absl::StrCat(dir, "/", digest, ".so");
 }
 
-void RecordLibraryUse(const std::string& path) {
-  if (utimensat(AT_FDCWD, path.c_str(), nullptr, 0) != 0) {
-    spdlog::warn("cannot record the use of {}: {}", path, std::strerror(errno));
-  }
+bool RecordLibraryUse(const std::string& path) {
+  if (utimensat(AT_FDCWD, path.c_str(), nullptr, 0) == 0) return true;
+  if (errno == ENOENT) return false;
+  spdlog::warn("cannot record the use of {}: {}", path, std::strerror(errno));
+  return access(path.c_str(), R_OK) == 0;
 }
 
 std::vector<std::string> RemoveUnusedLibraries(
@@ -44,13 +45,16 @@ std::vector<std::string> RemoveUnusedLibraries(
     if (!IsSha256Hex(digest) || in_use.contains(digest)) {
       continue;
     }
+    struct stat info {};
+    auto used_since_cutoff = [&] {
+      return stat(it->path().c_str(), &info) != 0 ||
+             absl::TimeFromTimespec(info.st_mtim) >= cutoff;
+    };
+    if (used_since_cutoff()) continue;
+    // Checked again under the lock: a use may have come since.
     std::optional<absl::MutexLock> lock;
     if (mu != nullptr) lock.emplace(mu);
-    struct stat info {};
-    if (stat(it->path().c_str(), &info) != 0 ||
-        absl::TimeFromTimespec(info.st_mtim) >= cutoff) {
-      continue;
-    }
+    if (mu != nullptr && used_since_cutoff()) continue;
     if (unlink(it->path().c_str()) != 0) {
       spdlog::warn("cannot remove unused step library {}: {}",
                    it->path().string(), std::strerror(errno));

@@ -16,9 +16,9 @@ namespace cohort {
 // The path of the library with `digest` in `dir`.
 std::string LibraryPath(const std::string& dir, const std::string& digest);
 
-// Records a use of the file at `path` (its mtime becomes now); a failure is
-// logged.
-void RecordLibraryUse(const std::string& path);
+// Records a use of the file at `path` (its mtime becomes now). False when
+// there is no such file; another failure is logged.
+bool RecordLibraryUse(const std::string& path);
 
 // Removes every library in `dir` whose digest is not in `in_use` and whose
 // last use is before `cutoff`; returns what it removed, "<digest> (<size>

@@ -26,11 +26,9 @@ absl::Status LibraryStore::Put(const std::string& digest,
         "the uploaded library (", bytes.size(), " bytes) has SHA-256 ", actual,
         ", not the digest given in the spec (", digest, "): corrupted upload"));
   }
-  absl::MutexLock lock(&mu_);
-  if (Contains(digest)) {
-    RecordLibraryUse(PathOf(digest));
-    return absl::OkStatus();
-  }
+  if (Use(digest)) return absl::OkStatus();
+  // A new file is renamed into place with a fresh mtime: its write needs
+  // no lock.
   COHORT_RETURN_IF_ERROR(MakeDirectories(dir_));
   return WriteFileAtomically(PathOf(digest), bytes);
 }
@@ -44,10 +42,9 @@ absl::StatusOr<std::string> LibraryStore::Get(const std::string& digest) const {
 }
 
 bool LibraryStore::Use(const std::string& digest) {
+  if (!IsSha256Hex(digest)) return false;
   absl::MutexLock lock(&mu_);
-  if (!Contains(digest)) return false;
-  RecordLibraryUse(PathOf(digest));
-  return true;
+  return RecordLibraryUse(PathOf(digest));
 }
 
 bool LibraryStore::Contains(const std::string& digest) const {

@@ -41,8 +41,8 @@ class LibraryStore {
   bool Contains(const std::string& digest) const;
 
   const std::string dir_;
-  // Held from a library's use to its recording (the file's mtime), and
-  // across a removal's check and unlink.
+  // Held from a stored library's use to its recording (the file's mtime),
+  // and across a removal's last check and unlink.
   absl::Mutex mu_;
 };
 

@@ -296,8 +296,8 @@ absl::StatusOr<std::vector<v1::PullResponse>> VariableStore::Pull(
     absl::StatusOr<Variable*> found = Find(job_id, name);
     if (!found.ok()) return found.status();
     Variable& variable = **found;
-    batched += static_cast<int64_t>(variable.value.size());
     absl::MutexLock variable_lock(&variable.mu);
+    batched += static_cast<int64_t>(variable.value.size());
     const int64_t version = variable.updates.load();
     if (!variable.aggregated() || variable.worker_values.empty()) {
       AppendChunks(name, variable.value, version, max_chunk_bytes, &messages,

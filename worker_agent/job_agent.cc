@@ -256,11 +256,10 @@ absl::StatusOr<std::string> JobAgent::FetchLibrary(const std::string& digest) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad library digest \"", digest, "\""));
   }
+  // The use is recorded before the library is loaded: another agent
+  // sharing the cache then keeps it.
   const std::string path = LibraryPath(options_.cache_dir, digest);
-  if (access(path.c_str(), R_OK) == 0) {
-    RecordLibraryUse(path);
-    return path;
-  }
+  if (RecordLibraryUse(path)) return path;
   absl::StatusOr<std::string> library =
       options_.job_control->FetchLibrary(digest, kFetchTimeout);
   if (!library.ok()) return library.status();

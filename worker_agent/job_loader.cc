@@ -1,5 +1,7 @@
 #include "worker_agent/job_loader.h"
 
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
 #include "common/record_dataset.h"
 #include "common/status_macros.h"
@@ -123,9 +125,23 @@ absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
                         absl::StrCat("cannot fetch the step library: ",
                                      path.status().message()));
   }
-  absl::StatusOr<StepFunctions> functions = LoadStepLibrary(
-      *path, spec.library_name().empty() ? *path : spec.library_name(),
-      names.init, names.step, names.dataset);
+  auto load = [&] {
+    return LoadStepLibrary(
+        *path, spec.library_name().empty() ? *path : spec.library_name(),
+        names.init, names.step, names.dataset);
+  };
+  absl::StatusOr<StepFunctions> functions = load();
+  if (!functions.ok() && access(path->c_str(), F_OK) != 0) {
+    // Removed from a cache another agent shares just before it was loaded:
+    // fetched again, once.
+    path = options.fetch_library(spec.library_digest());
+    if (!path.ok()) {
+      return absl::Status(path.status().code(),
+                          absl::StrCat("cannot fetch the step library again: ",
+                                       path.status().message()));
+    }
+    functions = load();
+  }
   if (!functions.ok()) return functions.status();
   LoadedJob inputs;
   inputs.functions = *functions;

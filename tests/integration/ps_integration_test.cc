@@ -413,12 +413,13 @@ TEST_F(PsIntegrationTest, ALargeVariableMovesInChunks) {
   EXPECT_EQ(pulled->versions["embedding"], 1);
 }
 
-// A pull larger than the shard copies at once (16 MiB) streams in batches.
+// A pull larger than the shard copies at once (16 MiB) streams in batches:
+// the first ends with table1 (16 MiB), the second holds table2.
 TEST_F(PsIntegrationTest, APullOfMoreThanOneBatchIsWhole) {
-  constexpr int64_t kElements = (12 << 20) / 4;  // 12 MiB each
+  constexpr int64_t kElements = (8 << 20) / 4;  // 8 MiB each
   std::vector<v1::PsVariableSpec> specs;
-  std::vector<std::vector<float>> initial(2, std::vector<float>(kElements));
-  for (int v = 0; v < 2; ++v) {
+  std::vector<std::vector<float>> initial(3, std::vector<float>(kElements));
+  for (int v = 0; v < 3; ++v) {
     for (int64_t i = 0; i < kElements; ++i) initial[v][i] = float(i % 997 + v);
     v1::PsVariableSpec spec =
         Spec(absl::StrCat("table", v), {kElements / 64, 64});
@@ -427,9 +428,10 @@ TEST_F(PsIntegrationTest, APullOfMoreThanOneBatchIsWhole) {
   }
   ASSERT_TRUE(shard_.Create("job-a", 1, specs).ok());
 
-  absl::StatusOr<Pulled> pulled = shard_.Pull("job-a", {"table0", "table1"});
+  absl::StatusOr<Pulled> pulled =
+      shard_.Pull("job-a", {"table0", "table1", "table2"});
   ASSERT_TRUE(pulled.ok()) << pulled.status();
-  for (int v = 0; v < 2; ++v) {
+  for (int v = 0; v < 3; ++v) {
     EXPECT_EQ(Values<float>(pulled->values[absl::StrCat("table", v)]),
               initial[v])
         << "table" << v;
