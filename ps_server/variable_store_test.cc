@@ -195,13 +195,16 @@ TEST(VariableStoreTest, APullNamingAVariableTwiceIsRefused) {
   EXPECT_EQ(status.message(), "the pull names variable 'w' twice");
 }
 
+// a and b (40 bytes each), big (400), c (20), all float32.
+absl::StatusOr<int> CreateABBigC(VariableStore& store) {
+  return store.Create("job", 1,
+                      List({Spec("a", {10}), Spec("b", {10}),
+                            Spec("big", {100}), Spec("c", {5})}));
+}
+
 TEST(VariableStoreTest, PullBatchesSmallVariablesAndSplitsLargeOnes) {
   VariableStore store;
-  ASSERT_TRUE(store
-                  .Create("job", 1,
-                          List({Spec("a", {10}), Spec("b", {10}),
-                                Spec("big", {100}), Spec("c", {5})}))
-                  .ok());
+  ASSERT_TRUE(CreateABBigC(store).ok());
   // 40 + 40 bytes share a message of at most 128; big (400) takes four
   // chunks of 128, 128, 128, 16; c (20) joins big's last.
   absl::StatusOr<std::vector<v1::PullResponse>> messages =
@@ -231,11 +234,7 @@ TEST(VariableStoreTest, PullBatchesSmallVariablesAndSplitsLargeOnes) {
 // takes it to the batch size, and the first checks every name.
 TEST(VariableStoreTest, PullInBatchesEndsEachAtTheBatchSize) {
   VariableStore store;
-  ASSERT_TRUE(store
-                  .Create("job", 1,
-                          List({Spec("a", {10}), Spec("b", {10}),
-                                Spec("big", {100}), Spec("c", {5})}))
-                  .ok());
+  ASSERT_TRUE(CreateABBigC(store).ok());
   auto names = [](const std::vector<v1::PullResponse>& messages) {
     std::vector<std::string> out;
     for (const auto& message : messages) {

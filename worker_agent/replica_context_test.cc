@@ -96,6 +96,13 @@ absl::Status CreateState(ReplicaContextImpl& ctx, Optimizer** optimizer) {
   return absl::OkStatus();
 }
 
+// CreateState, then RestoreOrSync: the step the replica starts from.
+absl::StatusOr<int64_t> StartState(ReplicaContextImpl& ctx,
+                                   Optimizer** optimizer) {
+  if (absl::Status s = CreateState(ctx, optimizer); !s.ok()) return s;
+  return ctx.RestoreOrSync();
+}
+
 double Read(ReplicaContextImpl& ctx, const char* name) {
   double value = 0;
   EXPECT_TRUE(ctx.read_value(*ctx.find_variable(name), &value).ok());
@@ -149,8 +156,7 @@ TEST(ReplicaContextTest, StartEqualTrainEqualAndAggregateOnRead) {
   std::vector<std::vector<double>> aggregates(3);
   ExpectAllOk(replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
     Optimizer* optimizer = nullptr;
-    if (absl::Status s = CreateState(ctx, &optimizer); !s.ok()) return s;
-    absl::StatusOr<int64_t> start = ctx.RestoreOrSync();
+    absl::StatusOr<int64_t> start = StartState(ctx, &optimizer);
     if (!start.ok()) return start.status();
     EXPECT_EQ(*start, 0);
     // ON_READ variables start from replica 0's value (10) too; then each
@@ -371,8 +377,8 @@ TEST(ReplicaContextTest, CheckpointRestoresReplicaZerosStateEverywhere) {
     Replicas first(2, dir);
     ExpectAllOk(first.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
       Optimizer* optimizer = nullptr;
-      if (absl::Status s = CreateState(ctx, &optimizer); !s.ok()) return s;
-      if (absl::StatusOr<int64_t> start = ctx.RestoreOrSync(); !start.ok()) {
+      if (absl::StatusOr<int64_t> start = StartState(ctx, &optimizer);
+          !start.ok()) {
         return start.status();
       }
       // From replica 0's 10, each replica counts on its own: 10 and 20.
@@ -392,8 +398,7 @@ TEST(ReplicaContextTest, CheckpointRestoresReplicaZerosStateEverywhere) {
   Replicas second(2, dir);
   ExpectAllOk(second.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
     Optimizer* optimizer = nullptr;
-    if (absl::Status s = CreateState(ctx, &optimizer); !s.ok()) return s;
-    absl::StatusOr<int64_t> start = ctx.RestoreOrSync();
+    absl::StatusOr<int64_t> start = StartState(ctx, &optimizer);
     if (!start.ok()) return start.status();
     EXPECT_EQ(*start, 7);
     const double* w = ctx.find_variable("w")->data<double>();
@@ -419,8 +424,8 @@ TEST(ReplicaContextTest, ACheckpointSlowerToReadThanTheCollectiveTimeout) {
     Replicas first(2, dir, false, {}, kTimeout);
     ExpectAllOk(first.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
       Optimizer* optimizer = nullptr;
-      if (absl::Status s = CreateState(ctx, &optimizer); !s.ok()) return s;
-      if (absl::StatusOr<int64_t> start = ctx.RestoreOrSync(); !start.ok()) {
+      if (absl::StatusOr<int64_t> start = StartState(ctx, &optimizer);
+          !start.ok()) {
         return start.status();
       }
       return ctx.SaveCheckpoint(7);
@@ -450,8 +455,7 @@ TEST(ReplicaContextTest, ACheckpointSlowerToReadThanTheCollectiveTimeout) {
   Replicas second(2, dir, false, {}, kTimeout);
   ExpectAllOk(second.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
     Optimizer* optimizer = nullptr;
-    if (absl::Status s = CreateState(ctx, &optimizer); !s.ok()) return s;
-    absl::StatusOr<int64_t> start = ctx.RestoreOrSync();
+    absl::StatusOr<int64_t> start = StartState(ctx, &optimizer);
     if (!start.ok()) return start.status();
     EXPECT_EQ(*start, 7);
     EXPECT_EQ(ctx.find_variable("w")->data<double>()[0], 1.0);
