@@ -5,7 +5,6 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "common/checkpoint.h"
