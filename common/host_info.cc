@@ -109,7 +109,7 @@ absl::StatusOr<std::vector<std::string>> Resolve(const std::string& name) {
   HostResolver resolver;
   {
     absl::MutexLock lock(&cache.mu);
-    auto it = cache.kept.find(name);
+    auto it = cache.kept.find(absl::AsciiStrToLower(name));
     if (it != cache.kept.end()) {
       if (absl::Now() < it->second.expires) return it->second.addresses;
       cache.kept.erase(it);
@@ -173,12 +173,13 @@ std::vector<std::string> PrefetchHostLookups(
     absl::MutexLock lock(&cache.mu);
     resolver = cache.resolver ? cache.resolver : GetAddrInfo;
     for (const std::string& host : hosts) {
-      auto [it, inserted] = cache.kept.try_emplace(host);
+      // Names are looked up and kept without case, as DNS compares them.
+      auto [it, inserted] = cache.kept.try_emplace(absl::AsciiStrToLower(host));
       if (!inserted && absl::Now() < it->second.expires) continue;
       it->second = KeptLookup{.addresses = absl::NotFoundError(
                                   absl::StrCat(host, " did not resolve within ",
                                                absl::FormatDuration(timeout)))};
-      todo->push_back(host);
+      todo->push_back(it->first);
     }
   }
   // Detached: a lookup cannot be cancelled, and the caller waits for none
