@@ -55,7 +55,7 @@ TEST(HostInfoTest, PrefetchedLookupsWaitOneTimeoutAndAreKept) {
   });
   const absl::Time start = absl::Now();
   EXPECT_THAT(PrefetchHostLookups({"a.example", "slow.example", "a.example"},
-                                  absl::Milliseconds(300)),
+                                  absl::Seconds(2)),
               ::testing::ElementsAre("slow.example"));
   EXPECT_LT(absl::Now() - start, absl::Seconds(20));
   // Answered from what was kept, without another lookup.
@@ -63,7 +63,7 @@ TEST(HostInfoTest, PrefetchedLookupsWaitOneTimeoutAndAreKept) {
   EXPECT_TRUE(ResolveHost("a.example").ok());
   const absl::Status slow = ResolveHost("slow.example");
   EXPECT_EQ(slow.code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(slow.message(), "slow.example did not resolve within 300ms");
+  EXPECT_EQ(slow.message(), "slow.example did not resolve within 2s");
   EXPECT_EQ(lookups->load(), looked_up);
 
   // Its answer, once it comes, is kept too.
