@@ -10,10 +10,14 @@ namespace cohort::agent {
 
 namespace fs = std::filesystem;
 
+std::string JobKey(const std::string& job_id, const std::string& job_uid) {
+  return absl::StrCat(job_id, "-", job_uid);
+}
+
 std::string CheckpointCopyDir(const std::string& root,
                               const std::string& job_id,
                               const std::string& job_uid) {
-  return absl::StrCat(root, "/", job_id, "-", job_uid);
+  return absl::StrCat(root, "/", JobKey(job_id, job_uid));
 }
 
 std::optional<uint64_t> RemoveCheckpointCopy(const std::string& dir) {

@@ -11,8 +11,11 @@
 
 namespace cohort::agent {
 
-// <root>/<job id>-<job uid>: keyed by the uid too, since another cluster's
-// job may have had the same id.
+// "<job id>-<job uid>", as the coordinator lists unended jobs: keyed by the
+// uid too, since another cluster's job may have had the same id.
+std::string JobKey(const std::string& job_id, const std::string& job_uid);
+
+// <root>/<JobKey>.
 std::string CheckpointCopyDir(const std::string& root,
                               const std::string& job_id,
                               const std::string& job_uid);

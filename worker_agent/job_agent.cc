@@ -205,7 +205,7 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
       .origin = options_.origin};
   if (!options_.checkpoint_copies.empty()) {
     copies_.emplace(
-        std::pair(assignment.job_id(), assignment.job_uid()),
+        JobKey(assignment.job_id(), assignment.job_uid()),
         CheckpointCopyDir(options_.checkpoint_copies, assignment.job_id(),
                           assignment.job_uid()));
   }
@@ -216,12 +216,12 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
 void JobAgent::PruneCopies(const v1::AgentSyncResponse& response) {
   const absl::flat_hash_set<std::string> unended(
       response.unended_jobs().begin(), response.unended_jobs().end());
+  const std::string running = runner_ == nullptr
+                                  ? ""
+                                  : JobKey(runner_->assignment().job_id(),
+                                           runner_->assignment().job_uid());
   for (auto it = copies_.begin(); it != copies_.end();) {
-    const bool running = runner_ != nullptr &&
-                         runner_->assignment().job_id() == it->first.first &&
-                         runner_->assignment().job_uid() == it->first.second;
-    if (running || unended.contains(
-                       absl::StrCat(it->first.first, "-", it->first.second))) {
+    if (it->first == running || unended.contains(it->first)) {
       ++it;
       continue;
     }
@@ -229,7 +229,7 @@ void JobAgent::PruneCopies(const v1::AgentSyncResponse& response) {
       spdlog::info(
           "job {} has ended: removed this agent's checkpoint copies "
           "({:.1f} MiB in {})",
-          it->first.first, *bytes / double(1 << 20), it->second);
+          it->first, *bytes / double(1 << 20), it->second);
     }
     // Tried once: a copy that cannot be removed is logged, not retried.
     it = copies_.erase(it);

@@ -101,10 +101,10 @@ class JobAgent {
   absl::Notification stop_;
   std::thread thread_;
   std::unique_ptr<AttemptRunner> runner_;  // only the loop thread touches it
-  // The checkpoint copy directory of each job (id, uid) this agent has run
+  // The checkpoint copy directory of each job (by JobKey) this agent has run
   // since it started, until it is removed; only the loop thread touches it.
   // Only those: agents of other clusters may share the directory.
-  std::map<std::pair<std::string, std::string>, std::string> copies_;
+  std::map<std::string, std::string> copies_;
   absl::Time next_library_sweep_;  // only the loop thread
 };
 
