@@ -1,6 +1,7 @@
 #include "rpc/channel.h"
 
 #include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
 
 #include "absl/strings/str_cat.h"
 #include "rpc/auth.h"
@@ -52,6 +53,35 @@ absl::Status Connection::Annotate(absl::string_view method,
           : converted.message();
   return absl::Status(converted.code(),
                       absl::StrCat(method, " to ", address_, ": ", why));
+}
+
+absl::Status Connection::ProbeConnection(absl::Duration timeout) const {
+  // The standard health check: every server of ours answers it, and one
+  // without it still answers UNIMPLEMENTED, which proves the connection.
+  grpc::CompletionQueue cq;
+  grpc::GenericStub stub(channel_);
+  std::unique_ptr<grpc::ClientContext> context = NewContext(timeout);
+  grpc::Slice empty;  // an empty HealthCheckRequest: the server as a whole
+  grpc::ByteBuffer request(&empty, 1), response;
+  grpc::Status status;
+  std::unique_ptr<grpc::GenericClientAsyncResponseReader> call =
+      stub.PrepareUnaryCall(context.get(), "/grpc.health.v1.Health/Check",
+                            request, &cq);
+  call->StartCall();
+  call->Finish(&response, &status, nullptr);
+  void* tag = nullptr;
+  bool ok = false;
+  cq.Next(&tag, &ok);  // the call's deadline bounds it
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return FromGrpcStatus(status);
+    default:
+      return absl::OkStatus();
+  }
 }
 
 }  // namespace cohort::rpc

@@ -36,6 +36,13 @@ class Connection {
   absl::Status Annotate(absl::string_view method,
                         const grpc::Status& status) const;
 
+  // Why calls cannot reach the server, for errors after a wait for the
+  // connection ran out: one call that does not wait for a connection, so
+  // that it fails with gRPC's last connection error ("connection refused",
+  // a TLS handshake's). OK when it reached the server. Blocks up to
+  // `timeout`.
+  absl::Status ProbeConnection(absl::Duration timeout) const;
+
  private:
   std::string address_;
   Security security_;

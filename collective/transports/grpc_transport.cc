@@ -224,9 +224,9 @@ absl::Status GrpcTransport::Connect(Store& store) {
       const absl::Status connected = sender->WaitConnected(
           std::min(connect_deadline, absl::Now() + kAbortCheck));
       if (connected.ok()) break;
-      if (!absl::IsDeadlineExceeded(connected) ||
-          absl::Now() >= connect_deadline) {
-        return connected;
+      if (!absl::IsDeadlineExceeded(connected)) return connected;
+      if (absl::Now() >= connect_deadline) {
+        return sender->WithConnectionError(connected);
       }
       COHORT_RETURN_IF_ERROR(store.aborted());
     }

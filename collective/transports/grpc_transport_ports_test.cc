@@ -106,29 +106,6 @@ TEST(GrpcTransportPortsTest, RanksBindFreePortsOfTheRangeAndOneTooManyIsNamed) {
                      HasSubstr("--peer_ports"))));
 }
 
-// A LocalStore whose group the test gives up on, as an agent does its
-// store when the attempt ends.
-class AbortedStore final : public Store {
- public:
-  explicit AbortedStore(absl::Status why) : why_(std::move(why)) {}
-  absl::Status Set(const std::string& key, const std::string& value) override {
-    return inner_.Set(key, value);
-  }
-  absl::StatusOr<std::string> Get(const std::string& key,
-                                  absl::Duration timeout) override {
-    return inner_.Get(key, timeout);
-  }
-  absl::Status Barrier(const std::string& name, int participants, int rank,
-                       absl::Duration timeout) override {
-    return inner_.Barrier(name, participants, rank, timeout);
-  }
-  absl::Status aborted() const override { return why_; }
-
- private:
-  LocalStore inner_;
-  const absl::Status why_;
-};
-
 TEST(GrpcTransportConnectTest, TheStoresAbortEndsTheWaitForAPeersConnection) {
   // Rank 1 published an address and died: its port takes connections that
   // no server answers.
@@ -141,7 +118,8 @@ TEST(GrpcTransportConnectTest, TheStoresAbortEndsTheWaitForAPeersConnection) {
     if (held->valid()) dead = std::move(held);
   }
   ASSERT_NE(dead, nullptr);
-  AbortedStore store(absl::AbortedError("the attempt ended: worker:0 is DEAD"));
+  AbortableStore store;
+  store.Abort(absl::AbortedError("the attempt ended: worker:0 is DEAD"));
   ASSERT_TRUE(
       store.Set("dead/address/1", absl::StrCat("127.0.0.1:", port)).ok());
   ASSERT_TRUE(store.Set("dead/host/1", "another-host").ok());

@@ -16,6 +16,11 @@
 
 namespace cohort::collective {
 
+// The initial metadata a peer server sends on a stream whose credentials
+// it accepted, before any frame: the sender's proof that it is in, since
+// its own writes complete whether or not the peer refused it.
+inline constexpr char kPeerAcceptedMetadata[] = "cohort-peer-accepted";
+
 // A frame as received: everything but the payload, and the payload.
 struct ReceivedFrame {
   v1::PeerFrame header;  // its payload field is empty

@@ -20,6 +20,9 @@ constexpr size_t kMaxBatchBytes = 1 << 20;
 // How long a cancelled stream may take to end.
 constexpr absl::Duration kCancelGrace = absl::Seconds(30);
 
+// How long the call that asks why a peer was never reached may take.
+constexpr absl::Duration kProbeTimeout = absl::Seconds(1);
+
 // How long a closing stream may take to end, whatever Close's deadline.
 constexpr absl::Duration kMinCloseGrace = absl::Milliseconds(200);
 
@@ -54,9 +57,23 @@ void PeerSender::Started(bool ok) {
     FinishIfEndedLocked();
     return;
   }
-  // Nothing is expected back; the read ends when the stream does.
-  stream_->Read(&unused_read_, read_tag_.tag());
+  stream_->ReadInitialMetadata(metadata_tag_.tag());
   WriteNextLocked();
+}
+
+void PeerSender::AcceptedOrNot(bool ok) {
+  absl::MutexLock lock(&mu_);
+  if (!ok) {
+    read_ended_ = true;
+    FinishIfEndedLocked();
+    return;
+  }
+  // A refusal ends the call without this mark; its status then says why.
+  if (context_->GetServerInitialMetadata().count(kPeerAcceptedMetadata) > 0) {
+    connected_ = true;
+  }
+  // Nothing else is expected back; the read ends when the stream does.
+  stream_->Read(&unused_read_, read_tag_.tag());
 }
 
 void PeerSender::WriteNextLocked() {
@@ -97,7 +114,6 @@ void PeerSender::Written(bool ok) {
     queue_.clear();
   } else if (!writes_done_) {
     queue_.pop_front();
-    connected_ = true;  // the hello, at least, reached the peer's transport
     WriteNextLocked();
   }
   FinishIfEndedLocked();
@@ -124,7 +140,18 @@ void PeerSender::Finished() {
   absl::MutexLock lock(&mu_);
   done_ = true;
   queue_.clear();
-  if (failed_.ok() && !closing_) {
+  if (closing_) return;
+  const grpc::StatusCode code = status_.error_code();
+  if (code == grpc::StatusCode::UNAUTHENTICATED ||
+      code == grpc::StatusCode::PERMISSION_DENIED) {
+    // Not a peer that went away: one that will refuse every retry too.
+    // Its reason replaces a write's failure, which the refusal caused.
+    failed_ = absl::Status(
+        static_cast<absl::StatusCode>(code),
+        absl::StrCat(peer_, " refused this rank: ", status_.error_message()));
+    return;
+  }
+  if (failed_.ok()) {
     failed_ = absl::UnavailableError(absl::StrCat(
         peer_, " is gone: ",
         status_.ok() ? "it closed the stream" : status_.error_message()));
@@ -157,6 +184,16 @@ absl::Status PeerSender::WaitConnected(absl::Time deadline) {
                      "through)"));
   }
   return failed_;
+}
+
+absl::Status PeerSender::WithConnectionError(const absl::Status& timed_out) {
+  if (!connection_.has_value()) return timed_out;
+  const absl::Status probe = connection_->ProbeConnection(kProbeTimeout);
+  if (probe.ok()) return timed_out;
+  return absl::Status(
+      timed_out.code(),
+      absl::StrCat(timed_out.message(),
+                   "; a call to it now fails with: ", probe.message()));
 }
 
 void PeerSender::AwaitDone(bool cancel) {

@@ -39,10 +39,17 @@ class PeerSender final {
   // Queues an encoded frame; UNAVAILABLE naming the peer once the stream
   // failed.
   absl::Status Enqueue(grpc::ByteBuffer frame);
-  // Waits until the stream is up (its hello written), it failed, or
+  // Waits until the peer has accepted the stream, it failed, or
   // `deadline`; the stream itself waits for a connection as long as it
-  // takes.
+  // takes. A peer that refuses this rank's credentials fails it with
+  // UNAUTHENTICATED or PERMISSION_DENIED, naming the peer; a connection
+  // never made fails it with DEADLINE_EXCEEDED and gRPC's last connection
+  // error.
   absl::Status WaitConnected(absl::Time deadline);
+  // `timed_out` (WaitConnected's DEADLINE_EXCEEDED) with what a call to
+  // the peer fails with now, where that says more: "connection refused", a
+  // TLS handshake's failure. Blocks up to a second.
+  absl::Status WithConnectionError(const absl::Status& timed_out);
   // Half-closes once the queue drains, without waiting. Idempotent.
   void BeginClose();
   // Waits until the stream has ended, or `deadline`; true if it ended.
@@ -59,6 +66,7 @@ class PeerSender final {
  private:
   // Completions, run one at a time by whichever thread polls `cq`.
   void Started(bool ok);
+  void AcceptedOrNot(bool ok);
   void Written(bool ok);
   void Read(bool ok);
   void Finished();
@@ -80,6 +88,7 @@ class PeerSender final {
   grpc::Status status_;           // the stream's, once finished
 
   CompletionTag started_tag_{[this](bool ok) { Started(ok); }};
+  CompletionTag metadata_tag_{[this](bool ok) { AcceptedOrNot(ok); }};
   CompletionTag written_tag_{[this](bool ok) { Written(ok); }};
   CompletionTag read_tag_{[this](bool ok) { Read(ok); }};
   CompletionTag finished_tag_{[this](bool) { Finished(); }};
@@ -89,7 +98,7 @@ class PeerSender final {
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;  // a write or the half-close
   bool read_ended_ ABSL_GUARDED_BY(mu_) = false;
-  bool connected_ ABSL_GUARDED_BY(mu_) = false;
+  bool connected_ ABSL_GUARDED_BY(mu_) = false;  // the peer accepted us
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool writes_done_ ABSL_GUARDED_BY(mu_) = false;
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;

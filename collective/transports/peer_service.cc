@@ -41,7 +41,11 @@ class PeerReceiver final {
       Finish(rpc::ToGrpcStatus(auth));
       return;
     }
-    ReadNext();
+    context_.AddInitialMetadata(kPeerAcceptedMetadata, "1");
+    if (!service_->StartOp(
+            [this] { stream_.SendInitialMetadata(accepted_sent_.tag()); })) {
+      delete this;
+    }
   }
 
   void ReadNext() {
@@ -145,6 +149,9 @@ class PeerReceiver final {
   grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer> stream_{
       &context_};
   CompletionTag accepted_{[this](bool ok) { Accepted(ok); }};
+  // Reading starts once the peer has been told it is in; a failed send
+  // shows up as a failed read.
+  CompletionTag accepted_sent_{[this](bool) { ReadNext(); }};
   CompletionTag read_{[this](bool ok) { Read(ok); }};
   // The stream is over, whether or not its status reached the peer.
   CompletionTag finished_{[this](bool) { delete this; }};

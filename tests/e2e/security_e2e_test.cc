@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/test_cluster.h"
+#include "tests/testing/test_pki.h"
 
 namespace cohort::testing {
 namespace {
@@ -76,41 +77,9 @@ TEST(SecurityE2eTest, TokenIsRequiredByTheCoordinatorAndItsTasks) {
   EXPECT_EQ(*health, "SERVING");
 }
 
-// A CA and one certificate for 127.0.0.1, good for server and client.
-struct TestPki {
-  std::string ca, cert, key;
-};
-
-absl::StatusOr<TestPki> MakePki(const ScratchDir& dir) {
-  const std::string d = dir.path();
-  const std::string ext =
-      dir.Write("ext.cnf",
-                "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-                "extendedKeyUsage=serverAuth,clientAuth\n");
-  const std::vector<std::vector<std::string>> steps = {
-      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-       "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", d + "/ca.key",
-       "-out", d + "/ca.pem", "-days", "1", "-subj", "/CN=cohort-test-ca"},
-      {"openssl", "req", "-newkey", "ec", "-pkeyopt",
-       "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", d + "/node.key",
-       "-out", d + "/node.csr", "-subj", "/CN=localhost"},
-      {"openssl", "x509", "-req", "-in", d + "/node.csr", "-CA", d + "/ca.pem",
-       "-CAkey", d + "/ca.key", "-CAcreateserial", "-out", d + "/node.pem",
-       "-days", "1", "-extfile", ext},
-  };
-  for (std::vector<std::string> step : steps) {
-    step[0] = "/usr/bin/openssl";
-    CommandResult result = RunCommand(step, absl::Seconds(30));
-    if (result.exit_code != 0) {
-      return absl::InternalError(absl::StrCat("openssl: ", result.output));
-    }
-  }
-  return TestPki{d + "/ca.pem", d + "/node.pem", d + "/node.key"};
-}
-
 TEST(SecurityE2eTest, MutualTlsRefusesPlaintextAndUnknownClients) {
   ScratchDir dir;
-  absl::StatusOr<TestPki> pki = MakePki(dir);
+  absl::StatusOr<TestPki> pki = MakeTestPki(dir);
   ASSERT_TRUE(pki.ok()) << pki.status();
   const std::vector<std::string> tls_flags = {
       absl::StrCat("--tls_cert_file=", pki->cert),
