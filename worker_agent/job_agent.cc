@@ -204,16 +204,29 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
       .checkpoint_copies = options_.checkpoint_copies,
       .origin = options_.origin};
   if (!options_.checkpoint_copies.empty()) {
-    copies_.emplace(
-        JobKey(assignment.job_id(), assignment.job_uid()),
-        CheckpointCopyDir(options_.checkpoint_copies, assignment.job_id(),
-                          assignment.job_uid()));
+    const std::string dir = CheckpointCopyDir(
+        options_.checkpoint_copies, assignment.job_id(), assignment.job_uid());
+    if (absl::Status claimed = ClaimCheckpointCopy(dir, options_.coordinator);
+        !claimed.ok()) {
+      // The job's own checkpoint writes will say more; only a removal after
+      // a restart of this agent is lost.
+      spdlog::warn("cannot mark {} as this agent's checkpoint copy: {}", dir,
+                   claimed.ToString());
+    }
+    copies_.emplace(JobKey(assignment.job_id(), assignment.job_uid()), dir);
   }
   runner_ = options_.make_runner(std::move(runner));
   runner_->Start();
 }
 
 void JobAgent::PruneCopies(const v1::AgentSyncResponse& response) {
+  if (!found_claimed_copies_ && !options_.checkpoint_copies.empty()) {
+    // Once per start: the copies of jobs that ended while this agent was
+    // down, and those whose removal failed before it restarted.
+    found_claimed_copies_ = true;
+    copies_.merge(ClaimedCheckpointCopies(options_.checkpoint_copies,
+                                          options_.coordinator));
+  }
   const absl::flat_hash_set<std::string> unended(
       response.unended_jobs().begin(), response.unended_jobs().end());
   const std::string running = runner_ == nullptr
@@ -231,7 +244,8 @@ void JobAgent::PruneCopies(const v1::AgentSyncResponse& response) {
           "({:.1f} MiB in {})",
           it->first, *bytes / double(1 << 20), it->second);
     }
-    // Tried once: a copy that cannot be removed is logged, not retried.
+    // Tried once per start of the agent: a copy that cannot be removed is
+    // logged, and not retried at every sync.
     it = copies_.erase(it);
   }
 }

@@ -88,8 +88,9 @@ class JobAgent {
   // Aborts the runner with `why` and destroys it, once it has stopped or
   // after on_stuck.
   void StopRunner(const absl::Status& why);
-  // Removes this agent's checkpoint copies of the jobs it ran that the
-  // coordinator no longer lists as unended.
+  // Removes this agent's checkpoint copies of the jobs that the coordinator
+  // no longer lists as unended: those it ran since it started and, found
+  // at the first call, those claimed for its coordinator before.
   void PruneCopies(const v1::AgentSyncResponse& response);
   // Every few minutes: removes the cached libraries unused for a day, but
   // for the running job's.
@@ -102,9 +103,11 @@ class JobAgent {
   std::thread thread_;
   std::unique_ptr<AttemptRunner> runner_;  // only the loop thread touches it
   // The checkpoint copy directory of each job (by JobKey) this agent has run
-  // since it started, until it is removed; only the loop thread touches it.
-  // Only those: agents of other clusters may share the directory.
+  // or found claimed for its coordinator, until it is removed; only the
+  // loop thread touches it. Only those: agents of other clusters may share
+  // the directory.
   std::map<std::string, std::string> copies_;
+  bool found_claimed_copies_ = false;  // only the loop thread
   absl::Time next_library_sweep_;  // only the loop thread
 };
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "common/digest.h"
@@ -14,6 +15,7 @@
 #include "common/library_files.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/wait.h"
+#include "worker_agent/checkpoint_copies.h"
 
 namespace cohort::agent {
 namespace {
@@ -400,6 +402,50 @@ TEST_F(JobAgentTest, CheckpointCopiesOfEndedJobsAreRemoved) {
   coordinator_->Unassign();
   ASSERT_TRUE(WaitUntil([&] { return !fs::exists(running); }, kWait));
   EXPECT_TRUE(fs::exists(others));
+}
+
+TEST_F(JobAgentTest, ClaimedCopiesOfJobsThatEndedWhileTheAgentWasDownGo) {
+  namespace fs = std::filesystem;
+  const std::string coordinator = "coordinator-a:7070";
+  const std::string ended = copies_ + "/3-00000000000000aa";
+  const std::string unended = copies_ + "/5-00000000000000dd";
+  // Another cluster's agent shares the directory.
+  const std::string others = copies_ + "/3-00000000000000cc";
+  // Left by an agent that did not claim its copies.
+  const std::string unclaimed = copies_ + "/6-00000000000000ee";
+  ASSERT_OK(ClaimCheckpointCopy(ended, coordinator));
+  ASSERT_OK(ClaimCheckpointCopy(unended, coordinator));
+  ASSERT_OK(ClaimCheckpointCopy(others, "coordinator-b:7070"));
+  ASSERT_OK(MakeDirectories(unclaimed));
+  for (const std::string& dir : {ended, unended, others, unclaimed}) {
+    ASSERT_OK(WriteFileAtomically(dir + "/ckpt-10.data", "0123456789"));
+  }
+  EXPECT_EQ(
+      ClaimedCheckpointCopies(copies_, coordinator),
+      (std::map<std::string, std::string>{{"3-00000000000000aa", ended},
+                                          {"5-00000000000000dd", unended}}));
+  coordinator_->ListUnended({"5-00000000000000dd"});
+  // The agent comes back after job 3 ended; it never ran either job since.
+  JobAgent agent(JobAgentOptions{.task = {"worker", 2},
+                                 .coordinator = coordinator,
+                                 .job_control = coordinator_,
+                                 .make_runner =
+                                     [log = log_](RunnerOptions options) {
+                                       return std::make_unique<FakeRunner>(
+                                           std::move(options), log);
+                                     },
+                                 .checkpoint_copies = copies_});
+  agent.Start();
+  ASSERT_TRUE(WaitUntil([&] { return !fs::exists(ended); }, kWait));
+  EXPECT_TRUE(fs::exists(unended));
+  EXPECT_TRUE(fs::exists(others));
+  EXPECT_TRUE(fs::exists(unclaimed));
+
+  // Job 5 ends too.
+  coordinator_->ListUnended({});
+  ASSERT_TRUE(WaitUntil([&] { return !fs::exists(unended); }, kWait));
+  EXPECT_TRUE(fs::exists(others));
+  agent.Shutdown();
 }
 
 TEST_F(JobAgentTest, CachedLibrariesUnusedForADayAreRemoved) {
