@@ -75,13 +75,10 @@ absl::Status Connection::ProbeConnection(absl::Duration timeout) const {
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) {
   }
-  switch (status.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return FromGrpcStatus(status);
-    default:
-      return absl::OkStatus();
+  if (status.error_code() != grpc::StatusCode::UNAVAILABLE) {
+    return absl::OkStatus();
   }
+  return FromGrpcStatus(status);
 }
 
 }  // namespace cohort::rpc

@@ -39,8 +39,9 @@ class Connection {
   // Why calls cannot reach the server, for errors after a wait for the
   // connection ran out: one call that does not wait for a connection, so
   // that it fails with gRPC's last connection error ("connection refused",
-  // a TLS handshake's). OK when it reached the server. Blocks up to
-  // `timeout`.
+  // a TLS handshake's). OK when it reached the server, or when the
+  // connection was still being made at `timeout`, which says nothing new.
+  // Blocks up to `timeout`.
   absl::Status ProbeConnection(absl::Duration timeout) const;
 
  private:

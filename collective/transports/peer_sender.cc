@@ -171,19 +171,23 @@ absl::Status PeerSender::Enqueue(grpc::ByteBuffer frame) {
 }
 
 absl::Status PeerSender::WaitConnected(absl::Time deadline) {
+  // Until the peer accepts the stream, every failure ends the call, and the
+  // end (Finished) says why: a write that failed first, since the peer
+  // refused us, must not stand for the refusal.
   auto settled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return connected_ || !failed_.ok();
+    return connected_ || done_;
   };
   absl::MutexLock lock(&mu_);
   if (!mu_.AwaitWithDeadline(absl::Condition(&settled), deadline)) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("could not connect to ", peer_,
-                     " in time: it published that address, but no connection "
-                     "to it was made (a firewall between the hosts? agents' "
-                     "--peer_ports keeps peer servers on ports it can let "
-                     "through)"));
+    return absl::DeadlineExceededError(absl::StrCat(
+        "could not connect to ", peer_,
+        " in time: it published that address, but did not accept this "
+        "rank's stream there (a firewall between the hosts? agents' "
+        "--peer_ports keeps peer servers on ports it can let through)"));
   }
-  return failed_;
+  if (!failed_.ok() || connected_) return failed_;
+  return absl::UnavailableError(
+      absl::StrCat("the stream to ", peer_, " ended before the peer took it"));
 }
 
 absl::Status PeerSender::WithConnectionError(const absl::Status& timed_out) {

@@ -39,12 +39,12 @@ class PeerSender final {
   // Queues an encoded frame; UNAVAILABLE naming the peer once the stream
   // failed.
   absl::Status Enqueue(grpc::ByteBuffer frame);
-  // Waits until the peer has accepted the stream, it failed, or
+  // Waits until the peer has accepted the stream, the stream has ended, or
   // `deadline`; the stream itself waits for a connection as long as it
   // takes. A peer that refuses this rank's credentials fails it with
-  // UNAUTHENTICATED or PERMISSION_DENIED, naming the peer; a connection
-  // never made fails it with DEADLINE_EXCEEDED and gRPC's last connection
-  // error.
+  // UNAUTHENTICATED or PERMISSION_DENIED, naming the peer; a stream not
+  // accepted by `deadline` fails it with DEADLINE_EXCEEDED
+  // (WithConnectionError adds why, where gRPC knows).
   absl::Status WaitConnected(absl::Time deadline);
   // `timed_out` (WaitConnected's DEADLINE_EXCEEDED) with what a call to
   // the peer fails with now, where that says more: "connection refused", a
