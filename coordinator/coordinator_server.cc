@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/file_util.h"
@@ -180,6 +181,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   COHORT_RETURN_IF_ERROR(
       CheckReachableFromTheSpecsHosts(*config.spec, config.server.listen));
   ++server->state_.incarnation;
+  if (server->state_.cluster_uid.empty()) {
+    absl::BitGen random;
+    server->state_.cluster_uid = absl::StrCat(
+        absl::Hex(absl::Uniform<uint64_t>(random), absl::kZeroPad16),
+        absl::Hex(absl::Uniform<uint64_t>(random), absl::kZeroPad16));
+  }
   server->state_.cluster_spec_json = config.spec->ToJson();
 
   const absl::Time now = absl::Now();
@@ -211,6 +218,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   server->libraries_ = std::make_unique<LibraryStore>(data_dir + "/libraries");
   JobManagerOptions jobs = config.jobs;
   jobs.checkpoint_root = data_dir + "/jobs";
+  jobs.cluster_uid = server->state_.cluster_uid;
   server->jobs_ = std::make_unique<JobManager>(*config.spec, jobs);
   server->job_loop_ = std::make_unique<JobLoop>(
       server->manager_.get(), server->jobs_.get(), server->store_manager_.get(),
@@ -223,6 +231,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
       CoordinatorIdentity{
           .launch_mode = config.launch == LaunchMode::kLocal ? "local" : "none",
           .incarnation = server->state_.incarnation,
+          .cluster_uid = server->state_.cluster_uid,
           .started = now},
       LogAccess{.own_log = &LogBuffer::Default(),
                 .jobs = server->jobs_.get(),

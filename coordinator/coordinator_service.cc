@@ -79,6 +79,7 @@ grpc::ServerUnaryReactor* AdminService::GetClusterState(
     response->set_cluster_spec_json(manager_->spec().ToJson());
     response->set_coordinator_pid(getpid());
     response->set_incarnation(identity_.incarnation);
+    response->set_cluster_uid(identity_.cluster_uid);
     if (store_ != nullptr) {
       response->set_store_keys(static_cast<int64_t>(store_->num_keys()));
     }

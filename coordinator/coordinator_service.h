@@ -46,6 +46,7 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
 struct CoordinatorIdentity {
   std::string launch_mode;
   int64_t incarnation = 0;
+  std::string cluster_uid;
   absl::Time started;
 };
 

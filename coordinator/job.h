@@ -34,6 +34,8 @@ struct JobManagerOptions {
   // dropped, so that a long-lived coordinator's table and state file stay
   // bounded. Their checkpoints stay where they are.
   int finished_jobs_kept = 1000;
+  // Told to agents (AgentSyncResponse.cluster_uid).
+  std::string cluster_uid;
 };
 
 struct Job {

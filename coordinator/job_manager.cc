@@ -191,6 +191,7 @@ v1::AgentSyncResponse JobManager::Sync(const v1::AgentJobReport& report,
       TaskId{report.task().type(), report.task().index()}.ToString();
   absl::MutexLock lock(&mu_);
   response.set_lists_unended_jobs(true);
+  response.set_cluster_uid(options_.cluster_uid);
   for (const auto& [id, listed] : jobs_) {
     if (!IsTerminal(listed.status.state())) {
       response.add_unended_jobs(

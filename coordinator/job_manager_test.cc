@@ -57,7 +57,8 @@ v1::AgentJobReport StopReport(const std::string& type, const std::string& job,
 
 class JobManagerTest : public ::testing::Test {
  protected:
-  JobManager manager_{TwoAgentSpec(), {.checkpoint_root = "/ckpt"}};
+  JobManager manager_{TwoAgentSpec(),
+                      {.checkpoint_root = "/ckpt", .cluster_uid = "cluster-7"}};
   absl::Time now_ = absl::FromUnixSeconds(1000);
 
   std::string SubmitAndPlace(v1::JobSpec spec = GoodSpec()) {
@@ -468,6 +469,7 @@ TEST_F(JobManagerTest, SyncsListTheJobsThatHaveNotEnded) {
   const v1::AgentSyncResponse before =
       manager_.Sync(Report("worker", "", 0, v1::AgentJobReport::IDLE), now_);
   EXPECT_TRUE(before.lists_unended_jobs());
+  EXPECT_EQ(before.cluster_uid(), "cluster-7");
   EXPECT_THAT(before.unended_jobs(),
               UnorderedElementsAre(key(first), key(second)));
   ASSERT_OK(manager_.Cancel(first, now_).status());

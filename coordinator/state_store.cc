@@ -51,6 +51,11 @@ absl::StatusOr<std::optional<PersistedState>> StateStore::Load() const {
     return Corrupt(path_, "missing or mistyped top-level fields");
   }
   state.incarnation = incarnation.get<int64_t>();
+  if (json.contains("cluster_uid")) {
+    const auto& uid = Field(json, "cluster_uid");
+    if (!uid.is_string()) return Corrupt(path_, "cluster_uid is not a string");
+    state.cluster_uid = uid.get<std::string>();
+  }
   state.coordinator_address = address.get<std::string>();
   state.cluster_spec_json = spec.dump();
   for (const auto& entry : tasks) {
@@ -87,6 +92,7 @@ absl::Status StateStore::Save(const PersistedState& state) const {
   const nlohmann::json json = {
       {"format", kFormatVersion},
       {"incarnation", state.incarnation},
+      {"cluster_uid", state.cluster_uid},
       {"coordinator_address", state.coordinator_address},
       {"cluster_spec", spec},
       {"tasks", tasks},

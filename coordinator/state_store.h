@@ -26,6 +26,9 @@ struct PersistedTask {
 
 struct PersistedState {
   int64_t incarnation = 0;  // starts of this state dir, this one included
+  // Made at the first start of the state dir (empty in files older than
+  // it): names the cluster to agents (AgentSyncResponse.cluster_uid).
+  std::string cluster_uid;
   std::string coordinator_address;
   std::string cluster_spec_json;
   std::vector<PersistedTask> tasks;

@@ -30,6 +30,7 @@ TEST(StateStoreTest, SaveThenLoadRoundTrips) {
   StateStore store(FreshDir("roundtrip"));
   PersistedState state;
   state.incarnation = 3;
+  state.cluster_uid = "0123456789abcdef0123456789abcdef";
   state.coordinator_address = "127.0.0.1:7070";
   state.cluster_spec_json = R"({"cluster":{"worker":["127.0.0.1:2001"]}})";
   state.tasks.push_back({.task = {"worker", 0},
@@ -42,6 +43,7 @@ TEST(StateStoreTest, SaveThenLoadRoundTrips) {
   ASSERT_TRUE(loaded->has_value());
   const PersistedState& got = **loaded;
   EXPECT_EQ(got.incarnation, 3);
+  EXPECT_EQ(got.cluster_uid, "0123456789abcdef0123456789abcdef");
   EXPECT_EQ(got.coordinator_address, "127.0.0.1:7070");
   EXPECT_THAT(got.cluster_spec_json, HasSubstr("127.0.0.1:2001"));
   ASSERT_EQ(got.tasks.size(), 1);
@@ -51,6 +53,22 @@ TEST(StateStoreTest, SaveThenLoadRoundTrips) {
   EXPECT_TRUE(got.tasks[0].launched);
 }
 
+TEST(StateStoreTest, AFileFromBeforeClusterUidsLoadsWithoutOne) {
+  const std::string dir = FreshDir("before_uids");
+  StateStore store(dir);
+  ASSERT_TRUE(MakeDirectories(dir).ok());
+  ASSERT_TRUE(WriteFileAtomically(store.path(),
+                                  R"({"format": 1, "incarnation": 4,
+                                      "coordinator_address": "x",
+                                      "cluster_spec": {}, "tasks": []})")
+                  .ok());
+  absl::StatusOr<std::optional<PersistedState>> loaded = store.Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_TRUE(loaded->has_value());
+  EXPECT_EQ((*loaded)->incarnation, 4);
+  EXPECT_EQ((*loaded)->cluster_uid, "");
+}
+
 TEST(StateStoreTest, CorruptFileIsAnErrorNamingIt) {
   const std::string dir = FreshDir("corrupt");
   StateStore store(dir);
@@ -58,7 +76,10 @@ TEST(StateStoreTest, CorruptFileIsAnErrorNamingIt) {
   for (const char* text : {"{not json", R"({"format": 1})", "[]",
                            R"({"format": 1, "incarnation": 1,
                                "coordinator_address": "x", "cluster_spec": {},
-                               "tasks": [{"task": "worker"}]})"}) {
+                               "tasks": [{"task": "worker"}]})",
+                           R"({"format": 1, "incarnation": 1,
+                               "coordinator_address": "x", "cluster_spec": {},
+                               "tasks": [], "cluster_uid": 7})"}) {
     ASSERT_TRUE(WriteFileAtomically(store.path(), text).ok());
     absl::StatusOr<std::optional<PersistedState>> loaded = store.Load();
     EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss) << text;

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <system_error>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
@@ -16,27 +17,32 @@ std::string JobKey(const std::string& job_id, const std::string& job_uid) {
   return absl::StrCat(job_id, "-", job_uid);
 }
 
-std::string CheckpointCopyDir(const std::string& root,
-                              const std::string& job_id,
-                              const std::string& job_uid) {
-  return absl::StrCat(root, "/", JobKey(job_id, job_uid));
-}
-
 namespace {
 
-// Holds the owner's address; not a checkpoint file name (ckpt-*, latest).
-constexpr char kOwnerFile[] = "/.owner";
+// Holds the cluster's uid; not a checkpoint file name (ckpt-*, latest).
+constexpr char kOwnerName[] = ".owner";
+
+std::string OwnerFile(const std::string& dir) {
+  return absl::StrCat(dir, "/", kOwnerName);
+}
 
 }  // namespace
 
+std::string CheckpointCopyDirFor(const std::string& root,
+                                 const v1::AgentJobAssignment& assignment) {
+  if (root.empty() || assignment.node() == 0) return "";
+  return absl::StrCat(root, "/",
+                      JobKey(assignment.job_id(), assignment.job_uid()));
+}
+
 absl::Status ClaimCheckpointCopy(const std::string& dir,
-                                 const std::string& owner) {
+                                 const std::string& cluster_uid) {
   COHORT_RETURN_IF_ERROR(MakeDirectories(dir));
-  return WriteFileAtomically(dir + kOwnerFile, owner);
+  return WriteFileAtomically(OwnerFile(dir), cluster_uid);
 }
 
 std::map<std::string, std::string> ClaimedCheckpointCopies(
-    const std::string& root, const std::string& owner) {
+    const std::string& root, const std::string& cluster_uid) {
   std::map<std::string, std::string> claimed;
   std::error_code ec;
   for (fs::directory_iterator it(root, ec), end; !ec && it != end;
@@ -44,10 +50,14 @@ std::map<std::string, std::string> ClaimedCheckpointCopies(
     std::error_code type_ec;
     if (!it->is_directory(type_ec)) continue;
     const std::string dir = it->path().string();
-    absl::StatusOr<std::string> claimed_by = ReadFile(dir + kOwnerFile);
-    if (claimed_by.ok() && *claimed_by == owner) {
+    absl::StatusOr<std::string> claimed_by = ReadFile(OwnerFile(dir));
+    if (claimed_by.ok() && *claimed_by == cluster_uid) {
       claimed.emplace(it->path().filename().string(), dir);
     }
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    spdlog::warn("cannot list the checkpoint copies in {}: {}", root,
+                 ec.message());
   }
   return claimed;
 }
@@ -70,7 +80,17 @@ std::optional<uint64_t> RemoveCheckpointCopy(const std::string& dir) {
       if (!size_ec) bytes += size;
     }
   }
-  fs::remove_all(dir, ec);
+  // The claim goes last: a copy that stays half removed is still claimed.
+  std::vector<fs::path> entries;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->path().filename() != kOwnerName) entries.push_back(it->path());
+  }
+  for (const fs::path& entry : entries) {
+    if (ec) break;
+    fs::remove_all(entry, ec);
+  }
+  if (!ec) fs::remove_all(dir, ec);
   if (ec) {
     spdlog::warn("cannot remove the checkpoint copies in {}: {}", dir,
                  ec.message());

@@ -160,6 +160,7 @@ void JobAgent::Run() {
     if (response.sync_interval_ms() > 0) {
       interval = absl::Milliseconds(response.sync_interval_ms());
     }
+    cluster_uid_ = response.cluster_uid();
     Apply(response.assignment());
     if (!response.abort().empty() && runner_ != nullptr && !runner_->done()) {
       runner_->Abort(absl::UnavailableError(response.abort()));
@@ -203,15 +204,17 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
       .task = options_.task,
       .checkpoint_copies = options_.checkpoint_copies,
       .origin = options_.origin};
-  if (!options_.checkpoint_copies.empty()) {
-    const std::string dir = CheckpointCopyDir(
-        options_.checkpoint_copies, assignment.job_id(), assignment.job_uid());
-    if (absl::Status claimed = ClaimCheckpointCopy(dir, options_.coordinator);
-        !claimed.ok()) {
-      // The job's own checkpoint writes will say more; only a removal after
-      // a restart of this agent is lost.
-      spdlog::warn("cannot mark {} as this agent's checkpoint copy: {}", dir,
-                   claimed.ToString());
+  if (const std::string dir =
+          CheckpointCopyDirFor(options_.checkpoint_copies, assignment);
+      !dir.empty()) {
+    if (!cluster_uid_.empty()) {
+      if (absl::Status claimed = ClaimCheckpointCopy(dir, cluster_uid_);
+          !claimed.ok()) {
+        // The job's own checkpoint writes will say more; only a removal
+        // after a restart of this agent is lost.
+        spdlog::warn("cannot mark {} as this agent's checkpoint copy: {}", dir,
+                     claimed.ToString());
+      }
     }
     copies_.emplace(JobKey(assignment.job_id(), assignment.job_uid()), dir);
   }
@@ -220,12 +223,13 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
 }
 
 void JobAgent::PruneCopies(const v1::AgentSyncResponse& response) {
-  if (!found_claimed_copies_ && !options_.checkpoint_copies.empty()) {
+  if (!found_claimed_copies_ && !options_.checkpoint_copies.empty() &&
+      !response.cluster_uid().empty()) {
     // Once per start: the copies of jobs that ended while this agent was
     // down, and those whose removal failed before it restarted.
     found_claimed_copies_ = true;
     copies_.merge(ClaimedCheckpointCopies(options_.checkpoint_copies,
-                                          options_.coordinator));
+                                          response.cluster_uid()));
   }
   const absl::flat_hash_set<std::string> unended(
       response.unended_jobs().begin(), response.unended_jobs().end());

@@ -90,7 +90,7 @@ class JobAgent {
   void StopRunner(const absl::Status& why);
   // Removes this agent's checkpoint copies of the jobs that the coordinator
   // no longer lists as unended: those it ran since it started and, found
-  // at the first call, those claimed for its coordinator before.
+  // at the first call, those claimed for the coordinator's cluster before.
   void PruneCopies(const v1::AgentSyncResponse& response);
   // Every few minutes: removes the cached libraries unused for a day, but
   // for the running job's.
@@ -108,6 +108,7 @@ class JobAgent {
   // the directory.
   std::map<std::string, std::string> copies_;
   bool found_claimed_copies_ = false;  // only the loop thread
+  std::string cluster_uid_;            // the last sync's; only the loop thread
   absl::Time next_library_sweep_;  // only the loop thread
 };
 

@@ -43,6 +43,16 @@ class FakeJobControl final : public JobControlClient {
     response_.mutable_assignment()->set_job_uid(std::move(uid));
     response_.set_abort(std::move(abort));
   }
+  // Which agent of the job this one is: 0 for the chief's, which keeps no
+  // checkpoint copies.
+  void SetNode(int node) {
+    absl::MutexLock lock(&mu_);
+    response_.mutable_assignment()->set_node(node);
+  }
+  void SetClusterUid(const std::string& uid) {
+    absl::MutexLock lock(&mu_);
+    response_.set_cluster_uid(uid);
+  }
   void SetLibrary(const std::string& digest) {
     absl::MutexLock lock(&mu_);
     response_.mutable_assignment()->mutable_spec()->set_library_digest(digest);
@@ -382,6 +392,7 @@ TEST_F(JobAgentTest, CheckpointCopiesOfEndedJobsAreRemoved) {
     ASSERT_OK(WriteFileAtomically(dir + "/ckpt-10.data", "0123456789"));
   }
   coordinator_->Assign("3", 1, "", "00000000000000aa");
+  coordinator_->SetNode(1);
   ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
   coordinator_->Assign("4", 2, "", "00000000000000bb");
   ASSERT_TRUE(WaitUntil([&] { return log_->Started(2); }, kWait));
@@ -406,46 +417,53 @@ TEST_F(JobAgentTest, CheckpointCopiesOfEndedJobsAreRemoved) {
 
 TEST_F(JobAgentTest, ClaimedCopiesOfJobsThatEndedWhileTheAgentWasDownGo) {
   namespace fs = std::filesystem;
-  const std::string coordinator = "coordinator-a:7070";
+  // Left by this agent before it restarted: job 3 has ended since, job 5
+  // has not.
   const std::string ended = copies_ + "/3-00000000000000aa";
   const std::string unended = copies_ + "/5-00000000000000dd";
   // Another cluster's agent shares the directory.
   const std::string others = copies_ + "/3-00000000000000cc";
   // Left by an agent that did not claim its copies.
   const std::string unclaimed = copies_ + "/6-00000000000000ee";
-  ASSERT_OK(ClaimCheckpointCopy(ended, coordinator));
-  ASSERT_OK(ClaimCheckpointCopy(unended, coordinator));
-  ASSERT_OK(ClaimCheckpointCopy(others, "coordinator-b:7070"));
+  ASSERT_OK(ClaimCheckpointCopy(ended, "cluster-a"));
+  ASSERT_OK(ClaimCheckpointCopy(unended, "cluster-a"));
+  ASSERT_OK(ClaimCheckpointCopy(others, "cluster-b"));
   ASSERT_OK(MakeDirectories(unclaimed));
   for (const std::string& dir : {ended, unended, others, unclaimed}) {
     ASSERT_OK(WriteFileAtomically(dir + "/ckpt-10.data", "0123456789"));
   }
   EXPECT_EQ(
-      ClaimedCheckpointCopies(copies_, coordinator),
+      ClaimedCheckpointCopies(copies_, "cluster-a"),
       (std::map<std::string, std::string>{{"3-00000000000000aa", ended},
                                           {"5-00000000000000dd", unended}}));
+
+  // The agent's coordinator serves cluster-a.
+  coordinator_->SetClusterUid("cluster-a");
   coordinator_->ListUnended({"5-00000000000000dd"});
-  // The agent comes back after job 3 ended; it never ran either job since.
-  JobAgent agent(JobAgentOptions{.task = {"worker", 2},
-                                 .coordinator = coordinator,
-                                 .job_control = coordinator_,
-                                 .make_runner =
-                                     [log = log_](RunnerOptions options) {
-                                       return std::make_unique<FakeRunner>(
-                                           std::move(options), log);
-                                     },
-                                 .checkpoint_copies = copies_});
-  agent.Start();
   ASSERT_TRUE(WaitUntil([&] { return !fs::exists(ended); }, kWait));
   EXPECT_TRUE(fs::exists(unended));
   EXPECT_TRUE(fs::exists(others));
   EXPECT_TRUE(fs::exists(unclaimed));
 
-  // Job 5 ends too.
+  // A job it runs now is claimed for cluster-a too.
+  coordinator_->Assign("7", 1, "", "00000000000000ff");
+  coordinator_->SetNode(1);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return ClaimedCheckpointCopies(copies_, "cluster-a")
+            .contains("7-00000000000000ff");
+      },
+      kWait));
+
+  // Jobs 5 and 7 end.
+  coordinator_->Unassign();
   coordinator_->ListUnended({});
-  ASSERT_TRUE(WaitUntil([&] { return !fs::exists(unended); }, kWait));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return ClaimedCheckpointCopies(copies_, "cluster-a").empty(); },
+      kWait));
+  EXPECT_FALSE(fs::exists(unended));
   EXPECT_TRUE(fs::exists(others));
-  agent.Shutdown();
+  EXPECT_TRUE(fs::exists(unclaimed));
 }
 
 TEST_F(JobAgentTest, CachedLibrariesUnusedForADayAreRemoved) {

@@ -81,12 +81,10 @@ JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment, const TaskId& task,
   job.seed = spec.seed();
   job.config_json = spec.config_json();
   job.num_replicas = assignment.num_replicas();
-  if (assignment.node() == 0) {
-    job.checkpoint_dir = assignment.checkpoint_dir();
-  } else if (!checkpoint_copies.empty()) {
-    job.checkpoint_dir = CheckpointCopyDir(
-        checkpoint_copies, assignment.job_id(), assignment.job_uid());
-  }
+  job.checkpoint_dir =
+      assignment.node() == 0
+          ? assignment.checkpoint_dir()
+          : CheckpointCopyDirFor(checkpoint_copies, assignment);
   if (spec.collective_timeout_ms() > 0) {
     job.collective_timeout = absl::Milliseconds(spec.collective_timeout_ms());
   }

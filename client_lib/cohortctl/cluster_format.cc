@@ -166,6 +166,7 @@ nlohmann::json ClusterStateToJson(const v1::ClusterState& state) {
       {"uptime_ms", state.uptime_ms()},
       {"launch_mode", state.launch_mode()},
       {"incarnation", state.incarnation()},
+      {"cluster_uid", state.cluster_uid()},
       {"store_keys", state.store_keys()},
       {"cluster_spec",
        nlohmann::json::parse(state.cluster_spec_json(), nullptr, false)},

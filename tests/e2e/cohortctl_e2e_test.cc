@@ -165,11 +165,14 @@ TEST(CohortctlE2eTest,
      UpStartsANewClusterUnlessAskedToResumeAndLeavesNoOrphans) {
   ScratchDir dir;
   std::vector<int64_t> first_pids;
+  std::string first_uid;
   {
     UpProcess up(dir, {});
     const nlohmann::json status = up.WaitReady();
     ASSERT_FALSE(status.is_null()) << up.Log();
     EXPECT_EQ(status["incarnation"], 1);
+    first_uid = status["cluster_uid"].get<std::string>();
+    EXPECT_EQ(first_uid.size(), 32u) << status.dump(2);
     first_pids = Pids(status);
     // The coordinator dies for real (SIGKILL), and so does `up`: its tasks
     // are left running.
@@ -188,6 +191,7 @@ TEST(CohortctlE2eTest,
     const nlohmann::json status = up.WaitReady();
     ASSERT_FALSE(status.is_null()) << up.Log();
     EXPECT_EQ(status["incarnation"], 2);
+    EXPECT_EQ(status["cluster_uid"], first_uid);
     EXPECT_EQ(Pids(status), first_pids) << status.dump(2);
     // Killed again, then a plain `up`: a new cluster, which stops the
     // leftovers of the old one before it starts its own.
@@ -201,6 +205,7 @@ TEST(CohortctlE2eTest,
   const nlohmann::json status = fresh.WaitReady();
   ASSERT_FALSE(status.is_null()) << fresh.Log();
   EXPECT_EQ(status["incarnation"], 1);
+  EXPECT_NE(status["cluster_uid"], first_uid);  // a new cluster
   for (const auto& task : status["tasks"]) {
     EXPECT_EQ(task["restart_count"], 0) << task.dump();
   }
