@@ -101,6 +101,13 @@ void JobManager::PlaceParameterServer(Job& job,
   job.changed = true;
 }
 
+namespace {
+
+// How often the current runner of a lost worker asks again.
+constexpr absl::Duration kLostWorkerRetry = absl::Milliseconds(200);
+
+}  // namespace
+
 absl::StatusOr<v1::ClosureResponse> JobManager::RunClosures(
     const v1::ClosureRequest& request, absl::Time now) {
   const std::string task =
@@ -114,7 +121,7 @@ absl::StatusOr<v1::ClosureResponse> JobManager::RunClosures(
                      " is not running"));
   }
   auto assignment = job->assignments.find(task);
-  if (assignment == job->assignments.end() || job->lost.count(task) > 0 ||
+  if (assignment == job->assignments.end() ||
       assignment->second.group() != request.group()) {
     // A runner from before its worker was lost: it stops, and the agent
     // starts the assignment's current one.
@@ -124,6 +131,15 @@ absl::StatusOr<v1::ClosureResponse> JobManager::RunClosures(
   }
   for (const v1::PsRecovery& recovery : request.recoveries()) {
     RecordRecovery(*job, recovery, now);
+  }
+  if (job->lost.count(task) > 0) {
+    // The current runner of a worker not seen READY since it was lost (its
+    // link came back before its registration did). It waits, handed
+    // nothing that a second loss would strand; refused, it would end, and
+    // its agent would start no other for an assignment that stays the same.
+    v1::ClosureResponse wait;
+    wait.set_retry_after_ms(absl::ToInt64Milliseconds(kLostWorkerRetry));
+    return wait;
   }
   std::vector<v1::ClosureResult> completed(request.completed().begin(),
                                            request.completed().end());

@@ -92,6 +92,26 @@ TEST_F(JobManagerPsTest, AStaleRunnerIsRefusedAndItsClosureRunsAgain) {
   EXPECT_EQ(manager_.RunClosures(current, now_)->closures(0), 0);
 }
 
+TEST_F(JobManagerPsTest, TheNewRunnerOfALostWorkerWaitsUntilItIsReadyAgain) {
+  Start();
+  ASSERT_EQ(manager_.RunClosures(Request("worker", 1, {}), now_)->closures(0),
+            0);
+  // The worker's heartbeats stop; its process lives, and its agent starts
+  // the runner of the new group before the task is READY again.
+  manager_.Tick(Views(v1::DEAD), now_);
+  v1::ClosureRequest current = Request("worker", 1, {});
+  current.set_group("job-1/attempt-1/worker:0/epoch-1");
+  absl::StatusOr<v1::ClosureResponse> early =
+      manager_.RunClosures(current, now_);
+  ASSERT_TRUE(early.ok()) << early.status();  // not told to end
+  EXPECT_TRUE(early->closures().empty());
+  EXPECT_GT(early->retry_after_ms(), 0);
+  EXPECT_FALSE(early->done());
+  // Registered again: the same runner gets the closure it held before.
+  manager_.Tick(Views(), now_);
+  EXPECT_EQ(manager_.RunClosures(current, now_)->closures(0), 0);
+}
+
 TEST_F(JobManagerPsTest, WaitsForPsTasksAndNamesThemWhenTheyNeverCome) {
   ASSERT_TRUE(manager_.Submit(PsJob(), now_).ok());
   manager_.Tick(Views(v1::READY, v1::STARTING), now_);
