@@ -60,8 +60,9 @@ struct Job {
   std::map<std::string, absl::Time> ps_down_since;
   // Per worker: runner failures since it last finished a closure.
   std::map<std::string, int> failures_in_a_row;
-  // Per (ps index, incarnation): the event's index in status.events, the
-  // updates its snapshot held, and the most any worker saw acknowledged.
+  // Per (ps index, incarnation): the event's index in status.events (-1:
+  // none, after a coordinator restart), the updates its snapshot held, and
+  // the most any worker saw acknowledged. Kept in status.ps_recoveries.
   struct Recovery {
     int event = 0;
     int64_t restored = 0;

@@ -576,6 +576,14 @@ absl::Status JobManager::Restore(const std::string& text, absl::Time now) {
       // completed; those in flight run again.
       job.status.set_state(v1::JOB_RESTARTING);
       job.placing_since = now;
+      // Recoveries go on being counted from what was saved; their events
+      // keep the text they had.
+      for (const v1::PsRecovery& saved : job.status.ps_recoveries()) {
+        job.recoveries[{saved.ps_index(), saved.incarnation()}] =
+            Job::Recovery{.event = -1,
+                          .restored = saved.restored_updates(),
+                          .seen = saved.updates_seen()};
+      }
     } else if (job.active()) {
       // As after any failed attempt, a stop agreed in the last one is for
       // the next to reach again.

@@ -169,6 +169,38 @@ TEST_F(JobManagerPsTest, APsThatComesBackIsReportedWithTheUpdatesItLost) {
               HasSubstr("15 acknowledged update(s) lost"));
 }
 
+TEST_F(JobManagerPsTest, UpdatesLostAreCountedOnAcrossACoordinatorRestart) {
+  Start();
+  ASSERT_TRUE(manager_.RunClosures(Request("worker", 1, {}), now_).ok());
+  auto recovery = [](int attempt, int ps, uint64_t incarnation,
+                     int64_t restored, int64_t seen) {
+    v1::ClosureRequest request = Request("worker", attempt, {});
+    v1::PsRecovery* r = request.add_recoveries();
+    r->set_ps_index(ps);
+    r->set_incarnation(incarnation);
+    r->set_restored_updates(restored);
+    r->set_updates_seen(seen);
+    return request;
+  };
+  ASSERT_TRUE(manager_.RunClosures(recovery(1, 0, 5, 100, 150), now_).ok());
+  EXPECT_EQ(Job().ps_updates_lost(), 50);
+  std::optional<std::string> saved =
+      manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
+  ASSERT_TRUE(saved.has_value());
+
+  JobManager restored(PsSpec(), {.placement_timeout = absl::Seconds(30)});
+  ASSERT_TRUE(restored.Restore(*saved, now_).ok());
+  restored.Tick(Views(), now_);
+  // Another ps loses 10.
+  ASSERT_TRUE(restored.RunClosures(recovery(2, 1, 9, 20, 30), now_).ok());
+  EXPECT_EQ(restored.Get("1")->ps_updates_lost(), 60);
+  // A worker reports the first recovery again: counted once, one event.
+  const int events = restored.Get("1")->events_size();
+  ASSERT_TRUE(restored.RunClosures(recovery(2, 0, 5, 100, 150), now_).ok());
+  EXPECT_EQ(restored.Get("1")->ps_updates_lost(), 60);
+  EXPECT_EQ(restored.Get("1")->events_size(), events);
+}
+
 TEST_F(JobManagerPsTest, APsThatDoesNotComeBackFailsTheJob) {
   Start();
   manager_.Tick(Views(v1::READY, v1::DEAD), now_);

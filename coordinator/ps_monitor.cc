@@ -86,8 +86,14 @@ void RecordRecovery(Job& job, const v1::PsRecovery& recovery, absl::Time now) {
     job.status.mutable_events(r.event)->set_text(std::move(text));
   }
   int64_t total = 0;
+  job.status.clear_ps_recoveries();
   for (const auto& [k, v] : job.recoveries) {
     total += std::max<int64_t>(0, v.seen - v.restored);
+    v1::PsRecovery* saved = job.status.add_ps_recoveries();
+    saved->set_ps_index(k.first);
+    saved->set_incarnation(k.second);
+    saved->set_restored_updates(v.restored);
+    saved->set_updates_seen(v.seen);
   }
   job.status.set_ps_updates_lost(total);
   job.changed = true;
