@@ -12,6 +12,7 @@
 namespace cohort::coordinator {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 ClusterSpec PsSpec() {
@@ -110,6 +111,26 @@ TEST_F(JobManagerPsTest, TheNewRunnerOfALostWorkerWaitsUntilItIsReadyAgain) {
   // Registered again: the same runner gets the closure it held before.
   manager_.Tick(Views(), now_);
   EXPECT_EQ(manager_.RunClosures(current, now_)->closures(0), 0);
+}
+
+TEST_F(JobManagerPsTest, WorkersThatNeverAskForAClosureFailTheAttemptInTime) {
+  Start();
+  // Both workers alive, their init functions never ending.
+  v1::AgentJobReport loading;
+  loading.mutable_task()->set_type("worker");
+  loading.set_job_id("1");
+  loading.set_attempt(1);
+  loading.set_group("job-1/attempt-1/worker:0/epoch-0");
+  loading.set_state(v1::AgentJobReport::LOADING);
+  manager_.Sync(loading, now_);
+  manager_.Tick(Views(), now_ + absl::Seconds(20));
+  EXPECT_NE(Job().state(), v1::JOB_FAILED);
+  manager_.Tick(Views(), now_ + absl::Seconds(31));
+  EXPECT_EQ(Job().state(), v1::JOB_FAILED);
+  EXPECT_THAT(
+      Job().error(),
+      AllOf(HasSubstr("the attempt did not start within 30s"),
+            HasSubstr("worker:0 (LOADING)"), HasSubstr("chief:0 (no report)")));
 }
 
 TEST_F(JobManagerPsTest, WaitsForPsTasksAndNamesThemWhenTheyNeverCome) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace cohort::coordinator {
 namespace {
@@ -155,7 +156,27 @@ PsVerdict CheckPsAttempt(Job& job, const std::vector<TaskId>& ps_tasks,
     LoseWorker(job, task, error, now);
     job.lost.erase(task);  // its agent lives and restarts the runner
   }
-  if (alive + static_cast<int>(failed.size()) > 0) {
+  if (job.status.state() != v1::JOB_RUNNING) {
+    // Until a first runner asks for work, the attempt has the placement's
+    // time to start: workers alive but stuck in a job's init function (a
+    // hung mount) would otherwise keep it placed for ever.
+    if (now - job.placing_since > placement_timeout) {
+      std::vector<std::string> waiting;
+      for (const auto& [task, assignment] : job.assignments) {
+        auto report = job.reports.find(task);
+        waiting.push_back(absl::StrCat(
+            task, " (",
+            report == job.reports.end()
+                ? "no report"
+                : v1::AgentJobReport::State_Name(report->second.state()),
+            ")"));
+      }
+      return Failed(absl::StrCat(
+          "the attempt did not start within ",
+          absl::FormatDuration(placement_timeout),
+          ": no worker asked for a closure: ", absl::StrJoin(waiting, ", ")));
+    }
+  } else if (alive + static_cast<int>(failed.size()) > 0) {
     job.placing_since = now;
   } else if (now - job.placing_since > placement_timeout) {
     return Failed(absl::StrCat("no worker alive for ",
