@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "absl/strings/str_cat.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/test_job_spec.h"
@@ -63,6 +65,21 @@ class JobManagerPsTest : public ::testing::Test {
     return *id;
   }
   v1::JobStatus Job() { return *manager_.Get("1"); }
+  // A coordinator restarted from manager_'s saved table, its tasks READY;
+  // null (and a test failure) when there was nothing to save.
+  std::unique_ptr<JobManager> RestartCoordinator() {
+    std::optional<std::string> saved =
+        manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
+    EXPECT_TRUE(saved.has_value());
+    if (!saved.has_value()) return nullptr;
+    auto restored = std::make_unique<JobManager>(
+        PsSpec(), JobManagerOptions{.placement_timeout = absl::Seconds(30)});
+    absl::Status status = restored->Restore(*saved, now_);
+    EXPECT_TRUE(status.ok()) << status;
+    if (!status.ok()) return nullptr;
+    restored->Tick(Views(), now_);
+    return restored;
+  }
 };
 
 TEST_F(JobManagerPsTest, PlacesExecutorsOnEveryWorkerWithThePsAddresses) {
@@ -205,21 +222,16 @@ TEST_F(JobManagerPsTest, UpdatesLostAreCountedOnAcrossACoordinatorRestart) {
   };
   ASSERT_TRUE(manager_.RunClosures(recovery(1, 0, 5, 100, 150), now_).ok());
   EXPECT_EQ(Job().ps_updates_lost(), 50);
-  std::optional<std::string> saved =
-      manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
-  ASSERT_TRUE(saved.has_value());
-
-  JobManager restored(PsSpec(), {.placement_timeout = absl::Seconds(30)});
-  ASSERT_TRUE(restored.Restore(*saved, now_).ok());
-  restored.Tick(Views(), now_);
+  std::unique_ptr<JobManager> restored = RestartCoordinator();
+  ASSERT_NE(restored, nullptr);
   // Another ps loses 10.
-  ASSERT_TRUE(restored.RunClosures(recovery(2, 1, 9, 20, 30), now_).ok());
-  EXPECT_EQ(restored.Get("1")->ps_updates_lost(), 60);
+  ASSERT_TRUE(restored->RunClosures(recovery(2, 1, 9, 20, 30), now_).ok());
+  EXPECT_EQ(restored->Get("1")->ps_updates_lost(), 60);
   // A worker reports the first recovery again: counted once, one event.
-  const int events = restored.Get("1")->events_size();
-  ASSERT_TRUE(restored.RunClosures(recovery(2, 0, 5, 100, 150), now_).ok());
-  EXPECT_EQ(restored.Get("1")->ps_updates_lost(), 60);
-  EXPECT_EQ(restored.Get("1")->events_size(), events);
+  const int events = restored->Get("1")->events_size();
+  ASSERT_TRUE(restored->RunClosures(recovery(2, 0, 5, 100, 150), now_).ok());
+  EXPECT_EQ(restored->Get("1")->ps_updates_lost(), 60);
+  EXPECT_EQ(restored->Get("1")->events_size(), events);
 }
 
 TEST_F(JobManagerPsTest, APsThatDoesNotComeBackFailsTheJob) {
@@ -432,15 +444,10 @@ TEST_F(JobManagerPsTest, ScheduledCallsSurviveACoordinatorRestart) {
   manager_.ScheduleSaved("1", true);
   ASSERT_TRUE(manager_.RunClosures(Request("worker", 1, {}), now_).ok());
   ASSERT_TRUE(manager_.RunClosures(Request("worker", 1, {0}, 0), now_).ok());
-  std::optional<std::string> saved =
-      manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
-  ASSERT_TRUE(saved.has_value());
-
-  JobManager restored(PsSpec(), {.placement_timeout = absl::Seconds(30)});
-  ASSERT_TRUE(restored.Restore(*saved, now_).ok());
-  restored.Tick(Views(), now_);
+  std::unique_ptr<JobManager> restored = RestartCoordinator();
+  ASSERT_NE(restored, nullptr);
   absl::StatusOr<v1::ClosureResponse> next =
-      restored.RunClosures(Request("worker", 2, {}), now_);
+      restored->RunClosures(Request("worker", 2, {}), now_);
   ASSERT_TRUE(next.ok()) << next.status();
   ASSERT_EQ(next->calls_size(), 1);
   EXPECT_EQ(next->calls(0).fn(), "b");
