@@ -46,7 +46,9 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:0",
           "peers dial it). With the store command: where the store serves.");
 ABSL_FLAG(std::string, group, "bench", "Internal: the group name.");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(120), "Per collective.");
-ABSL_FLAG(int64_t, chunk_bytes, 1 << 20, "Pipelining unit of large transfers.");
+ABSL_FLAG(int64_t, chunk_bytes, 1 << 20,
+          "Pipelining unit of large transfers; the transport raises it to "
+          "its smallest (4 KiB over gRPC) and the window caps it (2 MiB).");
 ABSL_FLAG(bool, shared_memory, true,
           "Ring neighbours on one host exchange data through shared memory; "
           "false sends every byte over gRPC.");
@@ -254,6 +256,11 @@ int Main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_ranks) < 1) {
     ExitWithConfigError(
         absl::InvalidArgumentError("--ranks must be at least 1"));
+  }
+  if (absl::GetFlag(FLAGS_chunk_bytes) < 1) {
+    ExitWithConfigError(absl::InvalidArgumentError(
+        absl::StrCat("--chunk_bytes must be at least 1, got ",
+                     absl::GetFlag(FLAGS_chunk_bytes))));
   }
   if (absl::StatusOr<bool> csv = ParseCsvFormat(absl::GetFlag(FLAGS_format));
       !csv.ok()) {

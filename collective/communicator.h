@@ -22,7 +22,10 @@ namespace cohort::collective {
 
 struct CommunicatorOptions {
   absl::Duration timeout = absl::Seconds(60);  // per operation
-  size_t chunk_bytes = 1 << 20;  // pipelining unit of large transfers
+  // The pipelining unit of large transfers, within the transport's bounds
+  // (Transport::min_chunk_bytes, half its send window). The same on every
+  // rank of a group.
+  size_t chunk_bytes = 1 << 20;
 };
 
 // One rank's end of a group. Operations are called from one thread at a

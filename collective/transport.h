@@ -94,6 +94,11 @@ class Transport {
   virtual size_t send_window_bytes() const {
     return std::numeric_limits<size_t>::max();
   }
+  // The smallest chunk algorithms cut a transfer into. A transport that
+  // frames each message sets it so that its framing stays small beside a
+  // chunk, and its window, counted in payload bytes, holds the framing too.
+  // The same on every rank of a group, as chunking must be.
+  virtual size_t min_chunk_bytes() const { return 1; }
 
   // Whether all-reduce should exchange with every peer directly rather than
   // pass data round the ring: where every message crosses a socket, 2 steps

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "collective/algorithms/pipelining.h"
+
 namespace cohort::collective {
 
 absl::Status ChainBroadcast(const OpContext& ctx, char* data, size_t bytes,
@@ -10,7 +12,7 @@ absl::Status ChainBroadcast(const OpContext& ctx, char* data, size_t bytes,
   const int position = (ctx.rank() - root + n) % n;
   const bool receives = position != 0;
   const bool forwards = position != n - 1;
-  const size_t chunk = std::max<size_t>(ctx.chunk_bytes, 1);
+  const size_t chunk = ChunkBytes(ctx, 1);
   const size_t chunks = bytes / chunk + 1;
   for (size_t c = 0; c < chunks; ++c) {
     const size_t at = std::min(c * chunk, bytes);

@@ -21,7 +21,9 @@ size_t WindowBytes(const OpContext& ctx) {
 }
 
 size_t ChunkBytes(const OpContext& ctx, size_t element) {
-  const size_t limit = std::min(ctx.chunk_bytes, WindowBytes(ctx) / 2);
+  const size_t limit =
+      std::min(std::max(ctx.chunk_bytes, ctx.transport->min_chunk_bytes()),
+               WindowBytes(ctx) / 2);
   return std::max<size_t>(limit / element, 1) * element;
 }
 

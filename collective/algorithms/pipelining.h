@@ -1,7 +1,8 @@
 #pragma once
 
-// What the pipelined algorithms (ring, direct) share: how big a
-// chunk is, how far sends run ahead of receives, and how a lent pass ends.
+// What the pipelined algorithms (ring, direct, reduce to root, chain
+// broadcast) share: how big a chunk is, how far sends run ahead of
+// receives, and how a lent pass ends.
 
 #include <cstddef>
 
@@ -20,9 +21,10 @@ inline constexpr size_t kMaxAheadBytes = 4 << 20;
 // How far sends may run ahead of receives.
 size_t WindowBytes(const OpContext& ctx);
 
-// Chunks of whole elements that fit the window at least twice over, so that
-// a bounded transport (a shared-memory ring) always has room for the chunks
-// in flight.
+// Chunks of whole elements, of ctx.chunk_bytes within the transport's
+// bounds, that fit the window at least twice over, so that a bounded
+// transport (a shared-memory ring) always has room for the chunks in
+// flight. The same on every rank of a group.
 size_t ChunkBytes(const OpContext& ctx, size_t element);
 
 // Adds chunk `chunk` of `step` from `peer` into `target`, straight from the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collective/algorithms/pipelining.h"
 #include "collective/reduce.h"
 
 namespace cohort::collective {
@@ -10,11 +11,9 @@ absl::Status ReduceToRoot(const OpContext& ctx, char* data, size_t count,
                           DType dtype, ReduceOp op, int root) {
   const size_t element = DTypeSize(dtype);
   const size_t bytes = count * element;
-  // Whole elements per chunk, within the transport's window, so that a
-  // bounded transport never holds more than the root takes.
-  const size_t limit =
-      std::min(ctx.chunk_bytes, ctx.transport->send_window_bytes());
-  const size_t chunk = std::max<size_t>(limit / element, 1) * element;
+  // Within the transport's window, so that a bounded transport never holds
+  // more than the root takes.
+  const size_t chunk = ChunkBytes(ctx, element);
   const size_t chunks = std::max<size_t>((bytes + chunk - 1) / chunk, 1);
   auto length = [&](size_t c) {
     return std::min(chunk, bytes - std::min(c * chunk, bytes));

@@ -123,6 +123,12 @@ absl::StatusOr<std::unique_ptr<GrpcTransport>> GrpcTransport::Create(
         absl::StrCat("rank ", options.rank, " is out of range for a group of ",
                      options.size));
   }
+  if (options.shared_memory && options.shm_capacity < kMinShmCapacity) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shm_capacity ", options.shm_capacity,
+                     " is below the smallest shared-memory ring, ",
+                     kMinShmCapacity, " bytes"));
+  }
   std::unique_ptr<GrpcTransport> transport(
       new GrpcTransport(std::move(options)));
   COHORT_RETURN_IF_ERROR(transport->Connect(store));

@@ -52,8 +52,13 @@ struct GrpcTransportOptions {
   absl::Duration connect_timeout = absl::Seconds(60);
   // Ring neighbours on one host exchange data through shared memory.
   bool shared_memory = true;
+  // At least kMinShmCapacity: half of it is the window ring algorithms
+  // send within, which must be no smaller than theirs (4 MiB), so that
+  // ranks with and without a ring to their next chunk alike.
   size_t shm_capacity = 8 << 20;
 };
+
+inline constexpr size_t kMinShmCapacity = 8 << 20;
 
 class PeerSender;
 class PeerService;
@@ -85,6 +90,9 @@ class GrpcTransport final : public Transport {
                                       size_t bytes,
                                       absl::Time deadline) override;
   size_t send_window_bytes() const override;
+  // Whether or not this rank has a shared-memory ring, as the group must
+  // agree: a ring frame's header and signature stay under 3% of a chunk.
+  size_t min_chunk_bytes() const override { return 4 << 10; }
   // True unless some ring neighbours share a memory domain, and may use
   // shared memory: decided from the domains every rank published (a rank
   // with shared memory off publishes one of its own), not from which rings
