@@ -403,12 +403,13 @@ void JobManager::EndAttempt(Job& job, const std::string& cause, bool permanent,
 }
 
 void JobManager::NoteWaiting(Job& job,
-                             const std::vector<std::string>& not_ready) {
+                             const std::vector<std::string>& not_ready,
+                             absl::string_view then) {
   const std::string waiting_for =
       not_ready.empty()
           ? ""
-          : absl::StrCat(absl::StrJoin(not_ready, ", "),
-                         "; the attempt fails if they are not ready within ",
+          : absl::StrCat(absl::StrJoin(not_ready, ", "), "; ", then,
+                         " if they are not ready within ",
                          absl::FormatDuration(PlacementTimeout(job, options_)));
   if (job.status.waiting_for() == waiting_for) return;
   job.status.set_waiting_for(waiting_for);

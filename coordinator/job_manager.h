@@ -32,6 +32,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/random/random.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cohort/v1/job.pb.h"
@@ -133,8 +134,10 @@ class JobManager {
               absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateProgress(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Says which tasks an attempt waiting to be placed waits for (none once
-  // it is placed); the job changes only when they do.
-  void NoteWaiting(Job& job, const std::vector<std::string>& not_ready)
+  // it is placed), and what `then` happens past the placement timeout; the
+  // job changes only when they do.
+  void NoteWaiting(Job& job, const std::vector<std::string>& not_ready,
+                   absl::string_view then = "the attempt fails")
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The evaluator task's sync (job_manager_eval.cc): files its evaluations
   // with the job they are of, and hands it the job to evaluate, if any.

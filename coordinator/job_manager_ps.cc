@@ -24,25 +24,35 @@ void JobManager::PlaceParameterServer(Job& job,
            now);
     return;
   }
-  std::vector<TaskId> tasks = JobTasks(spec_, spec);
-  const size_t num_workers = tasks.size();
-  tasks.insert(tasks.end(), ps_tasks.begin(), ps_tasks.end());
-  Readiness readiness = CheckReady(tasks, agents);
-  NoteWaiting(job, readiness.not_ready);
-  if (!readiness.not_ready.empty()) {
-    const absl::Duration timeout = PlacementTimeout(job, options_);
-    if (now - job.placing_since > timeout) {
+  const std::vector<TaskId> workers = JobTasks(spec_, spec);
+  const Readiness ps_ready = CheckReady(ps_tasks, agents);
+  const Readiness workers_ready = CheckReady(workers, agents);
+  std::vector<std::string> not_ready = workers_ready.not_ready;
+  not_ready.insert(not_ready.end(), ps_ready.not_ready.begin(),
+                   ps_ready.not_ready.end());
+  const absl::Duration timeout = PlacementTimeout(job, options_);
+  // Workers come and go in a ParameterServer job: past the placement
+  // timeout it starts without those not READY (a worker host gone for
+  // good while the coordinator restarted), as if they had been lost in
+  // it. Without its variables, or any worker, it cannot.
+  const bool without_some_workers =
+      ps_ready.not_ready.empty() && !workers_ready.ready.empty();
+  NoteWaiting(job, not_ready,
+              without_some_workers ? "the attempt starts without them"
+                                   : "the attempt fails");
+  if (!not_ready.empty()) {
+    if (now - job.placing_since <= timeout) return;
+    if (!without_some_workers) {
       Finish(
           job, v1::JOB_FAILED,
           absl::StrCat("tasks not ready within ", absl::FormatDuration(timeout),
-                       ": ", absl::StrJoin(readiness.not_ready, ", ")),
+                       ": ", absl::StrJoin(not_ready, ", ")),
           now);
+      return;
     }
-    return;
+    NoteWaiting(job, {});
   }
-  const std::vector<const AgentView*> ready(
-      readiness.ready.begin(), readiness.ready.begin() + num_workers);
-  absl::StatusOr<int> placed = PlacePsExecutors(spec, ready);
+  absl::StatusOr<int> placed = PlacePsExecutors(spec, workers_ready.ready);
   if (!placed.ok()) {
     Finish(job, v1::JOB_FAILED, std::string(placed.status().message()), now);
     return;
@@ -51,9 +61,9 @@ void JobManager::PlaceParameterServer(Job& job,
   v1::JobStatus& status = job.status;
   job.placing_since = now;
   status.set_attempt(status.attempt() + 1);
-  status.set_num_replicas(static_cast<int>(ready.size()) * executors);
+  status.set_num_replicas(static_cast<int>(workers.size()) * executors);
   status.set_communication_note(absl::StrCat(
-      "ParameterServer: ", ready.size(), " worker(s) x ", executors,
+      "ParameterServer: ", workers.size(), " worker(s) x ", executors,
       " closure executor(s), variables on ", ps_tasks.size(), " ps task(s)"));
   status.clear_placement();
   job.reports.clear();
@@ -70,23 +80,26 @@ void JobManager::PlaceParameterServer(Job& job,
   }
   int64_t sequence = 0;
   (void)absl::SimpleAtoi(status.job_id(), &sequence);
-  for (size_t node = 0; node < ready.size(); ++node) {
-    const std::string task = ready[node]->task.ToString();
+  for (size_t node = 0; node < workers.size(); ++node) {
+    const std::string task = workers[node].ToString();
+    const AgentView* view = FindView(agents, workers[node]);
     v1::AgentJobAssignment a;
     a.set_job_id(status.job_id());
     a.set_attempt(status.attempt());
     *a.mutable_spec() = spec;
     a.set_node(static_cast<int>(node));
-    a.set_num_nodes(static_cast<int>(ready.size()));
+    a.set_num_nodes(static_cast<int>(workers.size()));
     a.set_local_replicas(executors);
     a.set_first_rank(static_cast<int>(node) * executors);
     a.set_num_replicas(status.num_replicas());
     a.set_group(PsGroup(job, task));
     a.set_checkpoint_dir(status.checkpoint_dir());
     a.set_job_uid(status.uid());
-    for (int e = 0; e < executors; ++e) {
-      a.add_device_indices(e % ready[node]->num_devices);
-    }
+    // A worker not seen since this coordinator started has one device at
+    // least.
+    const int devices =
+        view != nullptr && view->num_devices > 0 ? view->num_devices : 1;
+    for (int e = 0; e < executors; ++e) a.add_device_indices(e % devices);
     for (const TaskId& ps : ps_tasks) {
       a.add_ps_addresses(spec_.address(ps).value_or(std::string()));
     }
@@ -94,6 +107,12 @@ void JobManager::PlaceParameterServer(Job& job,
     job.assignments[task] = a;
     status.add_placement(absl::StrCat(
         task, " (", executors, executors == 1 ? " executor)" : " executors)"));
+    if (view == nullptr || view->state != v1::READY) {
+      LoseWorker(job, task,
+                 absl::StrCat("not ready when the attempt was placed: ",
+                              DescribeTask(workers[node], view)),
+                 now);
+    }
   }
   for (const TaskId& ps : ps_tasks) {
     status.add_placement(absl::StrCat(ps.ToString(), " (variables)"));

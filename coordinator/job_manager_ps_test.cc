@@ -65,9 +65,10 @@ class JobManagerPsTest : public ::testing::Test {
     return *id;
   }
   v1::JobStatus Job() { return *manager_.Get("1"); }
-  // A coordinator restarted from manager_'s saved table, its tasks READY;
-  // null (and a test failure) when there was nothing to save.
-  std::unique_ptr<JobManager> RestartCoordinator() {
+  // A coordinator restarted from manager_'s saved table, its tasks as
+  // `views` say; null (and a test failure) when there was nothing to save.
+  std::unique_ptr<JobManager> RestartCoordinator(
+      const std::vector<AgentView>& views = Views()) {
     std::optional<std::string> saved =
         manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
     EXPECT_TRUE(saved.has_value());
@@ -77,7 +78,7 @@ class JobManagerPsTest : public ::testing::Test {
     absl::Status status = restored->Restore(*saved, now_);
     EXPECT_TRUE(status.ok()) << status;
     if (!status.ok()) return nullptr;
-    restored->Tick(Views(), now_);
+    restored->Tick(views, now_);
     return restored;
   }
 };
@@ -157,6 +158,72 @@ TEST_F(JobManagerPsTest, WaitsForPsTasksAndNamesThemWhenTheyNeverCome) {
   manager_.Tick(Views(v1::READY, v1::STARTING), now_ + absl::Seconds(31));
   EXPECT_EQ(Job().state(), v1::JOB_FAILED);
   EXPECT_THAT(Job().error(), HasSubstr("ps:1 (STARTING: not registered yet)"));
+}
+
+TEST_F(JobManagerPsTest, AWorkerNotReadyInTimeIsLeftOutAndJoinsWhenBack) {
+  ASSERT_TRUE(manager_.Submit(PsJob(), now_).ok());
+  manager_.Tick(Views(v1::DEAD), now_);
+  EXPECT_EQ(Job().state(), v1::JOB_PLACING);
+  EXPECT_EQ(Job().waiting_for(),
+            "worker:0 (DEAD); the attempt starts without them if they are not "
+            "ready within 30s");
+  manager_.Tick(Views(v1::DEAD), now_ + absl::Seconds(31));
+  ASSERT_NE(Job().state(), v1::JOB_FAILED) << Job().error();
+  EXPECT_EQ(Job().waiting_for(), "");
+  EXPECT_EQ(Job().num_replicas(), 2);  // the worker's executor joins later
+  EXPECT_THAT(Job().events(0).text(),
+              HasSubstr("worker:0 lost (not ready when the attempt was "
+                        "placed: worker:0 (DEAD))"));
+  EXPECT_EQ(manager_.RunClosures(Request("chief", 1, {}), now_)->closures(0),
+            0);
+  // The worker's runner waits until its task is READY, then takes work.
+  v1::ClosureRequest worker = Request("worker", 1, {});
+  worker.set_group("job-1/attempt-1/worker:0/epoch-1");
+  EXPECT_GT(manager_.RunClosures(worker, now_)->retry_after_ms(), 0);
+  manager_.Tick(Views(), now_ + absl::Seconds(32));
+  EXPECT_EQ(manager_.RunClosures(worker, now_)->closures(0), 1);
+}
+
+TEST_F(JobManagerPsTest, ARestartedCoordinatorGoesOnWithoutAWorkerGoneForGood) {
+  Start();
+  ASSERT_EQ(manager_.RunClosures(Request("chief", 1, {}), now_)->closures(0),
+            0);
+  ASSERT_EQ(manager_.RunClosures(Request("chief", 1, {0}), now_)->closures(0),
+            1);
+  // The worker's host is lost while the coordinator restarts.
+  std::unique_ptr<JobManager> restored = RestartCoordinator(Views(v1::DEAD));
+  ASSERT_NE(restored, nullptr);
+  restored->Tick(Views(v1::DEAD), now_ + absl::Seconds(31));
+  ASSERT_NE(restored->Get("1")->state(), v1::JOB_FAILED)
+      << restored->Get("1")->error();
+  // Closure 0 stays completed; the chief alone runs the rest.
+  int64_t completed = -1;
+  for (int64_t want = 1; want <= 4; ++want) {
+    std::vector<int64_t> done;
+    if (completed >= 0) done.push_back(completed);
+    absl::StatusOr<v1::ClosureResponse> got =
+        restored->RunClosures(Request("chief", 2, done), now_);
+    ASSERT_TRUE(got.ok()) << got.status();
+    if (got->done()) break;
+    ASSERT_EQ(got->closures_size(), 1);
+    completed = got->closures(0);
+    EXPECT_NE(completed, 0);
+  }
+  restored->Tick(Views(v1::DEAD), now_ + absl::Seconds(32));
+  EXPECT_EQ(restored->Get("1")->state(), v1::JOB_SUCCEEDED);
+}
+
+TEST_F(JobManagerPsTest, WithNoWorkerReadyInTimeThePlacementFails) {
+  ASSERT_TRUE(manager_.Submit(PsJob(), now_).ok());
+  std::vector<AgentView> views = Views(v1::DEAD);
+  views[0].state = v1::STARTING;
+  manager_.Tick(views, now_);
+  manager_.Tick(views, now_ + absl::Seconds(31));
+  EXPECT_EQ(Job().state(), v1::JOB_FAILED);
+  EXPECT_THAT(Job().error(),
+              AllOf(HasSubstr("tasks not ready within 30s"),
+                    HasSubstr("chief:0 (STARTING: not registered yet)"),
+                    HasSubstr("worker:0 (DEAD)")));
 }
 
 TEST_F(JobManagerPsTest, ClosuresOfALostWorkerRunAgainAndTheJobCompletes) {

@@ -335,5 +335,42 @@ TEST_F(MultiHostFaultsE2eTest,
   EXPECT_THAT(failed.error(), HasSubstr("ps:1"));
 }
 
+TEST_F(MultiHostFaultsE2eTest,
+       APsJobGoesOnWithoutAWorkerHostLostWhileTheCoordinatorRestarts) {
+  auto cluster = HostCluster::Start(
+      hosts_.get(), &dir_,
+      {.coordinator_host = 1,
+       .tasks = {{"chief", 0, 2}, {"worker", 0, 3}, {"ps", 0, 4}},
+       .coordinator_flags = {absl::StrCat("--state_dir=", dir_.path(),
+                                          "/coordinator")},
+       .agent_flags = {"--cpu_devices=2"}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  HostCluster& c = **cluster;
+  JobSpec spec = SlowLinearJob(StrategyKind::kParameterServer, 400, 5);
+  spec.placement_timeout = absl::Seconds(10);
+  absl::StatusOr<std::string> id = c.client().SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(WaitForStep(c.client(), *id, 50, absl::Seconds(60)).state(),
+            v1::JOB_RUNNING);
+
+  // worker:0's host drops off the network for good, and the coordinator
+  // crashes: the restarted one never sees that worker.
+  ASSERT_TRUE(hosts_->SetLink(3, false).ok());
+  ASSERT_TRUE(c.RestartCoordinator().ok());
+  const v1::JobStatus status =
+      WaitForJobEnd(c.client(), *id, absl::Seconds(120));
+  ASSERT_TRUE(hosts_->SetLink(3, true).ok());
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_EQ(status.step(), 400);
+  EXPECT_EQ(status.attempt(), 2);
+  EXPECT_LT(status.metrics().at("max_weight_error"), 1e-2);
+  std::vector<std::string> events;
+  for (const v1::JobEvent& event : status.events()) {
+    events.push_back(event.text());
+  }
+  EXPECT_THAT(events, Contains(HasSubstr("worker:0 lost (not ready when the "
+                                         "attempt was placed: worker:0")));
+}
+
 }  // namespace
 }  // namespace cohort::testing

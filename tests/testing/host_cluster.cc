@@ -79,21 +79,12 @@ absl::StatusOr<std::unique_ptr<HostCluster>> HostCluster::Start(
   cluster->spec_json_ = spec.dump();
   const std::string spec_file = dir->Write("cluster.json", cluster->spec_json_);
 
-  std::vector<std::string> flags = {absl::StrCat("--cluster_spec=", spec_file),
-                                    "--launch=none"};
-  flags.insert(flags.end(), o.coordinator_flags.begin(),
-               o.coordinator_flags.end());
-  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator =
-      CoordinatorProcess::Start(*dir, flags,
-                                absl::StrCat(hosts->address(o.coordinator_host),
-                                             ":", kCoordinatorPort),
-                                hosts->Command(o.coordinator_host, {}));
-  if (!coordinator.ok()) return coordinator.status();
-  cluster->coordinator_ = *std::move(coordinator);
-  absl::StatusOr<std::unique_ptr<Client>> client =
-      Client::Connect(cluster->coordinator_->address());
-  if (!client.ok()) return client.status();
-  cluster->client_ = *std::move(client);
+  cluster->coordinator_flags_ = {absl::StrCat("--cluster_spec=", spec_file),
+                                 "--launch=none"};
+  cluster->coordinator_flags_.insert(cluster->coordinator_flags_.end(),
+                                     o.coordinator_flags.begin(),
+                                     o.coordinator_flags.end());
+  COHORT_RETURN_IF_ERROR(cluster->StartCoordinator());
 
   for (const HostTask& task : o.tasks) {
     COHORT_RETURN_IF_ERROR(cluster->StartTask(task.id()));
@@ -102,6 +93,32 @@ absl::StatusOr<std::unique_ptr<HostCluster>> HostCluster::Start(
       cluster->coordinator_->WaitAllReady(kReadyTimeout);
   if (!ready.ok()) return ready.status();
   return cluster;
+}
+
+absl::Status HostCluster::StartCoordinator() {
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator =
+      CoordinatorProcess::Start(
+          *dir_, coordinator_flags_,
+          absl::StrCat(hosts_->address(options_.coordinator_host), ":",
+                       kCoordinatorPort),
+          hosts_->Command(options_.coordinator_host, {}));
+  if (!coordinator.ok()) return coordinator.status();
+  coordinator_ = *std::move(coordinator);
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      Client::Connect(coordinator_->address());
+  if (!client.ok()) return client.status();
+  client_ = *std::move(client);
+  return absl::OkStatus();
+}
+
+absl::Status HostCluster::RestartCoordinator() {
+  coordinator_->process().Signal(SIGKILL);
+  coordinator_->process().Wait(absl::Seconds(10));
+  coordinator_->ForgetProcess();
+  coordinator_->ForgetTasks();
+  client_.reset();
+  coordinator_.reset();
+  return StartCoordinator();
 }
 
 HostCluster::~HostCluster() {

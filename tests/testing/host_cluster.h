@@ -78,6 +78,9 @@ class HostCluster {
   absl::Status StartTask(const std::string& task);
   // SIGKILLs `task` and reaps it.
   void KillTask(const std::string& task);
+  // SIGKILLs the coordinator, as a crash, and starts it again with the same
+  // flags; the tasks stay up. Returns once it serves.
+  absl::Status RestartCoordinator();
   // The path of the task's log: <dir>/<type>-<index>.log.
   std::string TaskLog(const std::string& task) const;
   // Where a task keeps its local state (--state_dir): <dir>/host<h>/<task>.
@@ -89,6 +92,9 @@ class HostCluster {
  private:
   HostCluster(TestHosts* hosts, const ScratchDir* dir,
               HostClusterOptions options);
+  // Starts the coordinator on its host with coordinator_flags_, and a
+  // client of it.
+  absl::Status StartCoordinator();
   // Starts a relay on `relay_host` that forwards `ports` to `target_host`,
   // and waits until it listens. Its output goes to <dir>/relay-<name>.log.
   absl::Status StartRelay(const std::string& name, int relay_host,
@@ -98,6 +104,7 @@ class HostCluster {
   const ScratchDir* const dir_;
   const HostClusterOptions options_;
   std::string spec_json_;
+  std::vector<std::string> coordinator_flags_;
   std::unique_ptr<CoordinatorProcess> coordinator_;
   std::unique_ptr<Client> client_;
   std::map<std::string, Subprocess> processes_;  // by task id

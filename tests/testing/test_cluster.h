@@ -86,6 +86,9 @@ class CoordinatorProcess {
   // Task pids seen so far in any State().
   const std::vector<int64_t>& seen_pids() const { return seen_pids_; }
   void ForgetProcess();  // the test reaped or killed it itself
+  // The tasks seen are not this object's to kill: the test started them
+  // (--launch=none), and they outlive this coordinator.
+  void ForgetTasks() { seen_pids_.clear(); }
 
  private:
   CoordinatorProcess(Subprocess process, std::string address,
