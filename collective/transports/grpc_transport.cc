@@ -15,6 +15,7 @@
 #include "common/host_info.h"
 #include "common/status_macros.h"
 #include "rpc/limits.h"
+#include "rpc/reportable.h"
 #include "spdlog/spdlog.h"
 
 namespace cohort::collective {
@@ -573,11 +574,14 @@ void GrpcTransport::Abort(const absl::Status& status) {
   if (!mailbox_.Abort(absl::Status(status.code(), reason))) return;
   // A rank polling for a message sees the abort now, not at its next poll.
   if (loop_ != nullptr) loop_->Wake();
+  v1::PeerFrame notice;
+  notice.set_abort(reason);
+  notice.set_abort_code(static_cast<int>(status.code()));
+  // The reason may quote user code: text a peer's parser would refuse is
+  // repaired, so that the notice is not lost with it.
+  rpc::MakeReportable(notice);
   for (auto& sender : senders_) {
     if (sender == nullptr) continue;
-    v1::PeerFrame notice;
-    notice.set_abort(reason);
-    notice.set_abort_code(static_cast<int>(status.code()));
     // Best effort: a peer that is gone needs no notice.
     sender->Enqueue(EncodePeerFrame(notice)).IgnoreError();
   }
