@@ -77,6 +77,11 @@ struct ShmFrame {
 // How often a rank says whom it still waits for while its group gathers.
 constexpr absl::Duration kJoinReport = absl::Seconds(10);
 
+// What is left of a wait until `deadline`; zero once it passed.
+absl::Duration Left(absl::Time deadline) {
+  return std::max(deadline - absl::Now(), absl::ZeroDuration());
+}
+
 // The address peers dial: a wildcard listen host becomes `advertise_host`,
 // or our hostname.
 std::string AdvertisedAddress(const rpc::RpcServer& server,
@@ -180,6 +185,8 @@ absl::Status GrpcTransport::ServeInRange() {
 
 absl::Status GrpcTransport::Connect(Store& store) {
   const std::string& group = options_.group;
+  // One bound for the whole rendezvous, however its waits divide it.
+  const absl::Time deadline = absl::Now() + options_.connect_timeout;
   COHORT_RETURN_IF_ERROR(ServeInRange());
   loop_ = std::make_unique<CompletionLoop>(server_->completion_queue());
   mailbox_.set_driver(
@@ -207,11 +214,12 @@ absl::Status GrpcTransport::Connect(Store& store) {
   labels_[options_.rank] = options_.label;
   for (int peer = 0; peer < options_.size; ++peer) {
     if (peer == options_.rank) continue;
-    COHORT_ASSIGN_OR_RETURN(addresses_[peer], AwaitPeerAddress(store, peer));
-    COHORT_ASSIGN_OR_RETURN(
-        hosts[peer], store.Get(HostKey(group, peer), options_.connect_timeout));
-    COHORT_ASSIGN_OR_RETURN(labels_[peer], store.Get(LabelKey(group, peer),
-                                                     options_.connect_timeout));
+    COHORT_ASSIGN_OR_RETURN(addresses_[peer],
+                            AwaitPeerAddress(store, peer, deadline));
+    COHORT_ASSIGN_OR_RETURN(hosts[peer],
+                            store.Get(HostKey(group, peer), Left(deadline)));
+    COHORT_ASSIGN_OR_RETURN(labels_[peer],
+                            store.Get(LabelKey(group, peer), Left(deadline)));
     v1::PeerFrame hello;
     hello.set_group(group);
     hello.set_source_rank(options_.rank);
@@ -221,18 +229,17 @@ absl::Status GrpcTransport::Connect(Store& store) {
         addresses_[peer], options_.security, std::move(hello), Describe(peer),
         server_->completion_queue());
   }
-  const absl::Time connect_deadline = absl::Now() + options_.connect_timeout;
   for (const std::unique_ptr<PeerSender>& sender : senders_) {
     if (sender == nullptr) continue;
     // In slices: a peer that died after publishing its address is never
     // reached, and the store's abort (the attempt ended) must end the wait
     // long before the connect timeout.
     for (;;) {
-      const absl::Status connected = sender->WaitConnected(
-          std::min(connect_deadline, absl::Now() + kAbortCheck));
+      const absl::Status connected =
+          sender->WaitConnected(std::min(deadline, absl::Now() + kAbortCheck));
       if (connected.ok()) break;
       if (!absl::IsDeadlineExceeded(connected)) return connected;
-      if (absl::Now() >= connect_deadline) {
+      if (absl::Now() >= deadline) {
         return sender->WithConnectionError(connected);
       }
       COHORT_RETURN_IF_ERROR(store.aborted());
@@ -242,25 +249,22 @@ absl::Status GrpcTransport::Connect(Store& store) {
     if (hosts[r] == hosts[(r + 1) % options_.size]) favours_exchanges_ = false;
   }
   if (options_.size > 1)
-    COHORT_RETURN_IF_ERROR(ConnectSharedMemory(store, hosts));
+    COHORT_RETURN_IF_ERROR(ConnectSharedMemory(store, hosts, deadline));
   // Every rank has opened its streams: from here a broken stream means a
   // lost peer.
   COHORT_RETURN_IF_ERROR(store.Barrier(group + "/connected", options_.size,
-                                       options_.rank,
-                                       options_.connect_timeout));
+                                       options_.rank, Left(deadline)));
   // Both ends have the ring mapped; its name is no longer needed.
   if (shm_in_ != nullptr) shm_in_->Unlink();
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> GrpcTransport::AwaitPeerAddress(Store& store,
-                                                            int peer) const {
+absl::StatusOr<std::string> GrpcTransport::AwaitPeerAddress(
+    Store& store, int peer, absl::Time deadline) const {
   // In slices, so that a rank that has not come (a wrong TF_CONFIG, a host
   // that is down) is named while it is awaited, not only at the end.
-  const absl::Time deadline = absl::Now() + options_.connect_timeout;
   for (;;) {
-    const absl::Duration slice = std::min(
-        kJoinReport, std::max(deadline - absl::Now(), absl::ZeroDuration()));
+    const absl::Duration slice = std::min(kJoinReport, Left(deadline));
     absl::StatusOr<std::string> address =
         store.Get(AddressKey(options_.group, peer), slice);
     if (address.ok() || !absl::IsDeadlineExceeded(address.status())) {
@@ -283,7 +287,7 @@ absl::StatusOr<std::string> GrpcTransport::AwaitPeerAddress(Store& store,
 }
 
 absl::Status GrpcTransport::ConnectSharedMemory(
-    Store& store, const std::vector<std::string>& hosts) {
+    Store& store, const std::vector<std::string>& hosts, absl::Time deadline) {
   const int rank = options_.rank;
   prev_ = (rank + options_.size - 1) % options_.size;
   next_ = (rank + 1) % options_.size;
@@ -305,9 +309,9 @@ absl::Status GrpcTransport::ConnectSharedMemory(
     }
   }
   COHORT_RETURN_IF_ERROR(store.Set(RingKey(options_.group, prev_, rank), name));
-  COHORT_ASSIGN_OR_RETURN(const std::string out,
-                          store.Get(RingKey(options_.group, rank, next_),
-                                    options_.connect_timeout));
+  COHORT_ASSIGN_OR_RETURN(
+      const std::string out,
+      store.Get(RingKey(options_.group, rank, next_), Left(deadline)));
   if (out != kNoRing) {
     // One host, yet a ring this rank may not open (the two run as other
     // users in one IPC namespace, say): the bytes go over gRPC, and the
@@ -328,8 +332,7 @@ absl::Status GrpcTransport::ConnectSharedMemory(
   if (shm_in_ != nullptr) {
     COHORT_ASSIGN_OR_RETURN(
         const std::string opened,
-        store.Get(RingOpenedKey(options_.group, prev_, rank),
-                  options_.connect_timeout));
+        store.Get(RingOpenedKey(options_.group, prev_, rank), Left(deadline)));
     if (opened != kRingOpened) shm_in_.reset();
   }
   return absl::OkStatus();

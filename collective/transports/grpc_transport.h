@@ -112,13 +112,15 @@ class GrpcTransport final : public Transport {
   absl::Status Serve(const std::string& listen);
   // Serve on options_.listen, or on the first free port of options_.ports.
   absl::Status ServeInRange();
-  // The address `peer` published, within connect_timeout; logs whom it
-  // waits for meanwhile, and names that rank if it never comes.
-  absl::StatusOr<std::string> AwaitPeerAddress(Store& store, int peer) const;
+  // The address `peer` published, by the rendezvous's `deadline`; logs whom
+  // it waits for meanwhile, and names that rank if it never comes.
+  absl::StatusOr<std::string> AwaitPeerAddress(Store& store, int peer,
+                                               absl::Time deadline) const;
   // Sets up the shared-memory ring from prev (created here) and to next
-  // (opened here), where the neighbours share this host.
+  // (opened here), where the neighbours share this host, by `deadline`.
   absl::Status ConnectSharedMemory(Store& store,
-                                   const std::vector<std::string>& hosts);
+                                   const std::vector<std::string>& hosts,
+                                   absl::Time deadline);
   absl::Status SendFrame(int peer, const Envelope& envelope, const void* data,
                          size_t bytes, absl::Time deadline, bool lend);
   absl::Status SendShm(const Envelope& envelope, const void* data, size_t bytes,

@@ -10,10 +10,13 @@
 #include <memory>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "absl/random/random.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "collective/local_store.h"
 #include "collective/transports/grpc_transport_testing.h"
 #include "common/host_port.h"
@@ -134,6 +137,77 @@ TEST(GrpcTransportConnectTest, TheStoresAbortEndsTheWaitForAPeersConnection) {
                             store)
           .status(),
       StatusIs(absl::StatusCode::kAborted, HasSubstr("worker:0 is DEAD")));
+}
+
+// Rank 0's view of the store: every wait's timeout is recorded, and the
+// read of rank 1's address takes `slow_read` first, as a late peer would.
+class TimedStore final : public Store {
+ public:
+  TimedStore(Store* inner, absl::Duration slow_read)
+      : inner_(inner), slow_read_(slow_read) {}
+  absl::Status Set(const std::string& key, const std::string& value) override {
+    return inner_->Set(key, value);
+  }
+  absl::StatusOr<std::string> Get(const std::string& key,
+                                  absl::Duration timeout) override {
+    Record(timeout);
+    if (absl::StrContains(key, "address/1")) absl::SleepFor(slow_read_);
+    return inner_->Get(key, timeout);
+  }
+  absl::Status Barrier(const std::string& name, int participants, int rank,
+                       absl::Duration timeout) override {
+    Record(timeout);
+    return inner_->Barrier(name, participants, rank, timeout);
+  }
+  std::vector<absl::Duration> timeouts() const {
+    absl::MutexLock lock(&mu_);
+    return timeouts_;
+  }
+
+ private:
+  void Record(absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    timeouts_.push_back(timeout);
+  }
+
+  Store* const inner_;
+  const absl::Duration slow_read_;
+  mutable absl::Mutex mu_;
+  std::vector<absl::Duration> timeouts_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST(GrpcTransportConnectTest, TheConnectTimeoutBoundsTheWholeRendezvous) {
+  constexpr absl::Duration kConnectTimeout = absl::Seconds(30);
+  constexpr absl::Duration kSlowRead = absl::Milliseconds(500);
+  LocalStore shared;
+  TimedStore timed(&shared, kSlowRead);
+  std::vector<absl::StatusOr<std::unique_ptr<GrpcTransport>>> created;
+  for (int rank = 0; rank < 3; ++rank) {
+    created.emplace_back(absl::UnknownError("not created"));
+  }
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 3; ++rank) {
+    ranks.emplace_back([&, rank] {
+      created[rank] = GrpcTransport::Create(
+          {.group = "bound",
+           .rank = rank,
+           .size = 3,
+           .connect_timeout = kConnectTimeout},
+          rank == 0 ? static_cast<Store&>(timed) : shared);
+    });
+  }
+  for (std::thread& rank : ranks) rank.join();
+  for (int rank = 0; rank < 3; ++rank) {
+    ASSERT_TRUE(created[rank].ok()) << created[rank].status();
+  }
+  // Every wait after the slow read has only what is left of the one
+  // bound, not a fresh connect timeout of its own.
+  const std::vector<absl::Duration> timeouts = timed.timeouts();
+  ASSERT_GE(timeouts.size(), 4u);
+  for (size_t i = 1; i < timeouts.size(); ++i) {
+    EXPECT_LE(timeouts[i], kConnectTimeout - kSlowRead)
+        << "wait " << i << " of " << timeouts.size();
+  }
 }
 
 }  // namespace
