@@ -21,11 +21,13 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/random/random.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
 
 namespace cohort {
 namespace {
@@ -237,29 +239,68 @@ std::vector<std::string> AddressesOfInterface(absl::string_view name) {
   return out;
 }
 
-absl::StatusOr<int> PickUnusedPort(absl::string_view host) {
+namespace {
+
+// The kernel's ephemeral port range (net.ipv4.ip_local_port_range), from
+// which it picks the port of every socket bound to port 0 and of every
+// outgoing connection.
+std::pair<int, int> EphemeralPorts() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 32768, high = 60999;  // Linux's defaults
+  if (!(in >> low >> high) || low < 1 || high < low || high > 65535) {
+    return {32768, 60999};
+  }
+  return {low, high};
+}
+
+// Whether `port` on `address` can be bound now.
+absl::StatusOr<bool> CanBind(const sockaddr_in& address, int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) {
     return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
   }
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_port = 0;
-  if (inet_pton(AF_INET, std::string(host).c_str(), &addr.sin_addr) != 1) {
-    close(fd);
+  sockaddr_in at = address;
+  at.sin_port = htons(static_cast<uint16_t>(port));
+  const bool bound =
+      bind(fd, reinterpret_cast<const sockaddr*>(&at), sizeof(at)) == 0;
+  close(fd);
+  return bound;
+}
+
+}  // namespace
+
+absl::StatusOr<int> PickUnusedPort(absl::string_view host) {
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  if (inet_pton(AF_INET, std::string(host).c_str(), &address.sin_addr) != 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("PickUnusedPort: not an IPv4 address: ", host));
   }
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const absl::Status error = absl::UnavailableError(
-        absl::StrCat("no free port on ", host, ": ", std::strerror(errno)));
-    close(fd);
-    return error;
+  // Outside the ephemeral range, or the kernel could hand the port to a
+  // socket bound to port 0, or to an outgoing connection, before its user
+  // binds it; a connection would then hold it for as long as it lasts.
+  const auto [low, high] = EphemeralPorts();
+  std::vector<std::pair<int, int>> ranges;  // [first, last]
+  if (low - 1 >= 10000) ranges.push_back({10000, low - 1});
+  if (high + 1 <= 65535) ranges.push_back({high + 1, 65535});
+  int span = 0;
+  for (const auto& [first, last] : ranges) span += last - first + 1;
+  absl::BitGen random;
+  for (int attempt = 0; span > 0 && attempt < 100; ++attempt) {
+    int pick = absl::Uniform(random, 0, span);
+    for (const auto& [first, last] : ranges) {
+      if (pick <= last - first) {
+        pick += first;
+        break;
+      }
+      pick -= last - first + 1;
+    }
+    COHORT_ASSIGN_OR_RETURN(const bool free, CanBind(address, pick));
+    if (free) return pick;
   }
-  close(fd);
-  return ntohs(addr.sin_port);
+  return absl::UnavailableError(
+      absl::StrCat("no free port on ", host, " outside the ephemeral range ",
+                   low, "-", high, " (net.ipv4.ip_local_port_range)"));
 }
 
 int64_t ResidentBytes() {

@@ -55,7 +55,10 @@ std::string InterfaceWithAddress(absl::string_view address);
 // (getifaddrs), as inet_ntop writes them.
 std::vector<std::string> AddressesOfInterface(absl::string_view name);
 
-// A TCP port on `host` that was free a moment ago (bind to 0, read, close).
+// A TCP port on `host` that was free a moment ago, outside the kernel's
+// ephemeral range (net.ipv4.ip_local_port_range): no socket bound to port 0
+// and no outgoing connection can take it before its user binds it, only
+// another caller of this. UNAVAILABLE after 100 taken ports in a row.
 absl::StatusOr<int> PickUnusedPort(absl::string_view host = "127.0.0.1");
 
 // Resident set size of this process, in bytes (0 when unknown).

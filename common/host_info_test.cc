@@ -1,6 +1,11 @@
 #include "common/host_info.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <fstream>
 #include <memory>
 
 #include "absl/synchronization/notification.h"
@@ -9,6 +14,30 @@
 
 namespace cohort {
 namespace {
+
+TEST(HostInfoTest, PickedPortsAreFreeAndOutsideTheEphemeralRange) {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0, high = 0;
+  ASSERT_TRUE(range >> low >> high);
+  for (int i = 0; i < 20; ++i) {
+    const absl::StatusOr<int> port = PickUnusedPort("127.0.0.1");
+    ASSERT_TRUE(port.ok()) << port.status();
+    // A socket bound to port 0 can never be handed this one.
+    EXPECT_TRUE(*port < low || *port > high)
+        << *port << " is in " << low << "-" << high;
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in at = {};
+    at.sin_family = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    at.sin_port = htons(static_cast<uint16_t>(*port));
+    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof(at)), 0)
+        << "port " << *port;
+    close(fd);
+  }
+  EXPECT_EQ(PickUnusedPort("localhost").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
 
 TEST(HostInfoTest, InterfaceWithAddressNamesTheInterfaceThatHoldsIt) {
   EXPECT_EQ(InterfaceWithAddress("127.0.0.1"), "lo");
