@@ -204,14 +204,20 @@ TEST_F(LogsE2eTest, WatchJobPushesEachChangeUntilTheJobEnds) {
   ASSERT_GE(steps.size(), 2u);
   EXPECT_TRUE(std::is_sorted(steps.begin(), steps.end()));
   EXPECT_EQ(steps.back(), final_status->step());
-  // The server ended the stream itself, with OK.
-  const std::string metrics = HttpGet(MetricsOf("coordinator"), "/metrics");
-  EXPECT_GE(SampleValue(metrics, absl::StrCat(
-                                     "cohort_rpc_server_duration_seconds_count{"
-                                     "method=\"",
-                                     kWatchJob, "\",code=\"OK\"}"))
-                .value_or(0),
-            1);
+  // The server ended the stream itself, with OK. It counts the call once
+  // the call is done on its side, which may be after the client saw the
+  // end.
+  const std::string series =
+      absl::StrCat("cohort_rpc_server_duration_seconds_count{method=\"",
+                   kWatchJob, "\",code=\"OK\"}");
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return SampleValue(HttpGet(MetricsOf("coordinator"), "/metrics"),
+                           series)
+                   .value_or(0) >= 1;
+      },
+      absl::Seconds(30), absl::Milliseconds(100)))
+      << series << " stayed below 1";
   EXPECT_TRUE(NoneInFlight("coordinator", kWatchJob));
 }
 
