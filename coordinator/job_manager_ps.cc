@@ -95,11 +95,8 @@ void JobManager::PlaceParameterServer(Job& job,
     a.set_group(PsGroup(job, task));
     a.set_checkpoint_dir(status.checkpoint_dir());
     a.set_job_uid(status.uid());
-    // A worker not seen since this coordinator started has one device at
-    // least.
-    const int devices =
-        view != nullptr && view->num_devices > 0 ? view->num_devices : 1;
-    for (int e = 0; e < executors; ++e) a.add_device_indices(e % devices);
+    // A worker not seen yet takes its devices when it is (TakeDevicesOf).
+    SetPsDevices(a, executors, view != nullptr ? view->num_devices : 1);
     for (const TaskId& ps : ps_tasks) {
       a.add_ps_addresses(spec_.address(ps).value_or(std::string()));
     }

@@ -184,6 +184,37 @@ TEST_F(JobManagerPsTest, AWorkerNotReadyInTimeIsLeftOutAndJoinsWhenBack) {
   EXPECT_EQ(manager_.RunClosures(worker, now_)->closures(0), 1);
 }
 
+TEST_F(JobManagerPsTest, AWorkerPlacedUnseenTakesItsDevicesWhenItJoins) {
+  v1::JobSpec spec = PsJob();
+  spec.mutable_ps()->set_max_inflight(2);
+  ASSERT_TRUE(manager_.Submit(spec, now_).ok());
+  std::vector<AgentView> unseen = Views();
+  unseen.erase(unseen.begin() + 1);  // worker:0: never registered
+  manager_.Tick(unseen, now_);
+  manager_.Tick(unseen, now_ + absl::Seconds(31));
+  ASSERT_NE(Job().state(), v1::JOB_FAILED) << Job().error();
+  v1::AgentJobReport report;
+  report.mutable_task()->set_type("worker");
+  v1::AgentJobAssignment placed =
+      manager_.Sync(report, now_ + absl::Seconds(31)).assignment();
+  EXPECT_THAT(placed.device_indices(), ::testing::ElementsAre(0, 0));
+  EXPECT_EQ(placed.group(), "job-1/attempt-1/worker:0/epoch-1");
+  // It registers with two devices: its executors go on both, under a new
+  // group, so that a runner started on the guess ends.
+  manager_.Tick(Views(), now_ + absl::Seconds(32));
+  const v1::AgentJobAssignment joined =
+      manager_.Sync(report, now_ + absl::Seconds(32)).assignment();
+  EXPECT_THAT(joined.device_indices(), ::testing::ElementsAre(0, 1));
+  EXPECT_EQ(joined.group(), "job-1/attempt-1/worker:0/epoch-2");
+  // Lost, and back with the devices it had: only the loss makes a new
+  // group.
+  manager_.Tick(Views(v1::DEAD), now_ + absl::Seconds(33));
+  manager_.Tick(Views(), now_ + absl::Seconds(34));
+  EXPECT_EQ(
+      manager_.Sync(report, now_ + absl::Seconds(34)).assignment().group(),
+      "job-1/attempt-1/worker:0/epoch-3");
+}
+
 TEST_F(JobManagerPsTest, ARestartedCoordinatorGoesOnWithoutAWorkerGoneForGood) {
   Start();
   ASSERT_EQ(manager_.RunClosures(Request("chief", 1, {}), now_)->closures(0),

@@ -67,6 +67,39 @@ void LoseWorker(Job& job, const std::string& task, const std::string& why,
            now);
 }
 
+void SetPsDevices(v1::AgentJobAssignment& assignment, int executors,
+                  int devices) {
+  assignment.clear_device_indices();
+  for (int e = 0; e < executors; ++e) {
+    assignment.add_device_indices(e % std::max(1, devices));
+  }
+}
+
+namespace {
+
+// A worker back from being lost may be another host (a replacement), or one
+// placed before it was ever seen: where its devices differ, its executors
+// go on the ones it has now, under a new group, so that a runner started
+// on the old assignment ends and its agent starts one on the new.
+void TakeDevicesOf(Job& job, const std::string& task, const AgentView& view) {
+  auto found = job.assignments.find(task);
+  if (found == job.assignments.end()) return;
+  v1::AgentJobAssignment& assignment = found->second;
+  const std::vector<int> before(assignment.device_indices().begin(),
+                                assignment.device_indices().end());
+  SetPsDevices(assignment, static_cast<int>(before.size()), view.num_devices);
+  if (std::equal(before.begin(), before.end(),
+                 assignment.device_indices().begin(),
+                 assignment.device_indices().end())) {
+    return;
+  }
+  ++job.epochs[task];
+  assignment.set_group(PsGroup(job, task));
+  job.changed = true;
+}
+
+}  // namespace
+
 void RecordRecovery(Job& job, const v1::PsRecovery& recovery, absl::Time now) {
   auto key = std::make_pair(recovery.ps_index(), recovery.incarnation());
   auto [it, fresh] = job.recoveries.try_emplace(key);
@@ -140,7 +173,8 @@ PsVerdict CheckPsAttempt(Job& job, const std::vector<TaskId>& ps_tasks,
                report->second.state() == v1::AgentJobReport::FAILED) {
       failed.push_back(task);
     } else {
-      job.lost.erase(task);  // back, with a fresh assignment
+      // Back, with a fresh assignment.
+      if (job.lost.erase(task) > 0) TakeDevicesOf(job, task, *view);
       ++alive;
     }
   }

@@ -28,6 +28,11 @@ void AddEvent(Job& job, std::string text, absl::Time now);
 void LoseWorker(Job& job, const std::string& task, const std::string& why,
                 absl::Time now);
 
+// Puts a worker's `executors` on its `devices` devices, round-robin; a
+// worker not yet seen counts as one device.
+void SetPsDevices(v1::AgentJobAssignment& assignment, int executors,
+                  int devices);
+
 // A worker's account of a ps task that restored its snapshot: records how
 // many acknowledged updates it lost, once per incarnation.
 void RecordRecovery(Job& job, const v1::PsRecovery& recovery, absl::Time now);
