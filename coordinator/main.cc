@@ -54,8 +54,9 @@ ABSL_FLAG(absl::Duration, task_orphan_timeout, absl::Seconds(60),
 ABSL_FLAG(absl::Duration, placement_timeout, absl::Minutes(2),
           "How long a job's attempt waits for its tasks to be READY (at the "
           "start, and after a restart while a lost host or its replacement "
-          "comes back) before it fails naming them. A job's "
-          "placement_timeout overrides it.");
+          "comes back) before it fails naming them; a ParameterServer "
+          "attempt with its ps tasks and a worker READY starts without the "
+          "other workers instead. A job's placement_timeout overrides it.");
 ABSL_FLAG(int, finished_jobs_kept, 1000,
           "How many ended jobs the job table keeps, the newest; older ones "
           "are dropped from it (their checkpoints stay).");

@@ -63,8 +63,9 @@ ABSL_FLAG(int, max_restarts, 0,
           "submit: how many times to resume after a lost worker.");
 ABSL_FLAG(absl::Duration, placement_timeout, absl::ZeroDuration(),
           "submit: how long each attempt waits for its tasks to be ready, "
-          "e.g. while a lost host is replaced, before it fails; 0: the "
-          "coordinator's --placement_timeout (2m by default).");
+          "e.g. while a lost host is replaced, before it fails (or, under "
+          "ParameterServer, starts without the workers still missing); 0: "
+          "the coordinator's --placement_timeout (2m by default).");
 ABSL_FLAG(int, logical_devices_per_replica, 1,
           "submit: devices each replica spans (TPUStrategy's logical "
           "devices); the replicas per agent are its devices divided by it.");

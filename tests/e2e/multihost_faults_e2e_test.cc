@@ -347,7 +347,10 @@ TEST_F(MultiHostFaultsE2eTest,
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   HostCluster& c = **cluster;
   JobSpec spec = SlowLinearJob(StrategyKind::kParameterServer, 400, 5);
-  spec.placement_timeout = absl::Seconds(10);
+  // Long enough for the chief and the ps task to register with the new
+  // coordinator, however busy the machine; the restored attempt waits all
+  // of it for the lost worker.
+  spec.placement_timeout = absl::Seconds(20);
   absl::StatusOr<std::string> id = c.client().SubmitJob(spec);
   ASSERT_TRUE(id.ok()) << id.status();
   ASSERT_EQ(WaitForStep(c.client(), *id, 50, absl::Seconds(60)).state(),

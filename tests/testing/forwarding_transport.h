@@ -48,6 +48,7 @@ class ForwardingTransport : public collective::Transport {
   size_t send_window_bytes() const override {
     return inner_->send_window_bytes();
   }
+  size_t min_chunk_bytes() const override { return inner_->min_chunk_bytes(); }
   bool favours_exchanges() const override {
     return inner_->favours_exchanges();
   }

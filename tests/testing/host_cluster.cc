@@ -113,7 +113,10 @@ absl::Status HostCluster::StartCoordinator() {
 
 absl::Status HostCluster::RestartCoordinator() {
   coordinator_->process().Signal(SIGKILL);
-  coordinator_->process().Wait(absl::Seconds(10));
+  if (!coordinator_->process().Wait(absl::Seconds(10)).has_value()) {
+    return absl::DeadlineExceededError(
+        "the coordinator did not exit within 10 s of SIGKILL");
+  }
   coordinator_->ForgetProcess();
   coordinator_->ForgetTasks();
   client_.reset();

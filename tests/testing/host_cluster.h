@@ -79,7 +79,8 @@ class HostCluster {
   // SIGKILLs `task` and reaps it.
   void KillTask(const std::string& task);
   // SIGKILLs the coordinator, as a crash, and starts it again with the same
-  // flags; the tasks stay up. Returns once it serves.
+  // flags; the tasks stay up. Returns once it serves. After a failure the
+  // cluster may have no coordinator: only its destruction is safe then.
   absl::Status RestartCoordinator();
   // The path of the task's log: <dir>/<type>-<index>.log.
   std::string TaskLog(const std::string& task) const;

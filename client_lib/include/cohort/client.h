@@ -117,7 +117,9 @@ struct JobSpec {
   int max_restarts = 0;  // after a lost worker
   // How long each attempt waits for its tasks to be READY (at the start, and
   // after a restart while a lost host or its replacement comes back) before
-  // it fails naming them. 0: the coordinator's --placement_timeout (2 min).
+  // it fails naming them; a ParameterServer attempt with its ps tasks and a
+  // worker READY starts without the other workers instead, and each joins
+  // once READY. 0: the coordinator's --placement_timeout (2 min).
   absl::Duration placement_timeout = absl::ZeroDuration();
   std::string config_json = "{}";  // handed to the library as is
   int devices_per_agent = 0;       // 0: every device of each agent
