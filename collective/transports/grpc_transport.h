@@ -91,7 +91,8 @@ class GrpcTransport final : public Transport {
                                       absl::Time deadline) override;
   size_t send_window_bytes() const override;
   // Whether or not this rank has a shared-memory ring, as the group must
-  // agree: a ring frame's header and signature stay under 3% of a chunk.
+  // agree: a ring frame's header and signature (tens of bytes) stay a few
+  // percent of a chunk.
   size_t min_chunk_bytes() const override { return 4 << 10; }
   // True unless some ring neighbours share a memory domain, and may use
   // shared memory: decided from the domains every rank published (a rank
