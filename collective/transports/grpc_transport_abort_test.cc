@@ -14,25 +14,19 @@ using ::testing::HasSubstr;
 
 TEST(GrpcTransportAbortTest, AReasonThatIsNotUtf8StillReachesThePeers) {
   LocalStore store;
-  auto transports = CreateGroupInThreads(store, 2, [](int rank) {
-    return GrpcTransportOptions{.group = "abort-text",
-                                .rank = rank,
-                                .size = 2,
-                                .connect_timeout = absl::Seconds(30),
-                                .shared_memory = false};
-  });
-  ASSERT_TRUE(transports[0].ok()) << transports[0].status();
-  ASSERT_TRUE(transports[1].ok()) << transports[1].status();
+  auto transports =
+      CreatePair(store, "abort-text",
+                 [](int, GrpcTransportOptions& o) { o.shared_memory = false; });
+  ASSERT_TRUE(transports.ok()) << transports.status();
 
-  (*transports[0])
-      ->Abort(absl::InternalError("step failed: bad byte \xff in a name"));
+  (*transports)[0]->Abort(
+      absl::InternalError("step failed: bad byte \xff in a name"));
   // Well before the deadline: the notice, not the wait, ends the receive.
   const absl::Time start = absl::Now();
   const Envelope envelope{.tag = {1, 0, 0}, .signature = "allreduce f32[4]"};
   float data[4];
-  const absl::Status status =
-      (*transports[1])
-          ->Recv(0, envelope, data, sizeof(data), start + absl::Seconds(60));
+  const absl::Status status = (*transports)[1]->Recv(
+      0, envelope, data, sizeof(data), start + absl::Seconds(60));
   EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
   EXPECT_THAT(std::string(status.message()),
               HasSubstr("aborted the group: step failed: bad byte"));

@@ -18,24 +18,19 @@ using ::testing::HasSubstr;
 
 TEST(GrpcTransportShmTest, AWaitOnTheRingThatRunsOutNamesTheNeighbour) {
   LocalStore store;
-  auto transports = CreateGroupInThreads(store, 2, [](int rank) {
-    return GrpcTransportOptions{.group = "shm-wait",
-                                .rank = rank,
-                                .size = 2,
-                                .label = rank == 0 ? "chief:0" : "worker:0",
-                                .connect_timeout = absl::Seconds(30)};
-  });
-  ASSERT_TRUE(transports[0].ok()) << transports[0].status();
-  ASSERT_TRUE(transports[1].ok()) << transports[1].status();
-  ASSERT_EQ((*transports[0])->next_link(), "shm");
+  auto transports =
+      CreatePair(store, "shm-wait", [](int rank, GrpcTransportOptions& o) {
+        o.label = rank == 0 ? "chief:0" : "worker:0";
+      });
+  ASSERT_TRUE(transports.ok()) << transports.status();
+  ASSERT_EQ((*transports)[0]->next_link(), "shm");
 
   // Rank 0 never sends: rank 1's wait ends at its deadline, naming rank 0
   // and the message.
   const Envelope envelope{.tag = {4, 2, 0}, .signature = "allreduce f32[8]"};
   float data[8];
-  const absl::Status status = (*transports[1])
-                                  ->Recv(0, envelope, data, sizeof(data),
-                                         absl::Now() + absl::Milliseconds(200));
+  const absl::Status status = (*transports)[1]->Recv(
+      0, envelope, data, sizeof(data), absl::Now() + absl::Milliseconds(200));
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
   EXPECT_THAT(std::string(status.message()),
               HasSubstr("no message from rank 0 (chief:0 at 127.0.0.1:"));
@@ -59,15 +54,9 @@ TEST(GrpcTransportShmTest, ARingSmallerThanTwoWindowsIsRefused) {
 // receives, would wait on each other until the deadline.
 TEST(GrpcTransportShmTest, TinyChunksStillFitTheRing) {
   LocalStore store;
-  auto transports = CreateGroupInThreads(store, 2, [](int rank) {
-    return GrpcTransportOptions{.group = "shm-tiny",
-                                .rank = rank,
-                                .size = 2,
-                                .connect_timeout = absl::Seconds(30)};
-  });
-  ASSERT_TRUE(transports[0].ok()) << transports[0].status();
-  ASSERT_TRUE(transports[1].ok()) << transports[1].status();
-  ASSERT_EQ((*transports[0])->next_link(), "shm");
+  auto transports = CreatePair(store, "shm-tiny");
+  ASSERT_TRUE(transports.ok()) << transports.status();
+  ASSERT_EQ((*transports)[0]->next_link(), "shm");
 
   constexpr size_t kCount = size_t{4} << 20;  // 16 MiB: four windows
   std::vector<std::vector<float>> data(2);
@@ -77,7 +66,7 @@ TEST(GrpcTransportShmTest, TinyChunksStillFitTheRing) {
     data[rank].assign(kCount, static_cast<float>(rank + 1));
     ranks.emplace_back([&, rank] {
       AlgorithmicCommunicator comm(
-          *std::move(transports[rank]),
+          std::move((*transports)[rank]),
           {.timeout = absl::Seconds(60), .chunk_bytes = 64});
       results[rank] = comm.AllReduce(data[rank].data(), kCount, DType::kFloat32,
                                      ReduceOp::kSum);

@@ -3,8 +3,10 @@
 // Test helper: a group of GrpcTransports in one process, one thread per
 // rank, since Create returns only once every rank has joined.
 
+#include <array>
 #include <functional>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -86,6 +88,27 @@ CreateGroupInThreads(Store& store, int size,
   }
   for (std::thread& rank : ranks) rank.join();
   return created;
+}
+
+// Ranks 0 and 1 of `group` on loopback, connected within 30 s; `adjust`
+// changes each rank's options. The first rank's failure, if any.
+inline absl::StatusOr<std::array<std::unique_ptr<GrpcTransport>, 2>> CreatePair(
+    Store& store, const std::string& group,
+    const std::function<void(int rank, GrpcTransportOptions&)>& adjust = {}) {
+  auto created = CreateGroupInThreads(store, 2, [&](int rank) {
+    GrpcTransportOptions options{.group = group,
+                                 .rank = rank,
+                                 .size = 2,
+                                 .connect_timeout = absl::Seconds(30)};
+    if (adjust) adjust(rank, options);
+    return options;
+  });
+  std::array<std::unique_ptr<GrpcTransport>, 2> pair;
+  for (int rank = 0; rank < 2; ++rank) {
+    if (!created[rank].ok()) return created[rank].status();
+    pair[rank] = *std::move(created[rank]);
+  }
+  return pair;
 }
 
 }  // namespace cohort::collective
