@@ -21,6 +21,9 @@ SyncVerdict JudgeSyncAttempt(const Job& job,
   const v1::AgentJobReport* permanent = nullptr;
   const v1::AgentJobReport* failed = nullptr;
   const AgentView* dead = nullptr;
+  // Whether any failure seen was more than an agent's checkpointed leave: a
+  // crash beside a leave still spends a restart.
+  bool left = false, lost_otherwise = false;
   SyncVerdict verdict;
   for (const auto& [task, assignment] : job.assignments) {
     const AgentView* view =
@@ -29,9 +32,11 @@ SyncVerdict JudgeSyncAttempt(const Job& job,
     // An agent whose replicas all finished has nothing left to lose.
     const bool done = it != job.reports.end() &&
                       it->second.state() == v1::AgentJobReport::FINISHED;
-    if (view != nullptr && view->state != v1::READY && dead == nullptr &&
-        !done) {
-      dead = view;
+    if (view != nullptr && view->state != v1::READY && !done) {
+      if (dead == nullptr) dead = view;
+      if (!absl::StartsWith(view->last_error, kDeregisteredError)) {
+        lost_otherwise = true;
+      }
     }
     if (it == job.reports.end()) continue;
     const v1::AgentJobReport& report = it->second;
@@ -45,7 +50,11 @@ SyncVerdict JudgeSyncAttempt(const Job& job,
       case v1::AgentJobReport::FAILED:
         if (report.permanent() && permanent == nullptr) permanent = &report;
         if (failed == nullptr) failed = &report;
-        verdict.agent_left = verdict.agent_left || report.agent_left();
+        if (report.agent_left()) {
+          left = true;
+        } else {
+          lost_otherwise = true;
+        }
         break;
       default:
         break;
@@ -83,6 +92,7 @@ SyncVerdict JudgeSyncAttempt(const Job& job,
         dead->last_error.empty() ? "" : ": ", dead->last_error,
         "); its peers stop waiting for it");
   }
+  verdict.agent_left = left && !lost_otherwise;
   const absl::Time failing_since = job.failing_since.value_or(now);
   if (permanent == nullptr && now - failing_since < options.failure_grace) {
     verdict.kind = Kind::kFailing;

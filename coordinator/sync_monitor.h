@@ -27,8 +27,9 @@ struct SyncVerdict {
   std::string abort;
   std::string cause;
   bool permanent = false;  // the job caused it: no restart helps
-  // An agent was stopped after every replica checkpointed: an operator's
-  // stop, not a failure, so the restart is not counted against max_restarts.
+  // An agent was stopped after every replica checkpointed, and nothing else
+  // failed: an operator's stop, so the restart is not counted against
+  // max_restarts.
   bool agent_left = false;
 };
 

@@ -102,6 +102,29 @@ TEST_F(SyncMonitorTest,
   EXPECT_EQ(v.cause, "worker:0 stopped: deregistered: signal 15 (at step 40)");
 }
 
+TEST_F(SyncMonitorTest, ACrashBesideAnAgentThatLeftSpendsTheRestart) {
+  job_.assignments["worker:1"] = {};
+  agents_.push_back({.task = {"worker", 1}, .state = v1::READY});
+  Report("chief", v1::AgentJobReport::FAILED,
+         "the agent of replica 1 is shutting down; every replica "
+         "checkpointed step 40 first");
+  job_.reports["chief:0"].set_agent_left(true);
+  agents_[1].state = v1::DEAD;
+  agents_[1].last_error = "deregistered: signal 15";
+  job_.failing_since = now_ - absl::Seconds(1);
+  ASSERT_TRUE(Judge().agent_left);
+
+  agents_[2].state = v1::DEAD;
+  agents_[2].last_error = "killed by signal 9";
+  EXPECT_FALSE(Judge().agent_left) << "worker:1 crashed";
+
+  agents_[2].state = v1::READY;
+  v1::AgentJobReport& crashed = job_.reports["worker:1"];
+  crashed.set_state(v1::AgentJobReport::FAILED);
+  crashed.set_error("step returned: out of memory");
+  EXPECT_FALSE(Judge().agent_left) << "worker:1's step failed";
+}
+
 TEST_F(SyncMonitorTest, APermanentFailureEndsAtOnce) {
   Report("chief", v1::AgentJobReport::RUNNING);
   Report("worker", v1::AgentJobReport::FAILED, "step returned: bad shape",
