@@ -11,7 +11,8 @@
 
 namespace cohort::rpc {
 
-Connection::Connection(std::string address, Security security, bool dedicated)
+Connection::Connection(std::string address, Security security, bool dedicated,
+                       absl::Duration connect_timeout)
     : address_(std::move(address)), security_(std::move(security)) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
@@ -20,7 +21,11 @@ Connection::Connection(std::string address, Security security, bool dedicated)
   // up to two minutes.
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  // Despite its name, gRPC takes this as the least time one attempt to
+  // connect is given: at 100 ms, a link with a round trip of 100 ms or more
+  // never completes a handshake in time.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(connect_timeout)));
   ApplyTransportTuning(args);
   if (dedicated) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   channel_ =

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "rpc/limits.h"
 #include "rpc/security.h"
 
 namespace cohort::rpc {
@@ -21,8 +22,10 @@ class Connection {
  public:
   // `dedicated`: the channel gets a connection of its own, not one shared
   // with other channels to the same address, so that the connection closes
-  // when this channel goes.
-  Connection(std::string address, Security security, bool dedicated = false);
+  // when this channel goes. `connect_timeout`: how long one attempt to
+  // connect (TCP, TLS, HTTP/2's settings) may take before it is retried.
+  Connection(std::string address, Security security, bool dedicated = false,
+             absl::Duration connect_timeout = kConnectTimeout);
 
   const std::string& address() const { return address_; }
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }

@@ -18,6 +18,13 @@ inline constexpr size_t kMaxConfigJsonBytes = 1024 * 1024;
 // Default deadline of a control-plane RPC.
 inline constexpr int kDefaultRpcTimeoutMs = 5000;
 
+// How long one attempt to connect may take: a TCP and a TLS handshake and
+// HTTP/2's settings, a few round trips, over the slowest link a cluster
+// may span. Short enough that an attempt begun while a link was cut is
+// retried soon after it heals (TCP resends a lost SYN 1 s later, then 2 s
+// after that).
+inline constexpr absl::Duration kConnectTimeout = absl::Seconds(3);
+
 // A store wait (Store.Get, Store.Barrier) has this much longer as its RPC
 // deadline than the server waits, so that the store's own answer (which key,
 // which ranks are missing) reaches the caller before its deadline fires.

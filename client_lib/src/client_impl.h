@@ -4,6 +4,7 @@
 // implement its calls (client.cc, client_calls.cc). Immutable after
 // construction; thread-safe, as the gRPC stubs are.
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -17,7 +18,10 @@ namespace cohort {
 
 struct Client::Impl {
   Impl(std::string address, rpc::Security security, absl::Duration timeout)
-      : connection(std::move(address), std::move(security)),
+      : connection(std::move(address), std::move(security),
+                   /*dedicated=*/false,
+                   // A slow link may take all of a call's time to connect.
+                   std::max(timeout, rpc::kConnectTimeout)),
         admin(v1::Admin::NewStub(connection.channel())),
         jobs(v1::Jobs::NewStub(connection.channel())),
         rpc_timeout(timeout) {}

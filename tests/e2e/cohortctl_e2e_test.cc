@@ -337,6 +337,38 @@ TEST(CohortctlE2eTest, StatusAgainstNothingIsAClearError) {
   EXPECT_THAT(result.output, HasSubstr("unknown command \"frobnicate\""));
 }
 
+TEST(CohortctlE2eTest, ACoordinatorBehindASlowLinkIsReached) {
+  // A round trip of 300 ms: a handshake takes longer than gRPC's 100 ms
+  // floor on one attempt to connect, yet well within the call's --timeout.
+  ScratchDir dir;
+  const std::string spec = dir.Write("cluster.json", LocalSpec(1, 0));
+  auto coordinator = CoordinatorProcess::Start(
+      dir, {absl::StrCat("--cluster_spec=", spec), "--launch=none"});
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  const std::string port =
+      (*coordinator)
+          ->address()
+          .substr((*coordinator)->address().rfind(':') + 1);
+  const std::string ready = dir.path() + "/relay.ready";
+  absl::StatusOr<Subprocess> relay = Subprocess::Spawn(
+      {.argv = {TestBinary("delay_relay"), "--listen_host=127.0.0.2",
+                "--target_host=127.0.0.1", absl::StrCat("--ports=", port),
+                "--delay=150ms", absl::StrCat("--ready_file=", ready)},
+       .output_file = dir.path() + "/relay.log"});
+  ASSERT_TRUE(relay.ok()) << relay.status();
+  ASSERT_TRUE(WaitUntil([&] { return std::filesystem::exists(ready); },
+                        absl::Seconds(10)))
+      << ReadFile(dir.path() + "/relay.log").value_or("");
+
+  const CommandResult result = RunCommand(
+      {Binary("cohortctl"), absl::StrCat("--coordinator=127.0.0.2:", port),
+       "--timeout=20s", "status"});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("chief:0"));
+  EXPECT_THAT(ReadFile(dir.path() + "/relay.log").value_or(""),
+              HasSubstr("relaying a connection to port"));
+}
+
 TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
   struct Case {
     std::vector<std::string> argv;
