@@ -159,6 +159,7 @@ absl::Status PsClient::CreateVariables(
   for (v1::CreateVariablesRequest& r : requests) {
     r.set_job_id(options_.job_id);
     r.set_job_sequence(options_.job_sequence);
+    r.set_job_uid(options_.job_uid);
   }
   for (size_t i = 0; i < options.size(); ++i) {
     const VariablePlacement& v = placement.variables[i];

@@ -111,7 +111,8 @@ VariableStore::~VariableStore() = default;
 
 absl::StatusOr<int> VariableStore::Create(
     const std::string& job_id, int64_t job_sequence,
-    const google::protobuf::RepeatedPtrField<v1::PsVariableSpec>& specs) {
+    const google::protobuf::RepeatedPtrField<v1::PsVariableSpec>& specs,
+    const std::string& job_uid) {
   if (job_id.empty()) {
     return absl::InvalidArgumentError("CreateVariables needs a job_id");
   }
@@ -131,13 +132,19 @@ absl::StatusOr<int> VariableStore::Create(
     normalized.push_back(*std::move(spec));
   }
 
-  std::string replaced_job;
+  std::string replaced_job, replaced_uid;
   int64_t replaced_sequence = 0;
   size_t dropped = 0;
   int created = 0;
   {
     absl::WriterMutexLock lock(&mu_);
-    const bool replace = job_id_.empty() || job_sequence > job_sequence_;
+    // The same id and sequence, yet another job: ids restart with a new
+    // cluster, and the shard outlived the old one's coordinator.
+    const bool same_id_other_job =
+        job_id == job_id_ && job_sequence == job_sequence_ &&
+        !job_uid.empty() && !job_uid_.empty() && job_uid != job_uid_;
+    const bool replace =
+        job_id_.empty() || job_sequence > job_sequence_ || same_id_other_job;
     if (!replace && job_sequence < job_sequence_) {
       return absl::PermissionDeniedError(absl::StrCat(
           "job '", job_id, "' (sequence ", job_sequence,
@@ -182,6 +189,7 @@ absl::StatusOr<int> VariableStore::Create(
     if (replace) {
       if (!job_id_.empty()) {
         replaced_job = job_id_;
+        replaced_uid = job_uid_;
         replaced_sequence = job_sequence_;
         dropped = variables_.size();
       }
@@ -190,6 +198,11 @@ absl::StatusOr<int> VariableStore::Create(
       worker_value_bytes_.store(0);
       job_id_ = job_id;
       job_sequence_ = job_sequence;
+      job_uid_ = job_uid;
+      generation_.fetch_add(1);
+    } else if (job_uid_.empty() && !job_uid.empty()) {
+      // The owner's, learnt from itself where a snapshot did not say.
+      job_uid_ = job_uid;
       generation_.fetch_add(1);
     }
     for (int i = 0; i < specs.size(); ++i) {
@@ -216,10 +229,11 @@ absl::StatusOr<int> VariableStore::Create(
   }
   if (!replaced_job.empty()) {
     spdlog::info(
-        "ps shard {}: job '{}' (sequence {}) replaces job '{}' (sequence {}); "
-        "dropped its {} variables",
-        options_.shard_id, job_id, job_sequence, replaced_job,
-        replaced_sequence, dropped);
+        "ps shard {}: job '{}' (sequence {}, uid {}) replaces job '{}' "
+        "(sequence {}, uid {}); dropped its {} variables",
+        options_.shard_id, job_id, job_sequence,
+        job_uid.empty() ? "unknown" : job_uid, replaced_job, replaced_sequence,
+        replaced_uid.empty() ? "unknown" : replaced_uid, dropped);
   }
   if (created > 0) {
     spdlog::info("ps shard {}: job '{}' created {} variables",
@@ -452,6 +466,7 @@ v1::PsSnapshot VariableStore::Capture(int64_t* generation) const {
   snapshot.set_shard_id(options_.shard_id);
   snapshot.set_job_id(job_id_);
   snapshot.set_job_sequence(job_sequence_);
+  snapshot.set_job_uid(job_uid_);
   snapshot.set_updates(updates_.load());
   snapshot.set_unix_ms(absl::ToUnixMillis(absl::Now()));
   for (const auto& [name, variable] : variables_) {
@@ -533,6 +548,7 @@ absl::Status VariableStore::Restore(const v1::PsSnapshot& snapshot) {
   absl::WriterMutexLock lock(&mu_);
   job_id_ = snapshot.job_id();
   job_sequence_ = snapshot.job_sequence();
+  job_uid_ = snapshot.job_uid();
   variables_ = std::move(restored);
   held_bytes_ = held_bytes;
   worker_value_bytes_.store(worker_value_bytes);

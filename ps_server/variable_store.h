@@ -66,12 +66,16 @@ class VariableStore {
   // Declares `specs` for `job_id`; returns how many did not exist before.
   // Idempotent: an existing variable of the same job keeps its value. A
   // higher `job_sequence` than the owner's drops the owner's variables
-  // first; a lower one is PERMISSION_DENIED. A spec that is malformed, or
-  // that differs from the existing variable of that name, is
-  // INVALID_ARGUMENT naming it; nothing is created then.
+  // first; a lower one is PERMISSION_DENIED. So does another `job_uid` at
+  // the same id and sequence: a job of a cluster whose coordinator started
+  // over, which this shard outlived (an empty uid, on either side, matches
+  // any). A spec that is malformed, or that differs from the existing
+  // variable of that name, is INVALID_ARGUMENT naming it; nothing is
+  // created then.
   absl::StatusOr<int> Create(
       const std::string& job_id, int64_t job_sequence,
-      const google::protobuf::RepeatedPtrField<v1::PsVariableSpec>& specs);
+      const google::protobuf::RepeatedPtrField<v1::PsVariableSpec>& specs,
+      const std::string& job_uid = "");
 
   // The values of `names`, as the messages of a Pull stream: small
   // variables batched into one message, larger ones split, with at most
@@ -154,6 +158,7 @@ class VariableStore {
   mutable v1::PsInfo last_info_ ABSL_GUARDED_BY(info_mu_);
   std::string job_id_ ABSL_GUARDED_BY(mu_);  // empty: no owner yet
   int64_t job_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string job_uid_ ABSL_GUARDED_BY(mu_);  // empty: not known
   std::map<std::string, std::unique_ptr<Variable>> variables_
       ABSL_GUARDED_BY(mu_);
   int64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // values + slots

@@ -177,6 +177,43 @@ TEST(VariableStoreTest, ANewerJobReplacesTheOlderOne) {
   EXPECT_EQ(info.num_variables(), 1);
 }
 
+TEST(VariableStoreTest, AnotherClustersJobOfTheSameIdGetsNoneOfItsVariables) {
+  // A shard outlives its coordinator's state; the new cluster's job ids
+  // start at 1 again.
+  const v1::PsVariableSpec w = Sgd(Spec("w", {2}), 1.0);
+  VariableStore first({.shard_id = 0});
+  ASSERT_TRUE(first.Create("1", 1, List({w}), "uid-a").ok());
+  ASSERT_TRUE(test_util::Push(first, "1", "", "w", Bytes<float>({1, 2})).ok());
+  VariableStore store({.shard_id = 0});
+  int64_t generation = 0;
+  ASSERT_TRUE(store.Restore(first.Capture(&generation)).ok());
+
+  // The same job, after the shard restarted: its values are kept.
+  EXPECT_EQ(*store.Create("1", 1, List({w}), "uid-a"), 0);
+  EXPECT_THAT(Values<float>(PullOne(store, "1", "w")), ElementsAre(-1, -2));
+
+  EXPECT_EQ(*store.Create("1", 1, List({w}), "uid-b"), 1);
+  EXPECT_THAT(Values<float>(PullOne(store, "1", "w")), ElementsAre(0, 0));
+  // A client that does not say which job it is matches the owner.
+  EXPECT_EQ(*store.Create("1", 1, List({w})), 0);
+  EXPECT_EQ(store.Capture(&generation).job_uid(), "uid-b");
+}
+
+TEST(VariableStoreTest, AShardRestoredWithoutAUidLearnsItFromItsOwner) {
+  const v1::PsVariableSpec w = Sgd(Spec("w", {2}), 1.0);
+  VariableStore first({.shard_id = 0});
+  ASSERT_TRUE(first.Create("1", 1, List({w})).ok());
+  ASSERT_TRUE(test_util::Push(first, "1", "", "w", Bytes<float>({1, 2})).ok());
+  VariableStore store({.shard_id = 0});
+  int64_t generation = 0;
+  ASSERT_TRUE(store.Restore(first.Capture(&generation)).ok());
+  const int64_t before = store.generation();
+  EXPECT_EQ(*store.Create("1", 1, List({w}), "uid-a"), 0);
+  EXPECT_THAT(Values<float>(PullOne(store, "1", "w")), ElementsAre(-1, -2));
+  EXPECT_GT(store.generation(), before) << "the uid is for the next snapshot";
+  EXPECT_EQ(store.Capture(&generation).job_uid(), "uid-a");
+}
+
 TEST(VariableStoreTest, PullErrorsNameTheVariableAndTheShard) {
   VariableStore store({.shard_id = 3});
   ASSERT_TRUE(store.Create("job", 1, List({Spec("w", {1})})).ok());
