@@ -11,8 +11,18 @@ Mailbox::Mailbox(int size) : sources_(static_cast<size_t>(size)) {}
 void Mailbox::Deliver(int source, const Tag& tag, std::string signature,
                       absl::Cord payload) {
   absl::MutexLock lock(&mu_);
-  sources_[source].messages.insert_or_assign(
-      tag, Message{std::move(signature), std::move(payload)});
+  Source& from = sources_[source];
+  const bool filed =
+      from.messages
+          .try_emplace(tag, Message{std::move(signature), std::move(payload)})
+          .second;
+  if (filed || !from.gone.ok()) return;
+  // Every tag is sent once: a second message for one is not a retry but a
+  // peer that cannot be trusted (two processes claiming one rank, say).
+  from.gone = absl::DataLossError(
+      absl::StrCat("rank ", source, " sent a second message for sequence ",
+                   tag.sequence, ", step ", tag.step, ", chunk ", tag.chunk,
+                   "; nothing more from it is trusted"));
 }
 
 template <typename Condition>

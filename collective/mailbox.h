@@ -33,10 +33,10 @@ class Mailbox {
   // Before the first Take.
   void set_driver(Driver driver) { driver_ = std::move(driver); }
 
-  // Files a message from `source`. A message for a tag already held
-  // replaces it (only a misbehaving peer sends one twice). The payload is a
-  // Cord so that bytes received into a transport's own buffers are filed
-  // without a copy.
+  // Files a message from `source`. A second message for a tag already held
+  // is dropped, and fails later Takes from `source` with DATA_LOSS (only a
+  // misbehaving peer sends one twice). The payload is a Cord so that bytes
+  // received into a transport's own buffers are filed without a copy.
   void Deliver(int source, const Tag& tag, std::string signature,
                absl::Cord payload);
 
