@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
@@ -20,6 +21,29 @@ absl::StatusOr<std::string> ReadFlagFile(absl::string_view flag,
         absl::StrCat("--", flag, ": ", contents.status().message()));
   }
   return contents;
+}
+
+// The flag's file as PEM holding `what` ("CERTIFICATE", "PRIVATE KEY"):
+// gRPC would take anything and fail only at its first handshake or bind,
+// naming neither the file nor the flag.
+absl::StatusOr<std::string> ReadPemFlagFile(absl::string_view flag,
+                                            const std::string& path,
+                                            absl::string_view what) {
+  COHORT_ASSIGN_OR_RETURN(std::string pem, ReadFlagFile(flag, path));
+  constexpr char kBegin[] = "-----BEGIN ";
+  for (size_t at = pem.find(kBegin); at != std::string::npos;
+       at = pem.find(kBegin, at + 1)) {
+    const size_t label = at + sizeof(kBegin) - 1;
+    const size_t end = pem.find("-----", label);
+    if (end == std::string::npos) break;
+    if (absl::StrContains(absl::string_view(pem).substr(label, end - label),
+                          what)) {
+      return pem;
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--", flag, ": ", path, " holds no PEM ", absl::AsciiStrToLower(what),
+      " (a \"-----BEGIN ...", what, "-----\" block)"));
 }
 
 }  // namespace
@@ -48,14 +72,17 @@ absl::StatusOr<Security> Security::Load(const SecurityFiles& files) {
         "--tls_cert_file and --tls_key_file must be given together");
   }
   if (!files.tls_cert_file.empty()) {
-    COHORT_ASSIGN_OR_RETURN(security.cert_pem,
-                            ReadFlagFile("tls_cert_file", files.tls_cert_file));
-    COHORT_ASSIGN_OR_RETURN(security.key_pem,
-                            ReadFlagFile("tls_key_file", files.tls_key_file));
+    COHORT_ASSIGN_OR_RETURN(
+        security.cert_pem,
+        ReadPemFlagFile("tls_cert_file", files.tls_cert_file, "CERTIFICATE"));
+    COHORT_ASSIGN_OR_RETURN(
+        security.key_pem,
+        ReadPemFlagFile("tls_key_file", files.tls_key_file, "PRIVATE KEY"));
   }
   if (!files.tls_ca_file.empty()) {
-    COHORT_ASSIGN_OR_RETURN(security.ca_pem,
-                            ReadFlagFile("tls_ca_file", files.tls_ca_file));
+    COHORT_ASSIGN_OR_RETURN(
+        security.ca_pem,
+        ReadPemFlagFile("tls_ca_file", files.tls_ca_file, "CERTIFICATE"));
   }
   return security;
 }
