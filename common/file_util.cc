@@ -71,15 +71,16 @@ absl::Status WriteFileAtomically(const std::string& path,
   static std::atomic<uint64_t> counter{0};
   const std::string tmp =
       absl::StrCat(path, ".tmp.", getpid(), ".", counter.fetch_add(1));
+  // Errors name `path`: the temporary file is ours, not the caller's.
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) return ErrnoError(tmp, "cannot create");
+  if (fd < 0) return ErrnoError(path, "cannot write");
   size_t written = 0;
   while (written < contents.size()) {
     const ssize_t n =
         write(fd, contents.data() + written, contents.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      const absl::Status error = ErrnoError(tmp, "write failed");
+      const absl::Status error = ErrnoError(path, "write failed");
       close(fd);
       unlink(tmp.c_str());
       return error;
@@ -87,7 +88,7 @@ absl::Status WriteFileAtomically(const std::string& path,
     written += static_cast<size_t>(n);
   }
   if (fsync(fd) != 0) {
-    const absl::Status error = ErrnoError(tmp, "fsync failed");
+    const absl::Status error = ErrnoError(path, "fsync failed");
     close(fd);
     unlink(tmp.c_str());
     return error;

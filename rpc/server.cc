@@ -147,8 +147,13 @@ absl::Status RpcServer::Start() {
     health->SetServingStatus(true);
   }
   if (!options_.port_file.empty()) {
-    COHORT_RETURN_IF_ERROR(
-        WriteFileAtomically(options_.port_file, absl::StrCat(port_, "\n")));
+    // A path that cannot be written is the operator's to fix, as a bad flag.
+    if (absl::Status written =
+            WriteFileAtomically(options_.port_file, absl::StrCat(port_, "\n"));
+        !written.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--port_file: ", written.message()));
+    }
   }
   return absl::OkStatus();
 }

@@ -50,8 +50,8 @@ class RpcServer {
 
   // Binds and starts serving. Errors name the address and why: UNAVAILABLE
   // when its port is in use, FAILED_PRECONDITION when this host cannot bind
-  // it (not its address, unresolvable, privileged), INVALID_ARGUMENT when
-  // malformed.
+  // it (not its address, unresolvable, privileged) or cannot write the
+  // port file, INVALID_ARGUMENT when malformed.
   absl::Status Start();
 
   // "host:port" as bound (the port is real even when 0 was asked for).

@@ -1,12 +1,12 @@
 // cohortctl trace: a traced job's timeline as a Chrome trace-event file.
 
 #include <cstdio>
-#include <fstream>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "client_lib/cohortctl/commands.h"
 #include "client_lib/cohortctl/trace_format.h"
+#include "common/file_util.h"
 
 ABSL_FLAG(std::string, out, "",
           "trace: the file to write (Chrome trace-event JSON). Default: "
@@ -24,11 +24,10 @@ int TraceCommand(const CommonOptions& options, const std::string& job_id) {
   }
   std::string out = absl::GetFlag(FLAGS_out);
   if (out.empty()) out = absl::StrCat(job_id, ".trace.json");
-  std::ofstream file(out, std::ios::trunc);
-  file << ChromeTrace(*trace).dump() << '\n';
-  file.close();
-  if (!file) {
-    PrintError(absl::UnavailableError(absl::StrCat("cannot write ", out)));
+  if (absl::Status written =
+          WriteFileAtomically(out, ChromeTrace(*trace).dump() + "\n");
+      !written.ok()) {
+    PrintError(written);
     return 1;
   }
   int64_t spans = 0;

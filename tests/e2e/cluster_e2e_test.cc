@@ -253,6 +253,9 @@ TEST(ClusterE2eTest, BadFlagValuesExitTwoNamingTheFlag) {
        "at most --restart_backoff_max, got 1s and 100ms"},
       {"--cpu_devices=0", "--cpu_devices must be at least 1"},
       {"--launch=remote", "--launch: unknown mode \"remote\""},
+      {absl::StrCat("--port_file=", dir.path(), "/missing/port"),
+       absl::StrCat("--port_file: ", dir.path(),
+                    "/missing/port: cannot write: No such file or directory")},
   };
   for (const auto& [flag, expected] : cases) {
     CommandResult result = RunCommand(

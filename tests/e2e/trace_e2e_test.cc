@@ -62,6 +62,14 @@ TEST_F(TraceE2eTest, ATracedJobsTimelineNestsPerReplicaWithEveryStepsCollectives
   ASSERT_EQ(ctl.exit_code, 0) << ctl.output;
   EXPECT_THAT(ctl.output, HasSubstr("4 replica tracks"));
   std::printf("%s", ctl.output.c_str());
+  const std::string nowhere = cluster_->dir.path() + "/missing/trace.json";
+  const CommandResult unwritable = RunCommand(
+      {Binary("cohortctl"), "--coordinator=" + cluster_->coordinator->address(),
+       "trace", *id, "--out=" + nowhere},
+      absl::Seconds(60));
+  EXPECT_EQ(unwritable.exit_code, 1) << unwritable.output;
+  EXPECT_THAT(unwritable.output,
+              HasSubstr(nowhere + ": cannot write: No such file or directory"));
 
   std::ifstream file(out);
   const nlohmann::json trace =
