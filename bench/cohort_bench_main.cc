@@ -262,6 +262,11 @@ int Main(int argc, char** argv) {
         absl::StrCat("--chunk_bytes must be at least 1, got ",
                      absl::GetFlag(FLAGS_chunk_bytes))));
   }
+  if (absl::GetFlag(FLAGS_min_time) < absl::ZeroDuration()) {
+    ExitWithConfigError(absl::InvalidArgumentError(
+        absl::StrCat("--min_time must not be negative, got ",
+                     absl::FormatDuration(absl::GetFlag(FLAGS_min_time)))));
+  }
   if (absl::StatusOr<bool> csv = ParseCsvFormat(absl::GetFlag(FLAGS_format));
       !csv.ok()) {
     ExitWithConfigError(csv.status());

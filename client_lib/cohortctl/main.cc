@@ -5,6 +5,7 @@
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client_lib/cohortctl/commands.h"
 #include "common/file_util.h"
@@ -161,6 +162,17 @@ int Main(int argc, char** argv) {
         stderr, "cohortctl %s: expected %s (try --help)\n", command.c_str(),
         command == "logs" ? "a task, a job id or coordinator" : "a JOB id");
     return kUsageError;
+  }
+  if (wanted == 1 && command != "logs") {
+    // Caught here, not by the coordinator: a NOT_FOUND would hide the typo.
+    int64_t id = 0;
+    if (!absl::SimpleAtoi(args[1], &id) || id <= 0) {
+      std::fprintf(stderr,
+                   "cohortctl %s: \"%s\" is not a job id: job ids are "
+                   "positive integers, as `cohortctl jobs` lists them\n",
+                   command.c_str(), args[1].c_str());
+      return kUsageError;
+    }
   }
   if (command == "status") return StatusCommand(options);
   if (command == "up") return UpCommand(options);

@@ -120,6 +120,12 @@ int UpCommand(const CommonOptions& options) {
     PrintError(absl::InvalidArgumentError("--cpu_devices must be at least 1"));
     return kUsageError;
   }
+  if (absl::GetFlag(FLAGS_ready_timeout) <= absl::ZeroDuration()) {
+    PrintError(absl::InvalidArgumentError(absl::StrCat(
+        "--ready_timeout must be positive, got ",
+        absl::FormatDuration(absl::GetFlag(FLAGS_ready_timeout)))));
+    return kUsageError;
+  }
   BlockTerminationSignals();
   std::string state_dir = absl::GetFlag(FLAGS_state_dir);
   if (state_dir.empty()) state_dir = DefaultLocalStateDir();

@@ -399,6 +399,13 @@ TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
        "--rank=2 is out of range for --ranks=2"},
       {{Binary("cohort-ps-bench"), "help"},
        "unexpected argument \"help\" (it takes flags only; see --help)"},
+      {{Binary("cohortctl"), "cancel", "abc"},
+       "cohortctl cancel: \"abc\" is not a job id: job ids are positive "
+       "integers"},
+      {{Binary("cohortctl"), "up", "--ready_timeout=0s"},
+       "--ready_timeout must be positive, got 0"},
+      {{Binary("cohort-bench"), "allreduce", "--min_time=-1s"},
+       "--min_time must not be negative, got -1s"},
       {{Binary("cohortctl"), "submit", "--library=x.so", "--step=s",
         "--steps=1", "--global_batch=1", "--ps_shards=4"},
        "--ps_shards is for --strategy=parameter_server, not "
