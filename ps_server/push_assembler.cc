@@ -109,6 +109,26 @@ absl::Status PushAssembler::Claim(const std::string& name, int64_t offset,
         absl::StrCat("push chunk of '", name, "' at bytes [", offset, ", ", end,
                      ") overlaps bytes already received"));
   }
+  // Pieces that touch are one range: chunks sent in order, however small,
+  // keep a single one. Only pieces apart count against the bound, which
+  // keeps a stream's bookkeeping small next to the bytes it buffers.
+  const bool joins_previous =
+      next != pending->ranges.begin() && std::prev(next)->second == offset;
+  const bool joins_next = next != pending->ranges.end() && next->first == end;
+  if (joins_next) {
+    end = next->second;
+    next = pending->ranges.erase(next);
+  }
+  if (joins_previous) {
+    std::prev(next)->second = end;
+    return absl::OkStatus();
+  }
+  if (!joins_next &&
+      pending->ranges.size() >= static_cast<size_t>(kMaxPushPieces)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "push chunks of '", name, "' arrived as more than ", kMaxPushPieces,
+        " pieces apart; a sender sends a variable's chunks in order"));
+  }
   pending->ranges.emplace(offset, end);
   return absl::OkStatus();
 }

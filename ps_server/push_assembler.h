@@ -50,7 +50,11 @@ class PushAssembler {
     int64_t received = 0;
   };
 
-  // Fails the chunk when [offset, end) overlaps bytes already received.
+  // Pieces of one variable received apart from each other, at most.
+  static constexpr int kMaxPushPieces = 1024;
+
+  // Fails the chunk when [offset, end) overlaps bytes already received, or
+  // would be more than kMaxPushPieces pieces apart.
   static absl::Status Claim(const std::string& name, int64_t offset,
                             int64_t end, Pending* pending);
 

@@ -123,6 +123,36 @@ TEST_F(PushAssemblerTest, OverlapsAndOutOfRangeChunksAreRefused) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(PushAssemblerTest, TinyChunksInOrderApplyAndTinyChunksApartAreBounded) {
+  google::protobuf::RepeatedPtrField<v1::PsVariableSpec> specs;
+  v1::PsVariableSpec* big = specs.Add();
+  big->set_name("big");
+  big->add_shape(4096);
+  big->set_dtype(v1::PS_INT32);
+  ASSERT_TRUE(store_.Create("job", 1, specs).ok());
+  const int64_t bytes = 4096 * 4;
+  {
+    PushAssembler assembler(&store_, 1024);
+    ASSERT_TRUE(assembler.Begin("job", "").ok());
+    for (int64_t offset = 0; offset < bytes; ++offset) {
+      ASSERT_TRUE(Add(assembler, Chunk("big", offset, "x", bytes)).ok())
+          << offset;
+    }
+    EXPECT_EQ(assembler.applied(), 1);
+  }
+  PushAssembler assembler(&store_, 1024);
+  ASSERT_TRUE(assembler.Begin("job", "").ok());
+  absl::Status status;
+  int64_t offset = 0;
+  for (; offset < bytes && status.ok(); offset += 2) {
+    status = Add(assembler, Chunk("big", offset, "x", bytes));
+  }
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("arrived as more than 1024 pieces apart"));
+  EXPECT_EQ(offset, 2 * 1025);
+}
+
 TEST_F(PushAssemblerTest, AnIncompleteVariableFailsTheEndOfTheStream) {
   PushAssembler assembler(&store_, 1024);
   ASSERT_TRUE(assembler.Begin("job", "").ok());
