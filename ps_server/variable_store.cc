@@ -462,6 +462,10 @@ void VariableStore::FillInfo(v1::PsInfo* info) const {
 
 v1::PsSnapshot VariableStore::Capture(int64_t* generation) const {
   absl::WriterMutexLock lock(&mu_);
+  // Nothing but CountPush changes state under this lock. It counts, then
+  // moves the generation: read in the other order, a count the generation
+  // says is saved is saved.
+  if (generation != nullptr) *generation = generation_.load();
   v1::PsSnapshot snapshot;
   snapshot.set_shard_id(options_.shard_id);
   snapshot.set_job_id(job_id_);
@@ -480,7 +484,6 @@ v1::PsSnapshot VariableStore::Capture(int64_t* generation) const {
     out->mutable_worker_values()->insert(variable->worker_values.begin(),
                                          variable->worker_values.end());
   }
-  if (generation != nullptr) *generation = generation_.load();
   return snapshot;
 }
 

@@ -1,5 +1,6 @@
 #include "ps_server/variable_store.h"
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -443,6 +444,26 @@ TEST(VariableStoreTest, CaptureAndRestoreRoundTrip) {
   v1::PsSnapshot broken = snapshot;
   broken.mutable_variables(0)->mutable_value()->pop_back();
   EXPECT_EQ(restored.Restore(broken).code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(VariableStoreTest, ACaptureHoldsEveryPushItsGenerationCounts) {
+  VariableStore store({.shard_id = 0});
+  ASSERT_TRUE(store.Create("job", 1, List({Spec("w", {1 << 20})})).ok());
+  const int64_t base_updates = store.updates();
+  const int64_t base_generation = store.generation();
+  std::atomic<bool> done{false};
+  std::thread pusher([&] {
+    while (!done.load()) store.CountPush();
+  });
+  for (int i = 0; i < 200; ++i) {
+    int64_t generation = 0;
+    const v1::PsSnapshot snapshot = store.Capture(&generation);
+    // Only counts move the generation here: each it shows is in the file.
+    ASSERT_GE(snapshot.updates() - base_updates, generation - base_generation)
+        << "capture " << i;
+  }
+  done = true;
+  pusher.join();
 }
 
 TEST(VariableStoreTest, TheShardLimitBoundsCreates) {
