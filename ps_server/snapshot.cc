@@ -174,7 +174,17 @@ absl::StatusOr<RestoredSnapshot> SnapshotDir::Restore(
   absl::StatusOr<std::vector<std::string>> paths = List();
   if (!paths.ok()) return paths.status();
   for (const std::string& path : *paths) {
-    absl::StatusOr<std::string> contents = ReadFile(path);
+    // Checked before reading: no snapshot is larger, and a huge or sparse
+    // file would exhaust memory on every start instead of being set aside.
+    constexpr uintmax_t kMaxFileBytes = kHeaderBytes + uintmax_t{INT_MAX};
+    std::error_code size_error;
+    const uintmax_t size = std::filesystem::file_size(path, size_error);
+    absl::StatusOr<std::string> contents =
+        !size_error && size > kMaxFileBytes
+            ? absl::StatusOr<std::string>(DataLoss(absl::StrCat(
+                  "the file has ", size, " bytes, more than any snapshot (",
+                  kMaxFileBytes, ")")))
+            : ReadFile(path);
     absl::StatusOr<v1::PsSnapshot> snapshot =
         contents.ok() ? DecodeSnapshotFile(*contents)
                       : absl::StatusOr<v1::PsSnapshot>(contents.status());

@@ -142,6 +142,26 @@ TEST(SnapshotDirTest, RestoreFallsBackPastACorruptNewestFile) {
   EXPECT_THAT(*dir.List(), SizeIs(1));
 }
 
+TEST(SnapshotDirTest, AFileLargerThanAnySnapshotIsSetAsideUnread) {
+  TempDir temp;
+  SnapshotDir dir(temp.path());
+  ASSERT_TRUE(dir.Write(Snapshot(10)).ok());
+  // Sparse: 3 GiB that take no disk, and would take memory if read.
+  const std::string huge = temp.path() + "/snapshot-00000000000000000020.bin";
+  { std::ofstream create(huge); }
+  std::filesystem::resize_file(huge, uintmax_t{3} << 30);
+
+  absl::StatusOr<RestoredSnapshot> restored = dir.Restore(AcceptAll);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  ASSERT_TRUE(restored->snapshot.has_value());
+  EXPECT_EQ(restored->snapshot->updates(), 10);
+  ASSERT_THAT(restored->skipped, SizeIs(1));
+  EXPECT_THAT(restored->skipped[0].reason,
+              HasSubstr("the file has 3221225472 bytes, more than any "
+                        "snapshot"));
+  EXPECT_TRUE(std::filesystem::exists(huge + ".corrupt"));
+}
+
 TEST(SnapshotDirTest, ANewestFileThatCannotBeReadIsKeptAndTheRestoreFails) {
   TempDir temp;
   SnapshotDir dir(temp.path());
