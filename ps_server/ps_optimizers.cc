@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "optimizer/update_math.h"
 #include "ps_client/dtype.h"
 
@@ -136,24 +137,42 @@ absl::Status ValidateOptimizer(const v1::PsOptimizer& optimizer,
                absl::StrCat(v1::PsOptimizer::Kind_Name(kind), " needs a float ",
                             "variable, not ", DTypeName(dtype)));
   }
+  // The update computes in the variable's type: a value that is in range
+  // as a double may not be once rounded (a beta of 0.99999999 is 1 in
+  // float32, and Adam's bias correction divides by 1 - beta1).
+  const bool float32 = dtype == v1::PS_FLOAT32;
+  auto in_type = [float32](double x) {
+    return float32 ? static_cast<double>(static_cast<float>(x)) : x;
+  };
+  // Ten digits: enough to tell 0.99999999 from 1.
+  auto number = [](double x) { return absl::StrFormat("%.10g", x); };
+  auto rounded = [&](double x) {
+    return in_type(x) == x || std::isnan(x)
+               ? std::string()
+               : absl::StrCat(" (", number(in_type(x)), " in ",
+                              DTypeName(dtype), ")");
+  };
   // Written as !(x > 0) so that NaN fails too.
-  if (!(optimizer.learning_rate() > 0) ||
-      !std::isfinite(optimizer.learning_rate())) {
-    return Bad(variable, absl::StrCat("learning_rate must be positive, got ",
-                                      optimizer.learning_rate()));
+  const double lr = optimizer.learning_rate();
+  if (!(in_type(lr) > 0) || !std::isfinite(in_type(lr))) {
+    return Bad(variable,
+               absl::StrCat("learning_rate must be positive and finite, got ",
+                            number(lr), rounded(lr)));
   }
   if (kind == v1::PsOptimizer::ADAM) {
     for (const double beta : {optimizer.beta1(), optimizer.beta2()}) {
-      if (!(beta >= 0 && beta < 1)) {
+      if (!(beta >= 0 && in_type(beta) < 1)) {
         return Bad(variable,
-                   absl::StrCat("Adam's betas must be in [0, 1), got ", beta));
+                   absl::StrCat("Adam's betas must be in [0, 1), got ",
+                                number(beta), rounded(beta)));
       }
     }
   }
   if (kind == v1::PsOptimizer::ADAM || kind == v1::PsOptimizer::ADAGRAD) {
-    if (!(optimizer.epsilon() > 0) || !std::isfinite(optimizer.epsilon())) {
+    const double epsilon = optimizer.epsilon();
+    if (!(in_type(epsilon) > 0) || !std::isfinite(in_type(epsilon))) {
       return Bad(variable, absl::StrCat("epsilon must be positive, got ",
-                                        optimizer.epsilon()));
+                                        number(epsilon), rounded(epsilon)));
     }
   }
   if (kind == v1::PsOptimizer::ADAGRAD) {

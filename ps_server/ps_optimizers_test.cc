@@ -153,6 +153,25 @@ TEST(PsOptimizersTest, ValidationNamesTheVariableAndTheProblem) {
   status = ValidateOptimizer(adam, v1::PS_FLOAT32, "w");
   EXPECT_THAT(std::string(status.message()), HasSubstr("betas"));
 
+  // In range as doubles, out of it in the variable's float32.
+  adam.set_beta2(0.99999999);
+  status = ValidateOptimizer(adam, v1::PS_FLOAT32, "w");
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("Adam's betas must be in [0, 1), got 0.99999999 (1 in "
+                        "float32)"));
+  EXPECT_TRUE(ValidateOptimizer(adam, v1::PS_FLOAT64, "w").ok());
+  adam.set_beta2(0.999);
+  adam.set_epsilon(1e-46);
+  status = ValidateOptimizer(adam, v1::PS_FLOAT32, "w");
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("epsilon must be positive, got 1e-46 (0 in float32)"));
+  status = ValidateOptimizer(Optimizer(v1::PsOptimizer::SGD, 1e300),
+                             v1::PS_FLOAT32, "w");
+  EXPECT_THAT(
+      std::string(status.message()),
+      HasSubstr("learning_rate must be positive and finite, got 1e+300 (inf in "
+                "float32)"));
+
   v1::PsOptimizer adagrad = Optimizer(v1::PsOptimizer::ADAGRAD, 0.1);
   adagrad.set_initial_accumulator_value(-1);
   status = ValidateOptimizer(adagrad, v1::PS_FLOAT32, "w");
