@@ -52,6 +52,8 @@ struct Job {
   // A task of the current attempt is DEAD: why, for its survivors to
   // abort with while the cause is decided.
   std::string abort;
+  // Agents' warnings (AgentJobReport.warnings) already made job events.
+  std::set<std::string> warnings;
 
   // --- ParameterServer jobs.
   std::unique_ptr<ClosureScheduler> closures;

@@ -220,6 +220,12 @@ v1::AgentSyncResponse JobManager::Sync(const v1::AgentJobReport& report,
     progressed_ = true;
     if (!ps) UpdateProgress(*job);
     if (!report.resumed_from().empty()) NoteResume(*job, report);
+    for (const std::string& warning : report.warnings()) {
+      // Once each, though every report of the attempt repeats it.
+      if (job->warnings.insert(warning).second) {
+        AddEvent(*job, absl::StrCat(task, ": ", warning), now);
+      }
+    }
     response.set_abort(job->abort);
   } else if (ps) {
     // A worker whose agent restarted between two ticks: its closures run

@@ -506,6 +506,8 @@ absl::StatusOr<StepEnd> ReplicaContextImpl::EndStep() {
   if (std::optional<std::string> warning = early_stopping_.TakeWarning();
       warning.has_value() && replica_id_ == 0) {
     spdlog::warn("{}", *warning);
+    absl::MutexLock lock(&metrics_mu_);
+    warnings_.push_back(*std::move(warning));
   }
   return end;
 }
@@ -518,6 +520,11 @@ void ReplicaContextImpl::ClearMetrics() {
 std::map<std::string, double> ReplicaContextImpl::last_metrics() const {
   absl::MutexLock lock(&metrics_mu_);
   return metrics_;
+}
+
+std::vector<std::string> ReplicaContextImpl::warnings() const {
+  absl::MutexLock lock(&metrics_mu_);
+  return warnings_;
 }
 
 }  // namespace cohort::agent

@@ -66,8 +66,8 @@ struct StepEnd {
 // One replica. `job`, `comm` and `central` are not owned and
 // outlive it; `central` is null unless the job uses central storage, and
 // then local replica 0's context outlives the others' (they alias its
-// buffers). Used from its replica's thread only, except last_metrics(),
-// which is thread-safe.
+// buffers). Used from its replica's thread only, except last_metrics() and
+// warnings(), which are thread-safe.
 class ReplicaContextImpl final : public ReplicaContext {
  public:
   // `logical_devices` are the devices the replica spans, `device` first;
@@ -153,6 +153,8 @@ class ReplicaContextImpl final : public ReplicaContext {
   // job) from a step's own error (fail it).
   const absl::Status& collective_status() const { return collective_status_; }
   std::map<std::string, double> last_metrics() const;
+  // Replica 0's warnings about the job's settings so far (AgentJobReport).
+  std::vector<std::string> warnings() const;
   // Forgets the metrics reported so far (the evaluator, between batches).
   void ClearMetrics();
 
@@ -231,6 +233,7 @@ class ReplicaContextImpl final : public ReplicaContext {
   std::shared_ptr<void> user_state_;
   mutable absl::Mutex metrics_mu_;
   std::map<std::string, double> metrics_ ABSL_GUARDED_BY(metrics_mu_);
+  std::vector<std::string> warnings_ ABSL_GUARDED_BY(metrics_mu_);
 };
 
 }  // namespace cohort::agent

@@ -112,6 +112,9 @@ v1::AgentJobReport SyncJobRunner::Report() const {
     for (const auto& [metric, value] : replicas_[0]->last_metrics()) {
       (*report.mutable_metrics())[metric] = value;
     }
+    for (std::string& warning : replicas_[0]->warnings()) {
+      report.add_warnings(std::move(warning));
+    }
   }
   return report;
 }

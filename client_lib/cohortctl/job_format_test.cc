@@ -201,6 +201,31 @@ TEST(WatchViewTest, APlacingJobSaysWhatItWaitsForEachTimeThatChanges) {
               HasSubstr("  waiting for worker:0 (DEAD: exited)\n"));
 }
 
+TEST(WatchViewTest, EventsAfterTheWatchBeganArePrintedOnce) {
+  WatchView view(/*terminal=*/false, 80);
+  v1::JobStatus job = Job(v1::JOB_PLACING, 0);
+  auto add_event = [&job](int64_t ms, const std::string& text) {
+    v1::JobEvent* event = job.add_events();
+    event->set_time_unix_ms(ms);
+    event->set_text(text);
+  };
+  add_event(1, "before the watch");
+  EXPECT_EQ(view.Update(job, kSubmit), "job 3 PLACING\n");
+  add_event(2, "chief:0: early_stopping watches \"losss\"");
+  EXPECT_EQ(view.Update(job, kSubmit),
+            "chief:0: early_stopping watches \"losss\"\n");
+  EXPECT_EQ(view.Update(job, kSubmit), "");
+  // The job keeps its newest events: the oldest go as new ones come.
+  job.mutable_events()->DeleteSubrange(0, 2);
+  add_event(2, "same time, another event");
+  add_event(3, "ps:0 recovered");
+  EXPECT_EQ(view.Update(job, kSubmit),
+            "same time, another event\nps:0 recovered\n");
+  job.mutable_events()->DeleteSubrange(0, 1);
+  add_event(4, "worker:1 lost");
+  EXPECT_EQ(view.Update(job, kSubmit), "worker:1 lost\n");
+}
+
 TEST(WatchViewTest, FinishAndInterruptEndALiveBar) {
   WatchView view(/*terminal=*/true, 100);
   view.Update(Job(v1::JOB_RUNNING, 10), kSubmit);

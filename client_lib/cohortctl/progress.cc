@@ -188,6 +188,26 @@ std::string WatchView::Update(const v1::JobStatus& job, absl::Time now) {
       --restarts_seen_;
     }
   }
+  // Events after the last one seen; all of them when it has dropped out of
+  // the job's window. The first update only notes where history ends.
+  int next_event = 0;
+  if (last_event_.has_value()) {
+    for (int i = job.events_size() - 1; i >= 0; --i) {
+      if (job.events(i).time_unix_ms() == last_event_->time_unix_ms() &&
+          job.events(i).text() == last_event_->text()) {
+        next_event = i + 1;
+        break;
+      }
+    }
+  } else if (first_) {
+    next_event = job.events_size();
+  }
+  if (!first_) {
+    for (int i = next_event; i < job.events_size(); ++i) {
+      absl::StrAppend(&lines, job.events(i).text(), "\n");
+    }
+  }
+  if (job.events_size() > 0) last_event_ = job.events(job.events_size() - 1);
   const bool new_restarts = job.restarts_size() > restarts_seen_;
   for (; restarts_seen_ < job.restarts_size(); ++restarts_seen_) {
     absl::StrAppend(&lines, RestartLine(job, job.restarts(restarts_seen_)),

@@ -5,6 +5,7 @@
 // elsewhere, a line per state change and a summary at the end. Everything
 // here returns text; the caller writes it.
 
+#include <optional>
 #include <string>
 
 #include "absl/time/time.h"
@@ -49,6 +50,9 @@ class WatchView {
   bool bar_shown_ = false;
   v1::JobState state_ = v1::JOB_STATE_UNSPECIFIED;
   std::string waiting_for_;
+  // The newest event shown or passed over: the job keeps its newest
+  // events only, so the count seen says nothing once it is full.
+  std::optional<v1::JobEvent> last_event_;
   int restarts_seen_ = 0;
   int64_t last_printed_step_ = -1;
   absl::Time last_progress_ = absl::InfinitePast();

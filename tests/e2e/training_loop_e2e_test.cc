@@ -12,6 +12,7 @@
 #include <cmath>
 #include <span>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
 #include "tests/testing/jobs.h"
@@ -116,6 +117,23 @@ TEST_F(TrainingLoopE2eTest, TheEarlyStoppingRuleEndsTheMlpAtItsTarget) {
               HasSubstr(" reached the target 0.95 at step "));
   // The loss shown is the mean over the replicas, not replica 0's own.
   EXPECT_LT(status.metrics().at("loss"), 0.5);
+}
+
+TEST_F(TrainingLoopE2eTest, AMisspeltEarlyStoppingMetricIsAJobEvent) {
+  JobSpec spec = MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 50, "file");
+  spec.early_stopping = {.metric = "losss", .target = 100};
+  const v1::JobStatus status = Run(spec);
+  ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
+  EXPECT_EQ(status.stopped_at_step(), 0) << "no step reported \"losss\"";
+  int shown = 0;
+  for (const v1::JobEvent& event : status.events()) {
+    if (absl::StrContains(event.text(),
+                          "chief:0: early_stopping watches \"losss\", but "
+                          "step 0 reported only ")) {
+      ++shown;
+    }
+  }
+  EXPECT_EQ(shown, 1) << status.ShortDebugString();
 }
 
 TEST_F(TrainingLoopE2eTest,
