@@ -1,12 +1,17 @@
 // cohortctl: the command-line client of a Cohort cluster.
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "client_lib/cohortctl/commands.h"
 #include "common/file_util.h"
 #include "common/flags.h"
@@ -98,6 +103,34 @@ int PositionalArguments(const std::string& command) {
   return -1;
 }
 
+// A flag whose help names other commands ("submit: ...", "submit,
+// parameter_server: ...") and that is set for `command` would be ignored
+// without a word: `status --cluster_spec=X` checks no cluster X. Returns
+// the first such flag's complaint, or "".
+std::string MisplacedFlag(const std::string& command) {
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (flag->CurrentValue() == flag->DefaultValue()) continue;
+    const std::string help = flag->Help();
+    const size_t colon = help.find(':');
+    if (colon == std::string::npos) continue;
+    std::vector<std::string> commands;
+    for (absl::string_view word :
+         absl::StrSplit(absl::string_view(help).substr(0, colon), ", ")) {
+      if (PositionalArguments(std::string(word)) >= 0) {
+        commands.emplace_back(word);
+      }
+    }
+    if (commands.empty() || std::find(commands.begin(), commands.end(),
+                                      command) != commands.end()) {
+      continue;
+    }
+    return absl::StrCat("--", name, " is for `cohortctl ",
+                        absl::StrJoin(commands, "` and `cohortctl "),
+                        "`, not `cohortctl ", command, "`");
+  }
+  return "";
+}
+
 std::string ResolveCoordinator() {
   std::string address = absl::GetFlag(FLAGS_coordinator);
   if (!address.empty()) return address;
@@ -149,6 +182,12 @@ int Main(int argc, char** argv) {
   if (PositionalArguments(command) < 0) {
     std::fprintf(stderr, "cohortctl: unknown command \"%s\" (try --help)\n",
                  command.c_str());
+    return kUsageError;
+  }
+  if (const std::string misplaced = MisplacedFlag(command);
+      !misplaced.empty()) {
+    std::fprintf(stderr, "cohortctl %s: %s (try --help)\n", command.c_str(),
+                 misplaced.c_str());
     return kUsageError;
   }
   const size_t wanted = PositionalArguments(command);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "gmock/gmock.h"
@@ -356,6 +357,7 @@ TEST(CohortctlE2eTest, ACoordinatorBehindASlowLinkIsReached) {
                 "--delay=150ms", absl::StrCat("--ready_file=", ready)},
        .output_file = dir.path() + "/relay.log"});
   ASSERT_TRUE(relay.ok()) << relay.status();
+  const absl::Cleanup stop_relay = [&] { relay->Stop(absl::Seconds(5)); };
   ASSERT_TRUE(WaitUntil([&] { return std::filesystem::exists(ready); },
                         absl::Seconds(10)))
       << ReadFile(dir.path() + "/relay.log").value_or("");
@@ -399,6 +401,13 @@ TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
        "--rank=2 is out of range for --ranks=2"},
       {{Binary("cohort-ps-bench"), "help"},
        "unexpected argument \"help\" (it takes flags only; see --help)"},
+      {{Binary("cohortctl"), "status", "--cluster_spec=spec.json"},
+       "cohortctl status: --cluster_spec is for `cohortctl up`, not "
+       "`cohortctl status`"},
+      {{Binary("cohortctl"), "jobs", "--wait"},
+       "--wait is for `cohortctl submit`, not `cohortctl jobs`"},
+      {{Binary("cohortctl"), "cancel", "1", "--follow"},
+       "--follow is for `cohortctl logs`, not `cohortctl cancel`"},
       {{Binary("cohortctl"), "cancel", "abc"},
        "cohortctl cancel: \"abc\" is not a job id: job ids are positive "
        "integers"},
