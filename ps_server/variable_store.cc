@@ -16,6 +16,22 @@
 #include "spdlog/spdlog.h"
 
 namespace cohort::ps {
+namespace {
+
+// What a variable holds beside its values and slots (its spec, lock and map
+// entry), counted against max_shard_bytes so that a million tiny variables
+// cannot pass for a few kilobytes.
+constexpr int64_t kBytesPerVariable = 512;
+
+// The bytes max_shard_bytes counts for one variable: values, slots and its
+// own keeping.
+int64_t HeldBytes(const v1::PsVariableSpec& spec, int64_t elements) {
+  return elements * DTypeSize(spec.dtype()) *
+             (1 + NumSlots(spec.optimizer().kind())) +
+         kBytesPerVariable + static_cast<int64_t>(spec.name().size());
+}
+
+}  // namespace
 
 struct VariableStore::Variable {
   v1::PsVariableSpec spec;  // defaults filled in, `initial` cleared
@@ -33,10 +49,7 @@ struct VariableStore::Variable {
   bool aggregated() const {
     return spec.aggregation() != v1::PS_AGGREGATION_NONE;
   }
-  // Values and slots, the bytes max_shard_bytes counts.
-  int64_t held_bytes() const {
-    return bytes * (1 + NumSlots(spec.optimizer().kind()));
-  }
+  int64_t held_bytes() const { return HeldBytes(spec, elements); }
 };
 
 namespace {
@@ -171,14 +184,14 @@ absl::StatusOr<int> VariableStore::Create(
           continue;
         }
       }
-      new_bytes += elements[i] * DTypeSize(spec.dtype()) *
-                   (1 + NumSlots(spec.optimizer().kind()));
+      new_bytes += HeldBytes(spec, elements[i]);
     }
     const int64_t kept_bytes = replace ? 0 : held_bytes_;
     if (kept_bytes + new_bytes > options_.max_shard_bytes) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "ps shard ", options_.shard_id, " would hold ",
-          kept_bytes + new_bytes, " bytes of variables and slots, over its ",
+          kept_bytes + new_bytes,
+          " bytes of variables, their slots and their keeping, over its ",
           "limit of ", options_.max_shard_bytes,
           options_.max_shard_bytes_reason.empty()
               ? ""
@@ -446,12 +459,13 @@ void VariableStore::FillInfo(v1::PsInfo* info) const {
   fresh.set_restored_updates(restored_updates_.load());
   int64_t bytes = 0;
   for (const auto& [name, variable] : variables_) {
+    bytes += variable->bytes;
+    if (fresh.variables_size() >= kMaxListedVariables) continue;
     v1::PsVariableInfo* entry = fresh.add_variables();
     entry->set_name(name);
     *entry->mutable_shape() = variable->spec.shape();
     entry->set_bytes(variable->bytes);
     entry->set_updates(variable->updates.load());
-    bytes += variable->bytes;
   }
   fresh.set_variable_bytes(bytes);
   mu_.ReaderUnlock();

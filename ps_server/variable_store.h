@@ -128,9 +128,14 @@ class VariableStore {
   // snapshot is due when it differs from the one the last snapshot saw.
   int64_t generation() const { return generation_.load(); }
 
-  // The shard's part of PsInfo: job, variables, bytes, updates. Never waits
-  // for a capture: meanwhile it gives the last full answer, with the live
-  // update count.
+  // Variables a PsInfo lists by name, at most: it travels in every
+  // heartbeat. Its counts and bytes cover them all.
+  static constexpr int kMaxListedVariables = 256;
+
+  // The shard's part of PsInfo: job, variables (the first
+  // kMaxListedVariables by name), bytes, updates. Never waits for a
+  // capture: meanwhile it gives the last full answer, with the live update
+  // count.
   void FillInfo(v1::PsInfo* info) const;
 
   // A consistent copy of the whole shard, with no update half-applied, and
@@ -161,7 +166,8 @@ class VariableStore {
   std::string job_uid_ ABSL_GUARDED_BY(mu_);  // empty: not known
   std::map<std::string, std::unique_ptr<Variable>> variables_
       ABSL_GUARDED_BY(mu_);
-  int64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // values + slots
+  // Values, slots and each variable's keeping (HeldBytes).
+  int64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // Aggregated variables' per-worker values: added under a variable's lock
   // (mu_ read-held), reset under mu_ write-held.
   std::atomic<int64_t> worker_value_bytes_{0};

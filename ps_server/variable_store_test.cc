@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ps_server/ps_test_util.h"
@@ -306,8 +307,8 @@ TEST(VariableStoreTest, PullInBatchesEndsEachAtTheBatchSize) {
 }
 
 TEST(VariableStoreTest, WorkersValuesCountAgainstTheShardLimit) {
-  // 400 bytes of value; room for one worker's copy besides it.
-  VariableStore store({.max_shard_bytes = 1000});
+  // 400 bytes of value and 515 of keeping; room for one worker's copy.
+  VariableStore store({.max_shard_bytes = 1500});
   v1::PsVariableSpec sum = Spec("sum", {100});
   sum.set_aggregation(v1::PS_AGGREGATION_SUM);
   ASSERT_TRUE(store.Create("job", 1, List({sum})).ok());
@@ -464,6 +465,28 @@ TEST(VariableStoreTest, ACaptureHoldsEveryPushItsGenerationCounts) {
   }
   done = true;
   pusher.join();
+}
+
+TEST(VariableStoreTest, ManyTinyVariablesCountTheirKeepingAndAreListedInPart) {
+  VariableStore store({.max_shard_bytes = 1 << 20});
+  Specs specs;
+  for (int i = 0; i < 4096; ++i) {
+    *specs.Add() = Spec(absl::StrFormat("v%04d", i), {1});
+  }
+  // 4096 x 4 bytes of values would fit 256 times over.
+  const absl::Status refused = store.Create("job", 1, specs).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.message(), HasSubstr("would hold 2134016 bytes"));
+
+  specs.DeleteSubrange(1000, specs.size() - 1000);
+  ASSERT_TRUE(store.Create("job", 1, specs).ok());
+  v1::PsInfo info;
+  store.FillInfo(&info);
+  EXPECT_EQ(info.num_variables(), 1000);
+  EXPECT_EQ(info.variable_bytes(), 4000);
+  ASSERT_EQ(info.variables_size(), VariableStore::kMaxListedVariables);
+  EXPECT_EQ(info.variables(0).name(), "v0000");
+  EXPECT_EQ(info.variables(255).name(), "v0255");
 }
 
 TEST(VariableStoreTest, TheShardLimitBoundsCreates) {
