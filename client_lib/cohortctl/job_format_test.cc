@@ -215,15 +215,18 @@ TEST(WatchViewTest, EventsAfterTheWatchBeganArePrintedOnce) {
   EXPECT_EQ(view.Update(job, kSubmit),
             "chief:0: early_stopping watches \"losss\"\n");
   EXPECT_EQ(view.Update(job, kSubmit), "");
+  // An event's text rewritten in place (a ps recovery's counts) is not new,
+  // and does not bring back the ones before it.
+  job.mutable_events(1)->set_text("chief:0: rewritten");
+  EXPECT_EQ(view.Update(job, kSubmit), "");
   // The job keeps its newest events: the oldest go as new ones come.
   job.mutable_events()->DeleteSubrange(0, 2);
-  add_event(2, "same time, another event");
   add_event(3, "ps:0 recovered");
-  EXPECT_EQ(view.Update(job, kSubmit),
-            "same time, another event\nps:0 recovered\n");
-  job.mutable_events()->DeleteSubrange(0, 1);
   add_event(4, "worker:1 lost");
-  EXPECT_EQ(view.Update(job, kSubmit), "worker:1 lost\n");
+  EXPECT_EQ(view.Update(job, kSubmit), "ps:0 recovered\nworker:1 lost\n");
+  job.mutable_events()->DeleteSubrange(0, 1);
+  add_event(5, "worker:1 back");
+  EXPECT_EQ(view.Update(job, kSubmit), "worker:1 back\n");
 }
 
 TEST(WatchViewTest, FinishAndInterruptEndALiveBar) {

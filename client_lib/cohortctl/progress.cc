@@ -188,19 +188,21 @@ std::string WatchView::Update(const v1::JobStatus& job, absl::Time now) {
       --restarts_seen_;
     }
   }
-  // Events after the last one seen; all of them when it has dropped out of
-  // the job's window. The first update only notes where history ends.
-  int next_event = 0;
+  // Events after the last one seen. When it is not there as it was (dropped
+  // from the job's window, or its text rewritten, as a ps recovery's is),
+  // those newer than it. The first update only notes where history ends.
+  int next_event = first_ ? job.events_size() : 0;
   if (last_event_.has_value()) {
+    next_event = job.events_size();
     for (int i = job.events_size() - 1; i >= 0; --i) {
-      if (job.events(i).time_unix_ms() == last_event_->time_unix_ms() &&
-          job.events(i).text() == last_event_->text()) {
+      const v1::JobEvent& event = job.events(i);
+      if (event.time_unix_ms() == last_event_->time_unix_ms() &&
+          event.text() == last_event_->text()) {
         next_event = i + 1;
         break;
       }
+      if (event.time_unix_ms() > last_event_->time_unix_ms()) next_event = i;
     }
-  } else if (first_) {
-    next_event = job.events_size();
   }
   if (!first_) {
     for (int i = next_event; i < job.events_size(); ++i) {
