@@ -1,5 +1,6 @@
 #include "coordinator/trace_collector.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -69,13 +70,22 @@ absl::StatusOr<v1::TraceData> CollectTrace(
   merged.set_job_id(job_id);
   std::vector<std::string> unreachable;
   bool any_answered = false;
+  // One deadline for all: agents out of reach, asked in turn, must not add
+  // up past the caller's own.
+  const absl::Time deadline = absl::Now() + timeout;
   for (const auto& [task, address] : agents) {
+    if (absl::Now() >= deadline) {
+      unreachable.push_back(
+          absl::StrCat(task, " (not asked: the others took the trace's ",
+                       absl::FormatDuration(timeout), ")"));
+      continue;
+    }
     rpc::Connection connection(address, security);
     auto stub = v1::Agent::NewStub(connection.channel());
     v1::GetTraceRequest request;
     request.set_job_id(job_id);
     v1::TraceData data;
-    auto context = connection.NewContext(timeout);
+    auto context = connection.NewContext(deadline - absl::Now());
     const int64_t sent = absl::GetCurrentTimeNanos();
     const grpc::Status status = stub->GetTrace(context.get(), request, &data);
     const int64_t received = absl::GetCurrentTimeNanos();
@@ -93,7 +103,8 @@ absl::StatusOr<v1::TraceData> CollectTrace(
     }
     any_answered = true;
     absl::StatusOr<v1::ClockOffset> measured =
-        MeasureOffset(*stub, connection, timeout);
+        MeasureOffset(*stub, connection,
+                      std::max(deadline - absl::Now(), absl::Milliseconds(1)));
     // The trace call itself bounds it too, if more loosely.
     v1::ClockOffset offset =
         measured.ok() ? *measured

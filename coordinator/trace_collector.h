@@ -27,10 +27,10 @@ v1::ClockOffset EstimateOffset(int64_t sent_unix_ns, int64_t received_unix_ns,
 void ShiftToCoordinatorClock(const v1::ClockOffset& offset,
                              v1::TraceData& data);
 
-// Asks each agent (task name, address) in turn, each call within
-// `timeout`. Agents that hold no trace of the job are skipped; NOT_FOUND
-// when none does. An agent out of reach is skipped with a warning, unless
-// none answered: UNAVAILABLE naming them. Blocks: run it off gRPC threads.
+// Asks each agent (task name, address) in turn, all within `timeout`. Agents
+// that hold no trace of the job are skipped; NOT_FOUND when none does. An agent
+// out of reach is skipped with a warning, unless none answered: UNAVAILABLE
+// naming them. Blocks: run it off gRPC threads.
 absl::StatusOr<v1::TraceData> CollectTrace(
     const std::vector<std::pair<std::string, std::string>>& agents,
     const rpc::Security& security, const std::string& job_id,
