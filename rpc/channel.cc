@@ -3,6 +3,9 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/generic/generic_stub.h>
 
+#include <algorithm>
+#include <climits>
+
 #include "absl/strings/str_cat.h"
 #include "rpc/auth.h"
 #include "rpc/limits.h"
@@ -25,7 +28,8 @@ Connection::Connection(std::string address, Security security, bool dedicated,
   // connect is given: at 100 ms, a link with a round trip of 100 ms or more
   // never completes a handshake in time.
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
-              static_cast<int>(absl::ToInt64Milliseconds(connect_timeout)));
+              static_cast<int>(std::clamp<int64_t>(
+                  absl::ToInt64Milliseconds(connect_timeout), 100, INT_MAX)));
   ApplyTransportTuning(args);
   if (dedicated) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   channel_ =

@@ -24,6 +24,8 @@ inline constexpr int kDefaultRpcTimeoutMs = 5000;
 // retried soon after it heals (TCP resends a lost SYN 1 s later, then 2 s
 // after that).
 inline constexpr absl::Duration kConnectTimeout = absl::Seconds(3);
+// gRPC's own default for it: the most a client's call timeout raises it to.
+inline constexpr absl::Duration kMaxConnectTimeout = absl::Seconds(20);
 
 // A store wait (Store.Get, Store.Barrier) has this much longer as its RPC
 // deadline than the server waits, so that the store's own answer (which key,

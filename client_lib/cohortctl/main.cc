@@ -205,7 +205,8 @@ int Main(int argc, char** argv) {
   if (wanted == 1 && command != "logs") {
     // Caught here, not by the coordinator: a NOT_FOUND would hide the typo.
     int64_t id = 0;
-    if (!absl::SimpleAtoi(args[1], &id) || id <= 0) {
+    if (!absl::SimpleAtoi(args[1], &id) || id <= 0 ||
+        absl::StrCat(id) != args[1]) {
       std::fprintf(stderr,
                    "cohortctl %s: \"%s\" is not a job id: job ids are "
                    "positive integers, as `cohortctl jobs` lists them\n",

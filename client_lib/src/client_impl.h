@@ -18,10 +18,12 @@ namespace cohort {
 
 struct Client::Impl {
   Impl(std::string address, rpc::Security security, absl::Duration timeout)
-      : connection(std::move(address), std::move(security),
-                   /*dedicated=*/false,
-                   // A slow link may take all of a call's time to connect.
-                   std::max(timeout, rpc::kConnectTimeout)),
+      : connection(
+            std::move(address), std::move(security),
+            /*dedicated=*/false,
+            // A slow link may take all of a call's time to connect,
+            // up to a bound past which an attempt is better retried.
+            std::clamp(timeout, rpc::kConnectTimeout, rpc::kMaxConnectTimeout)),
         admin(v1::Admin::NewStub(connection.channel())),
         jobs(v1::Jobs::NewStub(connection.channel())),
         rpc_timeout(timeout) {}

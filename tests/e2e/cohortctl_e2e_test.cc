@@ -339,8 +339,8 @@ TEST(CohortctlE2eTest, StatusAgainstNothingIsAClearError) {
 }
 
 TEST(CohortctlE2eTest, ACoordinatorBehindASlowLinkIsReached) {
-  // A round trip of 300 ms: a handshake takes longer than gRPC's 100 ms
-  // floor on one attempt to connect, yet well within the call's --timeout.
+  // A round trip of 300 ms: a handshake takes longer than the 100 ms one
+  // attempt to connect used to get, yet well within the call's --timeout.
   ScratchDir dir;
   const std::string spec = dir.Write("cluster.json", LocalSpec(1, 0));
   auto coordinator = CoordinatorProcess::Start(
@@ -411,6 +411,7 @@ TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
       {{Binary("cohortctl"), "cancel", "abc"},
        "cohortctl cancel: \"abc\" is not a job id: job ids are positive "
        "integers"},
+      {{Binary("cohortctl"), "job", "007"}, "\"007\" is not a job id"},
       {{Binary("cohortctl"), "up", "--ready_timeout=0s"},
        "--ready_timeout must be positive, got 0"},
       {{Binary("cohort-bench"), "allreduce", "--min_time=-1s"},
