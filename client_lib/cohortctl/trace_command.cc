@@ -1,12 +1,13 @@
 // cohortctl trace: a traced job's timeline as a Chrome trace-event file.
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "client_lib/cohortctl/commands.h"
 #include "client_lib/cohortctl/trace_format.h"
-#include "common/file_util.h"
 
 ABSL_FLAG(std::string, out, "",
           "trace: the file to write (Chrome trace-event JSON). Default: "
@@ -24,10 +25,16 @@ int TraceCommand(const CommonOptions& options, const std::string& job_id) {
   }
   std::string out = absl::GetFlag(FLAGS_out);
   if (out.empty()) out = absl::StrCat(job_id, ".trace.json");
-  if (absl::Status written =
-          WriteFileAtomically(out, ChromeTrace(*trace).dump() + "\n");
-      !written.ok()) {
-    PrintError(written);
+  // Written through, not replaced: --out may be a pipe or /dev/stdout.
+  const std::string json = ChromeTrace(*trace).dump() + "\n";
+  std::FILE* file = std::fopen(out.c_str(), "w");
+  const bool written =
+      file != nullptr &&
+      std::fwrite(json.data(), 1, json.size(), file) == json.size();
+  const int error = errno;
+  if (file == nullptr || std::fclose(file) != 0 || !written) {
+    std::fprintf(stderr, "cohortctl: cannot write %s: %s\n", out.c_str(),
+                 std::strerror(written ? errno : error));
     return 1;
   }
   int64_t spans = 0;

@@ -68,8 +68,8 @@ TEST_F(TraceE2eTest, ATracedJobsTimelineNestsPerReplicaWithEveryStepsCollectives
        "trace", *id, "--out=" + nowhere},
       absl::Seconds(60));
   EXPECT_EQ(unwritable.exit_code, 1) << unwritable.output;
-  EXPECT_THAT(unwritable.output,
-              HasSubstr(nowhere + ": cannot write: No such file or directory"));
+  EXPECT_THAT(unwritable.output, HasSubstr("cannot write " + nowhere +
+                                           ": No such file or directory"));
 
   std::ifstream file(out);
   const nlohmann::json trace =
