@@ -34,6 +34,18 @@ class SyncMonitorTest : public ::testing::Test {
     return JudgeSyncAttempt(job_, agents_, now_, options_);
   }
 
+  // worker:0 was stopped (SIGTERM) once every replica had checkpointed, as
+  // the chief's report says; past the failure grace.
+  void WorkerLeftAfterACheckpoint() {
+    Report("chief", v1::AgentJobReport::FAILED,
+           "the agent of replica 1 is shutting down; every replica "
+           "checkpointed step 40 first");
+    job_.reports["chief:0"].set_agent_left(true);
+    agents_[1].state = v1::DEAD;
+    agents_[1].last_error = "deregistered: signal 15";
+    job_.failing_since = now_ - absl::Seconds(1);
+  }
+
   Job job_;
   std::vector<AgentView> agents_;
   absl::Time now_ = absl::FromUnixSeconds(1000);
@@ -88,13 +100,7 @@ TEST_F(SyncMonitorTest, ADeadTaskIsNamedAfterTheGraceNotItsPeersBrokenRing) {
 
 TEST_F(SyncMonitorTest,
        AnAgentThatLeftAfterACheckpointEndsTheAttemptUncounted) {
-  Report("chief", v1::AgentJobReport::FAILED,
-         "the agent of replica 1 is shutting down; every replica "
-         "checkpointed step 40 first");
-  job_.reports["chief:0"].set_agent_left(true);
-  agents_[1].state = v1::DEAD;
-  agents_[1].last_error = "deregistered: signal 15";
-  job_.failing_since = now_ - absl::Seconds(1);
+  WorkerLeftAfterACheckpoint();
   const SyncVerdict v = Judge();
   EXPECT_EQ(v.kind, Kind::kEnd);
   EXPECT_FALSE(v.permanent);
@@ -105,13 +111,7 @@ TEST_F(SyncMonitorTest,
 TEST_F(SyncMonitorTest, ACrashBesideAnAgentThatLeftSpendsTheRestart) {
   job_.assignments["worker:1"] = {};
   agents_.push_back({.task = {"worker", 1}, .state = v1::READY});
-  Report("chief", v1::AgentJobReport::FAILED,
-         "the agent of replica 1 is shutting down; every replica "
-         "checkpointed step 40 first");
-  job_.reports["chief:0"].set_agent_left(true);
-  agents_[1].state = v1::DEAD;
-  agents_[1].last_error = "deregistered: signal 15";
-  job_.failing_since = now_ - absl::Seconds(1);
+  WorkerLeftAfterACheckpoint();
   ASSERT_TRUE(Judge().agent_left);
 
   agents_[2].state = v1::DEAD;
