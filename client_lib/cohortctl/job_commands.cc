@@ -4,6 +4,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -25,19 +26,53 @@ namespace {
 
 constexpr int kDefaultColumns = 80;
 
-// The fd a live bar is drawn on, for the SIGINT handler.
+// What Ctrl-C during a watch writes, composed before the handler is set so
+// that the handler only calls write(2). A live bar's line (on bar_fd) is
+// ended first, so the note and the shell's prompt start on fresh lines.
+char interrupt_note[256];
+volatile std::sig_atomic_t interrupt_note_size = 0;
 volatile std::sig_atomic_t bar_fd = -1;
 
-// Ctrl-C during a live bar: end its line so the shell's prompt starts on a
-// fresh one, then die of the signal as usual. The job keeps running.
-void EndBarLineAndDie(int signal_number) {
+// Ctrl-C while following a job: say that the job goes on and how to reach
+// it (a script must not take the exit for the job's end), then die of the
+// signal as usual.
+void NoteJobGoesOnAndDie(int signal_number) {
   if (bar_fd >= 0) {
     const ssize_t ignored = write(bar_fd, "\n", 1);
+    (void)ignored;
+  }
+  if (interrupt_note_size > 0) {
+    const ssize_t ignored =
+        write(STDERR_FILENO, interrupt_note, interrupt_note_size);
     (void)ignored;
   }
   ::signal(signal_number, SIG_DFL);
   ::raise(signal_number);
 }
+
+// Sets the Ctrl-C note for `job_id` while it lives; `live_bar_fd` is the
+// terminal a bar is drawn on, or -1.
+class InterruptNote {
+ public:
+  InterruptNote(const std::string& job_id, int live_bar_fd) {
+    const int size = std::snprintf(
+        interrupt_note, sizeof(interrupt_note),
+        "cohortctl: interrupted; job %s goes on: `cohortctl watch %s` "
+        "follows it, `cohortctl cancel %s` stops it\n",
+        job_id.c_str(), job_id.c_str(), job_id.c_str());
+    interrupt_note_size =
+        std::clamp(size, 0, static_cast<int>(sizeof(interrupt_note)) - 1);
+    bar_fd = live_bar_fd;
+    ::signal(SIGINT, NoteJobGoesOnAndDie);
+  }
+  ~InterruptNote() {
+    ::signal(SIGINT, SIG_DFL);
+    interrupt_note_size = 0;
+    bar_fd = -1;
+  }
+  InterruptNote(const InterruptNote&) = delete;
+  InterruptNote& operator=(const InterruptNote&) = delete;
+};
 
 bool IsLiveTerminal(int fd) {
   if (!isatty(fd)) return false;
@@ -79,20 +114,15 @@ int WatchUntilEnd(const Client& client, const std::string& job_id, bool json,
   const int fd = fileno(stream);
   const bool terminal = IsLiveTerminal(fd);
   WatchView view(terminal, terminal ? TerminalColumns(fd) : kDefaultColumns);
-  if (terminal) {
-    bar_fd = fd;
-    ::signal(SIGINT, EndBarLineAndDie);
-  }
   bool seen = exists;  // the job is known to exist
-  absl::StatusOr<v1::JobStatus> job =
-      client.WatchJob(job_id, [&](const v1::JobStatus& status) {
-        seen = true;
-        Write(stream, view.Update(status, absl::Now()));
-        return true;
-      });
-  if (terminal) {
-    ::signal(SIGINT, SIG_DFL);
-    bar_fd = -1;
+  absl::StatusOr<v1::JobStatus> job;
+  {
+    InterruptNote note(job_id, terminal ? fd : -1);
+    job = client.WatchJob(job_id, [&](const v1::JobStatus& status) {
+      seen = true;
+      Write(stream, view.Update(status, absl::Now()));
+      return true;
+    });
   }
   if (!job.ok()) {
     Write(stream, view.Interrupt());

@@ -8,10 +8,14 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
 #include "common/file_util.h"
+#include "common/subprocess.h"
 #include "tests/testing/jobs.h"
 #include "tests/testing/test_cluster.h"
 
@@ -547,6 +551,65 @@ TEST_F(JobsE2eTest, CohortctlSubmitWaitShowsProgressAndJobJsonHasTheStatus) {
   }
   EXPECT_THAT(json.output,
               ::testing::ContainsRegex("steps_?[pP]er_?[sS]econd"));
+}
+
+TEST_F(JobsE2eTest, CtrlCOnSubmitWaitSaysTheJobGoesOnAndHowToReachIt) {
+  const Gate gate(*dir_);
+  const std::string output = dir_->path() + "/submit-interrupted.out";
+  absl::StatusOr<Subprocess> submit = Subprocess::Spawn(
+      {.argv = {Binary("cohortctl"), "--coordinator=" + coordinator_->address(),
+                "submit", "--library=" + Library("cohort_example_linear"),
+                "--init=linear_init", "--step=linear_step",
+                "--dataset=linear_data", "--steps=1500", "--global_batch=64",
+                "--devices_per_agent=2",
+                absl::StrCat(R"(--config={"dim": 4, "step_sleep_ms": 10, )",
+                             R"("step_sleep_until_file": ")", gate.path(),
+                             R"(", "true_w": [1, 2, 3, 4]})"),
+                "--wait"},
+       .output_file = output});
+  ASSERT_TRUE(submit.ok()) << submit.status();
+  absl::Cleanup stop = [&] { submit->Stop(absl::Seconds(5)); };
+  // Running, and watched: after "job N submitted", the watch's own first
+  // line ("job N SUBMITTED", or a later state) has been printed.
+  std::string id;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        absl::StatusOr<std::vector<v1::JobStatus>> jobs = client_->ListJobs();
+        if (!jobs.ok() || jobs->empty()) return false;
+        const v1::JobStatus& last = jobs->back();
+        if (last.state() != v1::JOB_RUNNING || last.step() < 1) return false;
+        absl::StatusOr<std::string> printed = ReadFile(output);
+        if (!printed.ok() ||
+            !absl::StrContains(*printed,
+                               absl::StrCat("\njob ", last.job_id(), " "))) {
+          return false;
+        }
+        id = last.job_id();
+        return true;
+      },
+      absl::Seconds(30)))
+      << "the submitted job was not running and watched in 30 s";
+
+  submit->Signal(SIGINT);
+  const std::optional<ExitStatus> ended = submit->Wait(absl::Seconds(10));
+  ASSERT_TRUE(ended.has_value()) << "cohortctl ignored SIGINT";
+  EXPECT_TRUE(ended->signaled() && ended->term_signal() == SIGINT)
+      << ended->ToString();
+  absl::StatusOr<std::string> printed = ReadFile(output);
+  ASSERT_TRUE(printed.ok()) << printed.status();
+  EXPECT_THAT(
+      *printed,
+      HasSubstr(absl::StrCat(
+          "cohortctl: interrupted; job ", id, " goes on: `cohortctl watch ", id,
+          "` follows it, `cohortctl cancel ", id, "` stops it")));
+
+  // It does go on, until cancelled.
+  absl::StatusOr<v1::JobStatus> after = client_->GetJob(id);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->state(), v1::JOB_RUNNING);
+  ASSERT_TRUE(client_->CancelJob(id).ok());
+  gate.Open();
+  EXPECT_EQ(WaitForEnd(id, absl::Seconds(60)).state(), v1::JOB_CANCELLED);
 }
 
 TEST_F(JobsE2eTest, RestartedCoordinatorStillListsTheJobs) {
