@@ -204,10 +204,8 @@ std::string WatchView::Update(const v1::JobStatus& job, absl::Time now) {
       if (event.time_unix_ms() > last_event_->time_unix_ms()) next_event = i;
     }
   }
-  if (!first_) {
-    for (int i = next_event; i < job.events_size(); ++i) {
-      absl::StrAppend(&lines, job.events(i).text(), "\n");
-    }
+  for (int i = next_event; i < job.events_size(); ++i) {
+    absl::StrAppend(&lines, job.events(i).text(), "\n");
   }
   if (job.events_size() > 0) last_event_ = job.events(job.events_size() - 1);
   const bool new_restarts = job.restarts_size() > restarts_seen_;
