@@ -11,6 +11,8 @@
 #include "absl/strings/str_split.h"
 #include "common/exit_codes.h"
 #include "common/host_info.h"
+#include "common/names.h"
+#include "rpc/reportable.h"
 #include "spdlog/spdlog.h"
 
 namespace cohort::coordinator {
@@ -52,12 +54,16 @@ std::string LastLogLine(const std::string& path, std::streamoff from) {
   std::vector<absl::string_view> lines =
       absl::StrSplit(tail, absl::ByAnyChar("\r\n"), absl::SkipWhitespace());
   if (start > from && !lines.empty()) lines.erase(lines.begin());  // cut
+  absl::string_view last = lines.empty() ? "" : lines.back();
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
     if (absl::StrContains(*it, " E [") || absl::StrContains(*it, " C [")) {
-      return std::string(*it);
+      last = *it;
+      break;
     }
   }
-  return lines.empty() ? "" : std::string(lines.back());
+  // A task logs user code's errors as they are; in a reply, one byte that
+  // is not UTF-8 would make every client refuse the whole cluster status.
+  return ToReportableText(last, rpc::kMaxReportedTextBytes);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "common/names.h"
 #include "gtest/gtest.h"
 #include "tests/testing/wait.h"
 
@@ -81,6 +82,34 @@ TEST(SupervisorTest, AChildThatOutlastsTheGraceIsKilled) {
   EXPECT_FALSE(ProcessAlive(static_cast<pid_t>(pid)));
   // Well under the default grace: the option, not the default, applied.
   EXPECT_LT(absl::Now() - start, kDefaultStopGrace - absl::Seconds(5));
+}
+
+TEST(SupervisorTest, AnExitReasonQuotingBadUtf8IsMadeFitToSend) {
+  const std::string dir = FreshDir("utf8");
+  ClusterManager manager = OneWorkerCluster();
+  Supervisor supervisor(&manager, SupervisorOptions{.restart = false});
+  LaunchPlan plan{.task = kWorker};
+  // A step's error, logged as it came: bytes that are not UTF-8.
+  plan.spawn.argv = {"/bin/sh", "-c",
+                     "printf 'E [agent] record header \\377\\376 ends\\n'; "
+                     "exit 3"};
+  plan.spawn.output_file = dir + "/worker.log";
+  supervisor.Add(std::move(plan));
+  supervisor.Start();
+  std::string last_error;
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        last_error = manager.Snapshot(absl::Now()).at(0).last_error();
+        return !last_error.empty();
+      },
+      absl::Seconds(30)))
+      << "the exit was never recorded";
+  supervisor.Shutdown();
+  EXPECT_TRUE(IsValidUtf8(last_error)) << last_error;
+  EXPECT_NE(last_error.find("its last log line: E [agent] record header"),
+            std::string::npos)
+      << last_error;
+  EXPECT_NE(last_error.find(" ends"), std::string::npos) << last_error;
 }
 
 }  // namespace
