@@ -118,18 +118,28 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
   // Agree on the newest checkpoint any agent holds, then on its holder: no
   // agent's disk is needed, so a job survives the loss of any one host.
   absl::StatusOr<int64_t> own = OwnLatestCheckpoint();
+  // An agent that cannot tell its newest checkpoint (a damaged record, and
+  // no checkpoint beside it) offers none; another agent's copy may serve.
+  int64_t damaged_record = std::numeric_limits<int64_t>::max();
   if (!own.ok()) {
-    // The others wait in the agreement below; end it for them too.
-    comm_->Abort(own.status());
-    return own.status();
+    spdlog::warn("replica {} offers no checkpoint: {}", replica_id_,
+                 own.status().ToString());
+    damaged_record = replica_id_;
   }
+  COHORT_RETURN_IF_ERROR(
+      AllReduceHost(&damaged_record, 1, DType::kInt64, ReduceOp::kMin));
   // A holder whose copy cannot be read (a damaged or vanished file) says
   // so and offers its next older checkpoint instead, and the agreement runs
   // again: another agent's copy of the same step, or the next newest, is
   // restored. Each round drops one copy, so the rounds are bounded by the
   // copies the agents keep.
-  int64_t candidate = *own;
-  std::string unreadable;  // "step S on rank R" of each copy that failed
+  int64_t candidate = own.ok() ? *own : -1;
+  // "step S on rank R" of each copy that failed, and the first damaged
+  // record.
+  std::string unreadable;
+  if (damaged_record != std::numeric_limits<int64_t>::max()) {
+    unreadable = absl::StrCat("the checkpoint record on rank ", damaged_record);
+  }
   int64_t newest = -1;
   int root = 0;
   while (true) {

@@ -45,6 +45,27 @@ class Replicas {
     }
   }
 
+  // One replica per agent, each agent keeping its copies in its own dir of
+  // `agent_dirs`: the wiring of a job on several hosts.
+  explicit Replicas(const std::vector<std::string>& agent_dirs)
+      : hub_(static_cast<int>(agent_dirs.size())),
+        central_(static_cast<int>(agent_dirs.size())),
+        agent_jobs_(agent_dirs.size()) {
+    const int n = static_cast<int>(agent_dirs.size());
+    for (int r = 0; r < n; ++r) {
+      JobInfo& job = agent_jobs_[r];
+      job.steps = 10;
+      job.num_replicas = n;
+      job.checkpoint_dir = agent_dirs[r];
+      job.collective_timeout = absl::Seconds(10);
+      comms_.push_back(std::make_unique<collective::AlgorithmicCommunicator>(
+          hub_.Connect(r),
+          collective::CommunicatorOptions{.timeout = job.collective_timeout}));
+      contexts_.push_back(std::make_unique<ReplicaContextImpl>(
+          &job, r, /*local_index=*/0, Device{}, comms_.back().get()));
+    }
+  }
+
   // Runs `fn` on every replica at once; the statuses by replica.
   std::vector<absl::Status> Run(
       const std::function<absl::Status(ReplicaContextImpl&)>& fn) {
@@ -61,6 +82,7 @@ class Replicas {
   JobInfo job_;
   collective::LocalHub hub_;
   CentralStorage central_;
+  std::vector<JobInfo> agent_jobs_;  // sized once: contexts point into it
   std::vector<std::unique_ptr<collective::Communicator>> comms_;
   std::vector<std::unique_ptr<ReplicaContextImpl>> contexts_;
 };
@@ -463,6 +485,54 @@ TEST(ReplicaContextTest, ACheckpointSlowerToReadThanTheCollectiveTimeout) {
     return absl::OkStatus();
   }));
   slow_disk.join();
+}
+
+// An agent whose record of its newest checkpoint is damaged, with no
+// checkpoint left beside it, has no copy to offer: another agent's copy is
+// restored, and the job does not fail for want of one.
+TEST(ReplicaContextTest, AnAgentWhoseCheckpointRecordIsDamagedOffersNoCopy) {
+  const std::string root = ::testing::TempDir() + "/replica_damaged_latest";
+  std::filesystem::remove_all(root);
+  const std::vector<std::string> dirs = {root + "/agent0", root + "/agent1"};
+  {
+    Replicas first(dirs);
+    ExpectAllOk(first.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+      Optimizer* optimizer = nullptr;
+      if (absl::StatusOr<int64_t> start = StartState(ctx, &optimizer);
+          !start.ok()) {
+        return start.status();
+      }
+      return ctx.SaveCheckpoint(7);
+    }));
+  }
+  // Agent 1's checkpoints are gone, and its record of them is garbage.
+  for (const auto& entry : std::filesystem::directory_iterator(dirs[1])) {
+    std::filesystem::remove(entry.path());
+  }
+  ASSERT_TRUE(WriteFileAtomically(dirs[1] + "/latest", "garbage").ok());
+
+  Replicas second(dirs);
+  ExpectAllOk(second.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+    Optimizer* optimizer = nullptr;
+    absl::StatusOr<int64_t> start = StartState(ctx, &optimizer);
+    if (!start.ok()) return start.status();
+    EXPECT_EQ(*start, 7);
+    EXPECT_EQ(ctx.find_variable("w")->data<double>()[0], 1.0);
+    return absl::OkStatus();
+  }));
+
+  // With no readable copy anywhere, starting afresh would throw the job's
+  // progress away: every replica fails, naming the damaged record.
+  std::filesystem::remove_all(dirs[0]);
+  Replicas third(dirs);
+  for (const absl::Status& status :
+       third.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+         Optimizer* optimizer = nullptr;
+         return StartState(ctx, &optimizer).status();
+       })) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+    EXPECT_THAT(status.message(), HasSubstr("rank 1"));
+  }
 }
 
 // What a replica saw of an SGD job: its variables' memory and values.
