@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/checkpoint.h"
 #include "common/status_macros.h"
+#include "ps_client/dtype.h"
 #include "spdlog/spdlog.h"
 #include "worker_agent/group_keepalive.h"
 #include "worker_agent/replica_context.h"
@@ -32,13 +33,15 @@ absl::Status LoadInto(const std::map<std::string, SavedTensor>& saved,
         "\", which the init function creates: it belongs to another model"));
   }
   const Tensor tensor = variable.tensor();
-  if (it->second.dtype != DTypeName(vo.dtype) ||
+  // Equal sizes are not enough: a [2, 3] saved into a [3, 2] scrambles it.
+  if (it->second.dtype != DTypeName(vo.dtype) || it->second.shape != vo.shape ||
       it->second.bytes.size() != tensor.bytes()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the checkpoint ", where, " holds \"", vo.name, "\" as ",
-                     it->second.bytes.size(), " bytes of ", it->second.dtype,
-                     "; the init function creates ", tensor.bytes(),
-                     " bytes of ", DTypeName(vo.dtype)));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the checkpoint ", where, " holds \"", vo.name, "\" as ",
+        it->second.dtype, " ", ps::ShapeString(it->second.shape), " (",
+        it->second.bytes.size(), " bytes); the init function creates ",
+        DTypeName(vo.dtype), " ", ps::ShapeString(vo.shape), " (",
+        tensor.bytes(), " bytes)"));
   }
   return CopyToDevice(device, tensor.data, it->second.bytes.data(),
                       tensor.bytes());

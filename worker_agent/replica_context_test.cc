@@ -535,6 +535,33 @@ TEST(ReplicaContextTest, AnAgentWhoseCheckpointRecordIsDamagedOffersNoCopy) {
   }
 }
 
+// A variable whose shape changed since the checkpoint is refused, though
+// its size did not change: restored, a [2, 3] would fill a [3, 2] scrambled.
+TEST(ReplicaContextTest, ACheckpointOfAnotherShapeIsRefusedNamingBoth) {
+  const std::string dir = ::testing::TempDir() + "/replica_reshaped";
+  std::filesystem::remove_all(dir);
+  auto start_with = [&](std::vector<int64_t> shape) {
+    Replicas replicas(1, dir);
+    return replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+      const std::vector<double> zeros(6, 0.0);
+      absl::StatusOr<Variable*> w = ctx.create_variable(
+          {.name = "w", .shape = shape, .dtype = DType::kFloat64},
+          zeros.data());
+      if (!w.ok()) return w.status();
+      absl::StatusOr<int64_t> start = ctx.RestoreOrSync();
+      if (!start.ok()) return start.status();
+      return *start == 0 ? ctx.SaveCheckpoint(5) : absl::OkStatus();
+    })[0];
+  };
+  ASSERT_TRUE(start_with({2, 3}).ok());
+  const absl::Status reshaped = start_with({3, 2});
+  EXPECT_EQ(reshaped.code(), absl::StatusCode::kFailedPrecondition) << reshaped;
+  EXPECT_THAT(reshaped.message(),
+              HasSubstr("holds \"w\" as float64 [2,3] (48 bytes); the init "
+                        "function creates float64 [3,2] (48 bytes)"));
+  EXPECT_TRUE(start_with({2, 3}).ok());
+}
+
 // What a replica saw of an SGD job: its variables' memory and values.
 struct SgdRun {
   const void* w = nullptr;
