@@ -12,14 +12,20 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
 namespace cohort {
 namespace {
 
+// errno's code (PERMISSION_DENIED for a read-only filesystem,
+// RESOURCE_EXHAUSTED for a full disk), so that callers can tell a failure
+// that every retry meets from one that may pass.
 absl::Status ErrnoError(const std::string& path, absl::string_view what) {
-  return absl::InternalError(
-      absl::StrCat(path, ": ", what, ": ", std::strerror(errno)));
+  const int error = errno;
+  return absl::Status(
+      absl::ErrnoToStatusCode(error),
+      absl::StrCat(path, ": ", what, ": ", std::strerror(error)));
 }
 
 absl::Status FsyncPath(const std::string& path, int flags) {
@@ -104,11 +110,31 @@ absl::Status WriteFileAtomically(const std::string& path,
 }
 
 absl::Status MakeDirectories(const std::string& path) {
-  std::error_code error;
-  std::filesystem::create_directories(path, error);
-  if (error) {
-    return absl::InternalError(
-        absl::StrCat(path, ": cannot create directory: ", error.message()));
+  // One level at a time: std::filesystem would give new directories the
+  // umask's mode, and a new directory's entry survives a power loss only
+  // once its parent is synced.
+  std::filesystem::path made;
+  for (const std::filesystem::path& part :
+       std::filesystem::path(path).lexically_normal()) {
+    if (part.empty()) continue;  // after a trailing '/'
+    made /= part;
+    if (mkdir(made.c_str(), 0700) == 0) {
+      const std::string parent = made.parent_path().string();
+      absl::Status synced =
+          FsyncPath(parent.empty() ? "." : parent, O_RDONLY | O_DIRECTORY);
+      if (!synced.ok()) return synced;
+      continue;
+    }
+    if (errno != EEXIST) {
+      return ErrnoError(
+          path, absl::StrCat("cannot create directory ", made.string()));
+    }
+    struct stat info {};
+    if (stat(made.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, ": cannot create directory: ", made.string(),
+                       " exists and is not a directory"));
+    }
   }
   return absl::OkStatus();
 }
