@@ -355,10 +355,21 @@ absl::StatusOr<std::vector<SavedTensor>> ReadCheckpoint(const std::string& dir,
                                                         int64_t step) {
   const std::string manifest_path = StepFile(dir, step, kManifestSuffix);
   const std::string data_path = StepFile(dir, step, kDataSuffix);
-  COHORT_ASSIGN_OR_RETURN(const std::string text, ReadFile(manifest_path));
+  // Both open before either is read: a writer that prunes this step
+  // meanwhile unlinks them, and open files read on as they were.
+  COHORT_ASSIGN_OR_RETURN(FileToRead manifest_file,
+                          FileToRead::Open(manifest_path));
+  COHORT_ASSIGN_OR_RETURN(FileToRead data_file, FileToRead::Open(data_path));
+  COHORT_ASSIGN_OR_RETURN(const std::string text, manifest_file.ReadAll());
   COHORT_ASSIGN_OR_RETURN(const Manifest manifest,
                           ParseManifest(text, manifest_path, step));
-  COHORT_ASSIGN_OR_RETURN(const std::string data, ReadFile(data_path));
+  if (data_file.size() > manifest.data_size) {
+    // Not read into memory: it may be any size at all.
+    return DataLoss(data_path, absl::StrCat("overwritten: ", data_file.size(),
+                                            " bytes, the manifest says ",
+                                            manifest.data_size));
+  }
+  COHORT_ASSIGN_OR_RETURN(const std::string data, data_file.ReadAll());
   if (data.size() != manifest.data_size) {
     return DataLoss(
         data_path,

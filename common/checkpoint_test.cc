@@ -129,6 +129,33 @@ TEST_F(CheckpointTest, TruncatedDataIsDataLoss) {
       << status;
 }
 
+TEST_F(CheckpointTest, ADataFileLargerThanItsManifestSaysIsRefusedUnread) {
+  ASSERT_TRUE(WriteCheckpoint(dir_, 3, Model(1)).ok());
+  // Sparse: 64 GiB that take no disk, and would take 64 GiB of memory if
+  // read before the size check.
+  fs::resize_file(File(3, ".data"), uint64_t{64} << 30);
+  const absl::Status status = ReadCheckpoint(dir_, 3).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(status.message(),
+              ::testing::HasSubstr("overwritten: 68719476736 bytes"));
+}
+
+// A step pruned by a writer after the reader opened its files still reads
+// whole: open files outlive their names.
+TEST_F(CheckpointTest, FilesOpenedBeforeAPruneReadAsTheyWere) {
+  ASSERT_TRUE(WriteCheckpoint(dir_, 3, Model(1)).ok());
+  absl::StatusOr<FileToRead> data = FileToRead::Open(File(3, ".data"));
+  ASSERT_TRUE(data.ok()) << data.status();
+  for (int64_t step : {4, 5}) {
+    ASSERT_TRUE(WriteCheckpoint(dir_, step, Model(step), /*keep=*/1).ok());
+  }
+  ASSERT_FALSE(fs::exists(File(3, ".data")));
+  absl::StatusOr<std::string> bytes = data->ReadAll();
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(bytes->size(), data->size());
+  EXPECT_GT(bytes->size(), 0u);
+}
+
 TEST_F(CheckpointTest, BadManifestIsDataLoss) {
   ASSERT_TRUE(WriteCheckpoint(dir_, 3, Model(1)).ok());
   std::string manifest = *ReadFile(File(3, ".json"));

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -39,36 +40,60 @@ absl::Status FsyncPath(const std::string& path, int flags) {
 
 }  // namespace
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
+absl::StatusOr<FileToRead> FileToRead::Open(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(path, "cannot read");
+  struct stat info {};
+  if (fstat(fd, &info) != 0) {
+    const absl::Status error = ErrnoError(path, "cannot read");
+    close(fd);
+    return error;
+  }
+  return FileToRead(path, fd,
+                    info.st_size > 0 ? static_cast<uint64_t>(info.st_size) : 0);
+}
+
+FileToRead::FileToRead(FileToRead&& other) noexcept
+    : path_(std::move(other.path_)),
+      fd_(std::exchange(other.fd_, -1)),
+      size_(other.size_) {}
+
+FileToRead& FileToRead::operator=(FileToRead&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    path_ = std::move(other.path_);
+    fd_ = std::exchange(other.fd_, -1);
+    size_ = other.size_;
+  }
+  return *this;
+}
+
+FileToRead::~FileToRead() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::StatusOr<std::string> FileToRead::ReadAll() {
   // POSIX reads, not a stream: an error midway must not pass for a short
   // file, which a reader would take for a corrupt one.
-  auto failed = [&path](absl::string_view what) {
-    const int error = errno;
-    return absl::Status(
-        absl::ErrnoToStatusCode(error),
-        absl::StrCat(path, ": ", what, ": ", std::strerror(error)));
-  };
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return failed("cannot read");
   std::string contents;
-  struct stat info {};
-  if (fstat(fd, &info) == 0 && info.st_size > 0) {
-    contents.reserve(static_cast<size_t>(info.st_size));
-  }
+  contents.reserve(size_);
   char buffer[1 << 16];
   while (true) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    const ssize_t n = read(fd_, buffer, sizeof(buffer));
     if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;
-      absl::Status error = failed("read failed");
-      close(fd);
-      return error;
+      return ErrnoError(path_, "read failed");
     }
     contents.append(buffer, static_cast<size_t>(n));
   }
-  close(fd);
   return contents;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  absl::StatusOr<FileToRead> file = FileToRead::Open(path);
+  if (!file.ok()) return file.status();
+  return file->ReadAll();
 }
 
 absl::Status WriteFileAtomically(const std::string& path,

@@ -2,7 +2,9 @@
 
 // Small file helpers with absl::Status errors that name the path.
 
+#include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 
@@ -12,6 +14,36 @@ namespace cohort {
 // error midway included, carry their errno's code (PERMISSION_DENIED,
 // RESOURCE_EXHAUSTED, ...).
 absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// A file opened to be read whole. An open file stays readable after it is
+// unlinked or replaced, so files opened together are read as one set even
+// while a writer prunes them. Owns the descriptor; movable; not
+// thread-safe.
+class FileToRead {
+ public:
+  // NOT_FOUND when it does not exist; other failures carry errno's code.
+  static absl::StatusOr<FileToRead> Open(const std::string& path);
+  FileToRead(FileToRead&& other) noexcept;
+  FileToRead& operator=(FileToRead&& other) noexcept;
+  FileToRead(const FileToRead&) = delete;
+  FileToRead& operator=(const FileToRead&) = delete;
+  ~FileToRead();
+
+  const std::string& path() const { return path_; }
+  // Its size when it was opened: checked before reading, so that a file
+  // far larger than expected is never read into memory.
+  uint64_t size() const { return size_; }
+  // Everything in it; once, from the start (it may be a pipe).
+  absl::StatusOr<std::string> ReadAll();
+
+ private:
+  FileToRead(std::string path, int fd, uint64_t size)
+      : path_(std::move(path)), fd_(fd), size_(size) {}
+
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
 
 // Writes `contents` so that readers see either the old file or the whole new
 // one, even across a crash: temp file, fsync, rename, fsync of the directory.
