@@ -120,17 +120,51 @@ void NoteUnresolvableHosts(const ClusterSpec& spec, ClusterManager& manager) {
   }
 }
 
+// The binaries that launch tasks on this host, found now rather than as
+// launches that fail for ever after startup.
+absl::Status CheckLaunchBinaries(const CoordinatorConfig& config) {
+  if (config.launch != LaunchMode::kLocal) return absl::OkStatus();
+  for (const TaskId& task : config.spec->tasks()) {
+    if (!IsProcessTask(task) || !AddressOnThisHost(*config.spec, task)) {
+      continue;
+    }
+    const bool is_ps = task.type == kPs;
+    const std::string& binary = is_ps ? config.ps_binary : config.agent_binary;
+    if (access(binary.c_str(), X_OK) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(is_ps ? "--ps_binary" : "--agent_binary", ": ", binary,
+                       " is not an executable file (", strerror(errno), "); ",
+                       task.ToString(), " is launched with it"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
     CoordinatorConfig config) {
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
+  if (config.agent_binary.empty()) {
+    config.agent_binary = ExecutableDirectory() + "/cohort-agent";
+  }
+  if (config.ps_binary.empty()) {
+    config.ps_binary = ExecutableDirectory() + "/cohort-ps";
+  }
+  if (config.new_cluster && !config.spec.has_value()) {
+    return absl::InvalidArgumentError(
+        "--new_cluster needs a cluster spec: pass --cluster_spec=FILE or set "
+        "TF_CONFIG");
+  }
   if (config.spec.has_value()) PrefetchSpecHosts(*config.spec);
   // Before a new cluster sets the previous one aside (stopping its tasks):
-  // a refused spec must leave it as it was.
+  // a start that is refused must leave it as it was.
   if (config.spec.has_value() && (config.listen_given || config.new_cluster)) {
     COHORT_RETURN_IF_ERROR(
         CheckReachableFromTheSpecsHosts(*config.spec, config.server.listen));
+  }
+  if (config.spec.has_value()) {
+    COHORT_RETURN_IF_ERROR(CheckLaunchBinaries(config));
   }
   std::optional<PersistedState> saved;
   if (!config.state_dir.empty()) {
@@ -170,6 +204,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
     config.spec = *std::move(spec);
     spdlog::info("using the cluster spec saved in {}", server->store_->path());
     PrefetchSpecHosts(*config.spec);
+    COHORT_RETURN_IF_ERROR(CheckLaunchBinaries(config));
   }
   if (saved.has_value()) {
     server->state_ = *saved;
@@ -248,29 +283,6 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   server->job_control_service_ = std::make_unique<JobControlService>(
       server->jobs_.get(), server->libraries_.get(), server->auth_.get(),
       server->slow_.get());
-  if (config.agent_binary.empty()) {
-    config.agent_binary = ExecutableDirectory() + "/cohort-agent";
-  }
-  if (config.ps_binary.empty()) {
-    config.ps_binary = ExecutableDirectory() + "/cohort-ps";
-  }
-  if (config.launch == LaunchMode::kLocal) {
-    // Found now, not as a launch that fails for ever after startup.
-    for (const TaskId& task : config.spec->tasks()) {
-      if (!IsProcessTask(task) || !AddressOnThisHost(*config.spec, task)) {
-        continue;
-      }
-      const bool is_ps = task.type == kPs;
-      const std::string& binary =
-          is_ps ? config.ps_binary : config.agent_binary;
-      if (access(binary.c_str(), X_OK) != 0) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(is_ps ? "--ps_binary" : "--agent_binary", ": ", binary,
-                         " is not an executable file (", strerror(errno), "); ",
-                         task.ToString(), " is launched with it"));
-      }
-    }
-  }
   if (config.task_log_dir.empty() && !config.state_dir.empty()) {
     config.task_log_dir = config.state_dir + "/logs";
   }

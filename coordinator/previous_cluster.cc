@@ -25,13 +25,15 @@ namespace {
 
 // What a coordinator keeps in its state dir, besides files put there by
 // whoever started it (a spec, a port file).
-constexpr const char* kStateEntries[] = {"coordinator_state.json",
-                                         "jobs.json",
+// The state file last: it is what makes the dir a cluster's, so a move cut
+// short leaves the old cluster there, whole enough to set aside again.
+constexpr const char* kStateEntries[] = {"jobs.json",
                                          "jobs",
                                          "libraries",
                                          "logs",
                                          "ps",
-                                         "agents"};
+                                         "agents",
+                                         "coordinator_state.json"};
 
 // Earlier clusters kept in the state dir, the newest first.
 constexpr int kKeptClusters = 3;

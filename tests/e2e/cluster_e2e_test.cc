@@ -308,6 +308,24 @@ TEST(ClusterE2eTest, ACoordinatorOnLoopbackRefusesASpecWithOtherHosts) {
   EXPECT_THAT(refused.output, HasSubstr("is a loopback address"));
   EXPECT_TRUE(std::filesystem::exists(state + "/coordinator_state.json"));
   EXPECT_FALSE(std::filesystem::exists(state + "/previous"));
+
+  // So does one refused for want of a spec, or of a binary to launch with.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> others = {
+      {{}, "--new_cluster needs a cluster spec"},
+      {{absl::StrCat("--cluster_spec=", local),
+        "--agent_binary=/nonexistent/cohort-agent"},
+       "--agent_binary: /nonexistent/cohort-agent is not an executable file"}};
+  for (const auto& [flags, expected] : others) {
+    std::vector<std::string> argv = {Binary("cohort-coordinator"),
+                                     "--listen=127.0.0.1:0", "--new_cluster",
+                                     absl::StrCat("--state_dir=", state)};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const CommandResult result = RunCommand(argv, absl::Seconds(10));
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_THAT(result.output, HasSubstr(expected));
+    EXPECT_TRUE(std::filesystem::exists(state + "/coordinator_state.json"));
+    EXPECT_FALSE(std::filesystem::exists(state + "/previous"));
+  }
 }
 
 TEST(ClusterE2eTest, MalformedSpecsExitTwoWithOneLineNamingThePath) {
