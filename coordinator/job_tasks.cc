@@ -11,7 +11,10 @@ std::vector<TaskId> JobTasks(const v1::JobStatus& job, const ClusterSpec& spec,
   for (const std::string& placed : job.placement()) {
     absl::StatusOr<TaskId> task =
         ParseTaskId(placed.substr(0, placed.find(' ')));
-    if (task.ok() && spec.address(*task).ok()) tasks.push_back(*task);
+    if (task.ok() && spec.address(*task).ok() &&
+        (with_ps || task->type != kPs)) {
+      tasks.push_back(*task);
+    }
   }
   const bool placed = !tasks.empty();
   const bool uses_ps =

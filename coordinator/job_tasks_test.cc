@@ -22,6 +22,9 @@ TEST(JobTasksTest, ThePlacementsTasksInRankOrder) {
   EXPECT_THAT(
       JobTasks(job, Spec(), /*with_ps=*/true),
       ElementsAre(TaskId{"worker", 0}, TaskId{"chief", 0}, TaskId{"ps", 0}));
+  // Without the ps tasks: a trace is asked of agents only.
+  EXPECT_THAT(JobTasks(job, Spec(), /*with_ps=*/false),
+              ElementsAre(TaskId{"worker", 0}, TaskId{"chief", 0}));
 }
 
 TEST(JobTasksTest, BeforePlacementEveryAgentOfTheSpec) {
