@@ -500,6 +500,16 @@ TEST_F(JobManagerPsTest, CallsAreRefusedWhereTheyDoNotBelong) {
   absl::StatusOr<v1::GetCallsResponse> calls = manager_.GetCalls(request, now_);
   EXPECT_EQ(calls.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(calls.status().message(), HasSubstr("never scheduled"));
+  // Asking for more calls than may ever be pending at once is refused
+  // before any reply is built.
+  request.clear_ids();
+  for (int i = 0; i <= ClosureScheduler::kMaxPendingCalls; ++i) {
+    request.add_ids(0);
+  }
+  calls = manager_.GetCalls(request, now_);
+  EXPECT_EQ(calls.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(calls.status().message(),
+              HasSubstr("asked for 4097 calls at once, over the 4096 allowed"));
 }
 
 TEST_F(JobManagerPsTest, ACompletedClosureIsInTheNextSaveAndNotRunAgain) {
