@@ -34,6 +34,9 @@ struct JobManagerOptions {
   // dropped, so that a long-lived coordinator's table and state file stay
   // bounded. Their checkpoints stay where they are.
   int finished_jobs_kept = 1000;
+  // A submission beyond this many jobs not yet ended is refused: each is in
+  // every save of the table and in every agent's sync.
+  int unended_jobs_max = 1000;
   // Told to agents (AgentSyncResponse.cluster_uid).
   std::string cluster_uid;
 };

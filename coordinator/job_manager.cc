@@ -85,6 +85,16 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
     }
   }
   absl::MutexLock lock(&mu_);
+  const int64_t unended =
+      std::count_if(jobs_.begin(), jobs_.end(), [](const auto& entry) {
+        return !IsTerminal(entry.second.status.state());
+      });
+  if (unended >= options_.unended_jobs_max) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        unended,
+        " jobs are queued or running, the most this coordinator "
+        "takes; cancel some, or submit again once some have ended"));
+  }
   const int64_t id = next_id_++;
   Job& job = jobs_[id];
   v1::JobStatus& status = job.status;

@@ -586,6 +586,21 @@ TEST_F(JobManagerTest, OnlyTheNewestEndedJobsAreKeptAndADroppedOneIsNamed) {
   EXPECT_EQ(*smaller.Submit(GoodSpec(), now_), "7");
 }
 
+TEST_F(JobManagerTest, SubmissionsBeyondTheUnendedJobsAllowedAreRefused) {
+  JobManager manager(TwoAgentSpec(),
+                     {.checkpoint_root = "/ckpt", .unended_jobs_max = 2});
+  const std::string running = *manager.Submit(GoodSpec(), now_);
+  manager.Tick(Ready(), now_);
+  const std::string queued = *manager.Submit(GoodSpec(), now_);
+  EXPECT_THAT(manager.Submit(GoodSpec(), now_),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("2 jobs are queued or running, the most "
+                                 "this coordinator takes")));
+  // An ended job makes room.
+  ASSERT_OK(manager.Cancel(queued, now_).status());
+  EXPECT_OK(manager.Submit(GoodSpec(), now_).status());
+}
+
 TEST_F(JobManagerTest, AJobThatEndedLastIsKeptWhateverItsId) {
   JobManager manager(TwoAgentSpec(),
                      {.checkpoint_root = "/ckpt", .finished_jobs_kept = 2});
