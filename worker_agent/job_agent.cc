@@ -109,14 +109,19 @@ void JobAgent::Leave() {
 void JobAgent::Shutdown() {
   StopLoop();
   if (runner_ != nullptr) {
-    StopRunner(absl::CancelledError("the agent is shutting down"));
+    StopRunner(absl::CancelledError("the agent is shutting down"),
+               /*from_loop=*/false);
   }
 }
 
-void JobAgent::StopRunner(const absl::Status& why) {
+bool JobAgent::StopRunner(const absl::Status& why, bool from_loop) {
   runner_->Abort(why);
   const absl::Time deadline = absl::Now() + options_.stop_timeout;
-  while (!runner_->done() && absl::Now() < deadline) absl::SleepFor(kStopPoll);
+  while (!runner_->done() && absl::Now() < deadline) {
+    // A shutdown must not wait behind this: Leave joins the loop first.
+    if (from_loop && stop_.HasBeenNotified()) return false;
+    absl::SleepFor(kStopPoll);
+  }
   if (!runner_->done()) {
     const v1::AgentJobAssignment& a = runner_->assignment();
     options_.on_stuck(absl::StrCat(
@@ -127,6 +132,7 @@ void JobAgent::StopRunner(const absl::Status& why) {
         "has not returned"));
   }
   runner_.reset();  // joins
+  return true;
 }
 
 absl::StatusOr<v1::AgentSyncResponse> JobAgent::SyncOnce() {
@@ -185,11 +191,15 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
               ? "the coordinator ended it"
               : absl::StrCat("attempt ", assignment.attempt(), " replaces it"));
     }
-    StopRunner(absl::AbortedError(
-        absl::StrCat("job ", old.job_id(), " attempt ", old.attempt(),
-                     " was ended by the coordinator")));
+    if (!StopRunner(absl::AbortedError(absl::StrCat(
+                        "job ", old.job_id(), " attempt ", old.attempt(),
+                        " was ended by the coordinator")),
+                    /*from_loop=*/true)) {
+      return;
+    }
   }
-  if (assignment.job_id().empty()) return;
+  // An attempt started now would be abandoned at once.
+  if (assignment.job_id().empty() || stop_.HasBeenNotified()) return;
   RunnerOptions runner{
       .assignment = assignment,
       .devices = options_.devices,

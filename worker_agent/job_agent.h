@@ -86,8 +86,10 @@ class JobAgent {
   absl::StatusOr<v1::AgentSyncResponse> SyncOnce();
   void Apply(const v1::AgentJobAssignment& assignment);
   // Aborts the runner with `why` and destroys it, once it has stopped or
-  // after on_stuck.
-  void StopRunner(const absl::Status& why);
+  // after on_stuck (stop_timeout). From the loop, the wait ends early once
+  // the agent is told to stop: false then, with the aborted runner left for
+  // Shutdown.
+  bool StopRunner(const absl::Status& why, bool from_loop);
   // Removes this agent's checkpoint copies of the jobs that the coordinator
   // no longer lists as unended: those it ran since it started and, found
   // at the first call, those claimed for the coordinator's cluster before.

@@ -339,6 +339,39 @@ TEST_F(JobAgentTest, LeavingWaitsNoLongerThanItsTimeout) {
   EXPECT_THAT(log_->StuckReports(), ElementsAre(HasSubstr("job 4 attempt 1")));
 }
 
+// A shutdown that comes while the loop waits for an ended attempt to stop
+// (up to stop_timeout, minutes) is not held up by that wait, and starts no
+// attempt after it.
+TEST_F(JobAgentTest, LeavingWhileAnAttemptIsStoppingStartsNoOther) {
+  agent_->Shutdown();
+  JobAgent agent(JobAgentOptions{.task = {"worker", 1},
+                                 .job_control = coordinator_,
+                                 .make_runner =
+                                     [log = log_](RunnerOptions options) {
+                                       return std::make_unique<FakeRunner>(
+                                           std::move(options), log);
+                                     },
+                                 .cache_dir = cache_,
+                                 .stop_timeout = absl::Hours(1),
+                                 .leave_timeout = absl::Milliseconds(200)});
+  agent.Start();
+  log_->SetStuck(true);
+  coordinator_->Assign("4", 1);
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
+  coordinator_->Assign("4", 2);
+  // The loop has aborted attempt 1 and waits for it to stop.
+  ASSERT_TRUE(WaitUntil([&] { return !log_->Aborted(1).ok(); }, kWait));
+
+  const absl::Time start = absl::Now();
+  agent.Leave();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+  EXPECT_FALSE(log_->Started(2));
+  log_->SetStuck(false);  // so that the shutdown's own stop ends
+  agent.Shutdown();
+  EXPECT_TRUE(log_->Destroyed(1));
+  EXPECT_FALSE(log_->Started(2));
+}
+
 TEST_F(JobAgentTest, AnUnreachableCoordinatorLeavesTheJobRunning) {
   coordinator_->Assign("4", 1);
   ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
