@@ -287,7 +287,15 @@ absl::StatusOr<std::string> JobAgent::FetchLibrary(const std::string& digest) {
   // The use is recorded before the library is loaded: another agent
   // sharing the cache then keeps it.
   const std::string path = LibraryPath(options_.cache_dir, digest);
-  if (RecordLibraryUse(path)) return path;
+  if (RecordLibraryUse(path)) {
+    // What is loaded is checked, not what was once written: the cache may
+    // have been damaged, or written by someone else, since.
+    absl::StatusOr<std::string> cached = ReadFile(path);
+    if (cached.ok() && Sha256Hex(*cached) == digest) return path;
+    spdlog::warn(
+        "cached step library {} {}; fetching it again", path,
+        cached.ok() ? "does not match its digest" : cached.status().ToString());
+  }
   absl::StatusOr<std::string> library =
       options_.job_control->FetchLibrary(digest, kFetchTimeout);
   if (!library.ok()) return library.status();

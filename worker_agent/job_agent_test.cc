@@ -412,6 +412,15 @@ TEST_F(JobAgentTest, FetchedLibrariesAreCheckedAndCachedByDigest) {
   const int fetches = coordinator_->fetches();
   EXPECT_THAT(fetch(digest), IsOkAndHolds(path));
   EXPECT_EQ(coordinator_->fetches(), fetches);  // from the cache
+
+  // A cached copy that no longer hashes to its digest is fetched again.
+  ASSERT_TRUE(WriteFileAtomically(path,
+                                  "\x7f"
+                                  "ELF another library")
+                  .ok());
+  EXPECT_THAT(fetch(digest), IsOkAndHolds(path));
+  EXPECT_EQ(coordinator_->fetches(), fetches + 1);
+  EXPECT_THAT(ReadFile(path), IsOkAndHolds(library));
 }
 
 TEST_F(JobAgentTest, CheckpointCopiesOfEndedJobsAreRemoved) {
