@@ -218,9 +218,13 @@ v1::AgentSyncResponse JobManager::Sync(const v1::AgentJobReport& report,
   if (assignment == job->assignments.end()) return response;
 
   const bool ps = job->parameter_server();
-  const bool current = report.job_id() == job->status.job_id() &&
-                       report.attempt() == job->status.attempt() &&
-                       (!ps || report.group() == assignment->second.group());
+  // An agent that outlived an earlier cluster may run its job of the same
+  // id (an agent too old to say the uid is taken at its word).
+  const bool current =
+      report.job_id() == job->status.job_id() &&
+      report.attempt() == job->status.attempt() &&
+      (report.job_uid().empty() || report.job_uid() == job->status.uid()) &&
+      (!ps || report.group() == assignment->second.group());
   if (current) {
     job->reports[task] = report;
     if (report.state() == v1::AgentJobReport::FAILED &&

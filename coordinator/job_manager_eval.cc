@@ -72,6 +72,8 @@ void JobManager::SyncEvaluator(const v1::AgentJobReport& report, absl::Time,
   if (!report.job_id().empty()) {
     if (Job* evaluated = Find(report.job_id());
         evaluated != nullptr &&
+        (report.job_uid().empty() ||
+         report.job_uid() == evaluated->status.uid()) &&
         Merge(evaluated->status, report.evaluations())) {
       evaluated->changed = true;
     }

@@ -137,6 +137,30 @@ TEST_F(JobManagerTest, AssignsRanksAndSucceedsWhenEveryAgentFinishes) {
   EXPECT_EQ(State(id), v1::JOB_SUCCEEDED);
 }
 
+// An agent that outlived an earlier cluster may still run that cluster's
+// job 1, attempt 1: its reports say so by the uid, and count for nothing.
+TEST_F(JobManagerTest, AReportOfAnotherClustersJobOfTheSameIdIsNotTaken) {
+  const std::string id = SubmitAndPlace();
+  const std::string uid = manager_.Get(id)->uid();
+  for (const char* task : {"chief", "worker"}) {
+    v1::AgentJobReport stale =
+        Report(task, id, 1, v1::AgentJobReport::FINISHED, 10);
+    stale.set_job_uid("another-cluster");
+    manager_.Sync(stale, now_);
+  }
+  manager_.Tick(Ready(), now_);
+  EXPECT_EQ(State(id), v1::JOB_PLACING);
+
+  for (const char* task : {"chief", "worker"}) {
+    v1::AgentJobReport own =
+        Report(task, id, 1, v1::AgentJobReport::FINISHED, 10);
+    own.set_job_uid(uid);
+    manager_.Sync(own, now_);
+  }
+  manager_.Tick(Ready(), now_);
+  EXPECT_EQ(State(id), v1::JOB_SUCCEEDED);
+}
+
 TEST_F(JobManagerTest, BatchNotDivisibleByReplicasFailsTheJob) {
   v1::JobSpec spec = GoodSpec();
   spec.set_global_batch_size(10);

@@ -54,6 +54,7 @@ v1::AgentJobReport AttemptLifecycle::Report() const {
   report.set_job_id(assignment_->job_id());
   report.set_attempt(assignment_->attempt());
   report.set_group(assignment_->group());
+  report.set_job_uid(assignment_->job_uid());
   absl::MutexLock lock(&mu_);
   report.set_state(state_);
   if (!error_.ok()) {

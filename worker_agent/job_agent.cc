@@ -180,6 +180,7 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
   const bool same = runner_ != nullptr &&
                     runner_->assignment().job_id() == assignment.job_id() &&
                     runner_->assignment().attempt() == assignment.attempt() &&
+                    runner_->assignment().job_uid() == assignment.job_uid() &&
                     runner_->assignment().group() == assignment.group();
   if (same) return;
   if (runner_ != nullptr) {

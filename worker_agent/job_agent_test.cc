@@ -188,6 +188,7 @@ class FakeRunner final : public AttemptRunner {
     v1::AgentJobReport report;
     report.set_job_id(options_.assignment.job_id());
     report.set_attempt(attempt());
+    report.set_job_uid(options_.assignment.job_uid());
     report.set_state(v1::AgentJobReport::RUNNING);
     absl::MutexLock lock(&log_->mu);
     if (log_->left[attempt()] && !log_->stuck) {
@@ -286,6 +287,18 @@ TEST_F(JobAgentTest, ANewAttemptReplacesTheRunnerAndNoAssignmentStopsIt) {
   ASSERT_TRUE(WaitUntil([&] { return log_->Destroyed(2); }, kWait));
   EXPECT_THAT(log_->Aborted(2), StatusIs(absl::StatusCode::kAborted));
   EXPECT_THAT(log_->StuckReports(), IsEmpty());
+}
+
+// A new cluster's job 1, attempt 1 is not the earlier cluster's: the uid
+// tells them apart.
+TEST_F(JobAgentTest, AnAssignmentOfTheSameIdAndAnotherUidReplacesTheRunner) {
+  coordinator_->Assign("1", 1, "", "uid-old");
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
+  coordinator_->Assign("1", 1, "", "uid-new");
+  ASSERT_TRUE(WaitUntil([&] { return log_->Destroyed(1); }, kWait));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return coordinator_->last_report().job_uid() == "uid-new"; },
+      kWait));
 }
 
 TEST_F(JobAgentTest, AnAttemptThatDoesNotStopInTimeIsReportedAsStuck) {
