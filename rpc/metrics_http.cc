@@ -17,11 +17,16 @@ constexpr int kThreads = 2;
 // Answers 401 naming what is wrong unless the request carries the token.
 bool Authorized(const httplib::Request& request, httplib::Response& response,
                 const std::optional<std::string>& token) {
-  std::optional<absl::string_view> header;
+  // A copy: get_header_value returns by value, and a view of that
+  // temporary would dangle.
+  std::optional<std::string> value;
   if (request.has_header("Authorization")) {
-    header = request.get_header_value("Authorization");
+    value = request.get_header_value("Authorization");
   }
-  const absl::Status status = CheckBearerToken(header, token);
+  const absl::Status status = CheckBearerToken(
+      value.has_value() ? std::optional<absl::string_view>(*value)
+                        : std::nullopt,
+      token);
   if (status.ok()) return true;
   response.status = 401;
   response.set_header("WWW-Authenticate", "Bearer");
