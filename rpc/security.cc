@@ -65,6 +65,17 @@ absl::StatusOr<Security> Security::Load(const SecurityFiles& files) {
                        " holds more than one word; a token is a single line "
                        "without spaces"));
     }
+    // gRPC refuses any other byte in a header value, and aborts the
+    // process that sends it, with the token in its log.
+    for (size_t i = 0; i < token.size(); ++i) {
+      const unsigned char c = static_cast<unsigned char>(token[i]);
+      if (c < 0x21 || c > 0x7e) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--auth_token_file: ", files.auth_token_file, " holds byte 0x",
+            absl::Hex(c, absl::kZeroPad2), " at offset ", i,
+            "; a token is printable ASCII (base64, for example)"));
+      }
+    }
     security.token = std::move(token);
   }
   if (files.tls_cert_file.empty() != files.tls_key_file.empty()) {

@@ -46,5 +46,32 @@ TEST(SecurityTest, FilesThatHoldNoPemBlockOfTheirKindAreNamed) {
                                      " holds no PEM certificate")));
 }
 
+// gRPC aborts a client whose header value holds any other byte, writing
+// the value, the token, into its log: refused when loaded, without
+// repeating it.
+TEST(SecurityTest, ATokenOfAnythingButPrintableAsciiIsRefusedUnquoted) {
+  testing::ScratchDir dir;
+  for (const std::string& token :
+       {std::string("SECRET\xc3\xb6k3nlongenough"),
+        std::string("SECRET\x01"
+                    "cd"),
+        std::string("SECRET\0cd", 9), std::string("SECRET\vcd")}) {
+    const std::string file = dir.Write("token", token + "\n");
+    const absl::Status status =
+        Security::Load({.auth_token_file = file}).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_THAT(
+        status.message(),
+        HasSubstr(absl::StrCat("--auth_token_file: ", file, " holds byte 0x")));
+    EXPECT_THAT(status.message(), HasSubstr("at offset "));
+    EXPECT_THAT(status.message(), ::testing::Not(HasSubstr("SECRET")));
+  }
+  const std::string good =
+      dir.Write("good", "q1ZzX0c2n4b9H7k3Lm8pR5t2Vw6yA0dF3gJ9sE1uB4o=\n");
+  absl::StatusOr<Security> loaded = Security::Load({.auth_token_file = good});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->token, "q1ZzX0c2n4b9H7k3Lm8pR5t2Vw6yA0dF3gJ9sE1uB4o=");
+}
+
 }  // namespace
 }  // namespace cohort::rpc
