@@ -45,6 +45,15 @@ absl::StatusOr<DaemonFlags> DaemonFlagsFromFlags(
   flags.security_files = SecurityFilesFromFlags();
   COHORT_ASSIGN_OR_RETURN(flags.server.security,
                           Security::Load(flags.security_files));
+  if (!flags.server.security.ca_pem.empty() &&
+      flags.server.security.cert_pem.empty()) {
+    // A client may verify servers with a CA alone; a server without a
+    // certificate would serve plaintext and ask for no client certificate.
+    return absl::InvalidArgumentError(
+        "--tls_ca_file needs --tls_cert_file and --tls_key_file on a daemon: "
+        "without a certificate of its own it would serve plaintext to "
+        "anyone");
+  }
   flags.log_level = absl::GetFlag(FLAGS_log_level);
   return flags;
 }

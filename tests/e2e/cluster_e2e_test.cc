@@ -256,6 +256,13 @@ TEST(ClusterE2eTest, BadFlagValuesExitTwoNamingTheFlag) {
       {absl::StrCat("--port_file=", dir.path(), "/missing/port"),
        absl::StrCat("--port_file: ", dir.path(),
                     "/missing/port: cannot write: No such file or directory")},
+      // A CA alone verifies servers for a client; a daemon would serve
+      // plaintext with it.
+      {absl::StrCat("--tls_ca_file=",
+                    dir.Write("ca.pem",
+                              "-----BEGIN CERTIFICATE-----\nAA==\n"
+                              "-----END CERTIFICATE-----\n")),
+       "--tls_ca_file needs --tls_cert_file and --tls_key_file on a daemon"},
   };
   for (const auto& [flag, expected] : cases) {
     CommandResult result = RunCommand(
