@@ -63,15 +63,26 @@ class InterruptNote {
     interrupt_note_size =
         std::clamp(size, 0, static_cast<int>(sizeof(interrupt_note)) - 1);
     bar_fd = live_bar_fd;
-    ::signal(SIGINT, NoteJobGoesOnAndDie);
+    // A SIGINT ignored (a job of a shell without job control) stays so.
+    struct sigaction note {};
+    note.sa_handler = NoteJobGoesOnAndDie;
+    sigemptyset(&note.sa_mask);
+    if (sigaction(SIGINT, nullptr, &previous_) == 0 &&
+        previous_.sa_handler != SIG_IGN) {
+      installed_ = sigaction(SIGINT, &note, nullptr) == 0;
+    }
   }
   ~InterruptNote() {
-    ::signal(SIGINT, SIG_DFL);
+    if (installed_) sigaction(SIGINT, &previous_, nullptr);
     interrupt_note_size = 0;
     bar_fd = -1;
   }
   InterruptNote(const InterruptNote&) = delete;
   InterruptNote& operator=(const InterruptNote&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+  bool installed_ = false;
 };
 
 bool IsLiveTerminal(int fd) {

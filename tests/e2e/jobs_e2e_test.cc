@@ -553,28 +553,48 @@ TEST_F(JobsE2eTest, CohortctlSubmitWaitShowsProgressAndJobJsonHasTheStatus) {
               ::testing::ContainsRegex("steps_?[pP]er_?[sS]econd"));
 }
 
-TEST_F(JobsE2eTest, CtrlCOnSubmitWaitSaysTheJobGoesOnAndHowToReachIt) {
-  const Gate gate(*dir_);
-  const std::string output = dir_->path() + "/submit-interrupted.out";
+// Runs `cohortctl submit --wait` of a job that runs until cancelled, with
+// SIGINT ignored or not as `sigint_ignored`; once the job runs and is
+// watched, sends cohortctl SIGINT. Returns how cohortctl ended by then
+// (nullopt: still running), what it printed, and the job's id.
+struct Interrupted {
+  std::optional<ExitStatus> ended;
+  std::string printed;
+  std::string id;
+};
+Interrupted InterruptSubmitWait(const std::string& coordinator, Client& client,
+                                const ScratchDir& dir, const Gate& gate,
+                                bool sigint_ignored) {
+  const std::string output =
+      absl::StrCat(dir.path(), "/submit-", sigint_ignored, ".out");
+  std::string command = "exec";
+  for (const std::string& arg : std::vector<std::string>{
+           Binary("cohortctl"), "--coordinator=" + coordinator, "submit",
+           "--library=" + Library("cohort_example_linear"),
+           "--init=linear_init", "--step=linear_step", "--dataset=linear_data",
+           // Far more steps than the test takes, even on a slow machine:
+           // the test cancels the job.
+           "--steps=1000000", "--global_batch=64", "--devices_per_agent=2",
+           absl::StrCat(R"(--config={"dim": 4, "step_sleep_ms": 10, )",
+                        R"("step_sleep_until_file": ")", gate.path(),
+                        R"(", "true_w": [1, 2, 3, 4]})"),
+           "--wait"}) {
+    absl::StrAppend(&command, " '", arg, "'");
+  }
+  // An ignored SIGINT is inherited through exec, as from a shell that runs
+  // a command in the background without job control.
+  if (sigint_ignored) command = "trap '' INT; " + command;
   absl::StatusOr<Subprocess> submit = Subprocess::Spawn(
-      {.argv = {Binary("cohortctl"), "--coordinator=" + coordinator_->address(),
-                "submit", "--library=" + Library("cohort_example_linear"),
-                "--init=linear_init", "--step=linear_step",
-                "--dataset=linear_data", "--steps=1500", "--global_batch=64",
-                "--devices_per_agent=2",
-                absl::StrCat(R"(--config={"dim": 4, "step_sleep_ms": 10, )",
-                             R"("step_sleep_until_file": ")", gate.path(),
-                             R"(", "true_w": [1, 2, 3, 4]})"),
-                "--wait"},
-       .output_file = output});
-  ASSERT_TRUE(submit.ok()) << submit.status();
+      {.argv = {"/bin/sh", "-c", command}, .output_file = output});
+  EXPECT_TRUE(submit.ok()) << submit.status();
+  if (!submit.ok()) return {};
   absl::Cleanup stop = [&] { submit->Stop(absl::Seconds(5)); };
   // Running, and watched: after "job N submitted", the watch's own first
   // line ("job N SUBMITTED", or a later state) has been printed.
-  std::string id;
-  ASSERT_TRUE(WaitUntil(
+  Interrupted result;
+  const bool watched = WaitUntil(
       [&] {
-        absl::StatusOr<std::vector<v1::JobStatus>> jobs = client_->ListJobs();
+        absl::StatusOr<std::vector<v1::JobStatus>> jobs = client.ListJobs();
         if (!jobs.ok() || jobs->empty()) return false;
         const v1::JobStatus& last = jobs->back();
         if (last.state() != v1::JOB_RUNNING || last.step() < 1) return false;
@@ -584,21 +604,32 @@ TEST_F(JobsE2eTest, CtrlCOnSubmitWaitSaysTheJobGoesOnAndHowToReachIt) {
                                absl::StrCat("\njob ", last.job_id(), " "))) {
           return false;
         }
-        id = last.job_id();
+        result.id = last.job_id();
         return true;
       },
-      absl::Seconds(30)))
-      << "the submitted job was not running and watched in 30 s";
-
+      absl::Seconds(30));
+  EXPECT_TRUE(watched) << "the submitted job was not running and watched";
+  if (!watched) return result;
   submit->Signal(SIGINT);
-  const std::optional<ExitStatus> ended = submit->Wait(absl::Seconds(10));
-  ASSERT_TRUE(ended.has_value()) << "cohortctl ignored SIGINT";
-  EXPECT_TRUE(ended->signaled() && ended->term_signal() == SIGINT)
-      << ended->ToString();
-  absl::StatusOr<std::string> printed = ReadFile(output);
-  ASSERT_TRUE(printed.ok()) << printed.status();
+  // Ignored, it would end only when the job does; 2 s show it did not.
+  result.ended =
+      submit->Wait(sigint_ignored ? absl::Seconds(2) : absl::Seconds(10));
+  result.printed = ReadFile(output).value_or("");
+  return result;
+}
+
+TEST_F(JobsE2eTest, CtrlCOnSubmitWaitSaysTheJobGoesOnAndHowToReachIt) {
+  const Gate gate(*dir_);
+  const Interrupted interrupted = InterruptSubmitWait(
+      coordinator_->address(), *client_, *dir_, gate, /*sigint_ignored=*/false);
+  ASSERT_FALSE(interrupted.id.empty());
+  const std::string& id = interrupted.id;
+  ASSERT_TRUE(interrupted.ended.has_value()) << "cohortctl ignored SIGINT";
+  EXPECT_TRUE(interrupted.ended->signaled() &&
+              interrupted.ended->term_signal() == SIGINT)
+      << interrupted.ended->ToString();
   EXPECT_THAT(
-      *printed,
+      interrupted.printed,
       HasSubstr(absl::StrCat(
           "cohortctl: interrupted; job ", id, " goes on: `cohortctl watch ", id,
           "` follows it, `cohortctl cancel ", id, "` stops it")));
@@ -610,6 +641,22 @@ TEST_F(JobsE2eTest, CtrlCOnSubmitWaitSaysTheJobGoesOnAndHowToReachIt) {
   ASSERT_TRUE(client_->CancelJob(id).ok());
   gate.Open();
   EXPECT_EQ(WaitForEnd(id, absl::Seconds(60)).state(), v1::JOB_CANCELLED);
+}
+
+// A SIGINT its caller ignores stays ignored: the watch goes on.
+TEST_F(JobsE2eTest, AnIgnoredSigintLeavesSubmitWaitWatching) {
+  const Gate gate(*dir_);
+  const Interrupted interrupted = InterruptSubmitWait(
+      coordinator_->address(), *client_, *dir_, gate, /*sigint_ignored=*/true);
+  ASSERT_FALSE(interrupted.id.empty());
+  EXPECT_FALSE(interrupted.ended.has_value())
+      << interrupted.ended->ToString() << "\n"
+      << interrupted.printed;
+  EXPECT_THAT(interrupted.printed, ::testing::Not(HasSubstr("interrupted")));
+  ASSERT_TRUE(client_->CancelJob(interrupted.id).ok());
+  gate.Open();
+  EXPECT_EQ(WaitForEnd(interrupted.id, absl::Seconds(60)).state(),
+            v1::JOB_CANCELLED);
 }
 
 TEST_F(JobsE2eTest, RestartedCoordinatorStillListsTheJobs) {
