@@ -70,13 +70,14 @@ void JobManager::ScheduleSaved(const std::string& job_id, bool saved) {
 
 absl::StatusOr<v1::GetCallsResponse> JobManager::GetCalls(
     const v1::GetCallsRequest& request, absl::Time now) {
-  // The reply is built under the lock that agents' syncs wait on: bounded,
-  // by as many calls as may be pending at once.
-  if (request.ids_size() > ClosureScheduler::kMaxPendingCalls) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("job ", request.job_id(), ": asked for ",
-                     request.ids_size(), " calls at once, over the ",
-                     ClosureScheduler::kMaxPendingCalls, " allowed"));
+  // The reply is built under the lock that agents' syncs wait on: bounded
+  // by the calls the scheduler can answer for, pending or kept.
+  constexpr int kMaxIds =
+      ClosureScheduler::kMaxPendingCalls + ClosureScheduler::kKeptResults;
+  if (request.ids_size() > kMaxIds) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job ", request.job_id(), ": asked for ", request.ids_size(),
+        " calls at once, over the ", kMaxIds, " allowed"));
   }
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Job*> job = ScheduledJob(request.job_id(), now);

@@ -500,16 +500,18 @@ TEST_F(JobManagerPsTest, CallsAreRefusedWhereTheyDoNotBelong) {
   absl::StatusOr<v1::GetCallsResponse> calls = manager_.GetCalls(request, now_);
   EXPECT_EQ(calls.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(calls.status().message(), HasSubstr("never scheduled"));
-  // Asking for more calls than may ever be pending at once is refused
-  // before any reply is built.
+  // Asking for more calls than the scheduler answers for (pending or kept)
+  // is refused before any reply is built.
   request.clear_ids();
-  for (int i = 0; i <= ClosureScheduler::kMaxPendingCalls; ++i) {
-    request.add_ids(0);
-  }
+  const int most =
+      ClosureScheduler::kMaxPendingCalls + ClosureScheduler::kKeptResults;
+  for (int i = 0; i <= most; ++i) request.add_ids(0);
   calls = manager_.GetCalls(request, now_);
   EXPECT_EQ(calls.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(calls.status().message(),
-              HasSubstr("asked for 4097 calls at once, over the 4096 allowed"));
+  EXPECT_THAT(
+      calls.status().message(),
+      HasSubstr(absl::StrCat("asked for ", most + 1,
+                             " calls at once, over the ", most, " allowed")));
 }
 
 TEST_F(JobManagerPsTest, ACompletedClosureIsInTheNextSaveAndNotRunAgain) {
