@@ -85,16 +85,7 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
     }
   }
   absl::MutexLock lock(&mu_);
-  const int64_t unended =
-      std::count_if(jobs_.begin(), jobs_.end(), [](const auto& entry) {
-        return !IsTerminal(entry.second.status.state());
-      });
-  if (unended >= options_.unended_jobs_max) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        unended,
-        " jobs are queued or running, the most this coordinator "
-        "takes; cancel some, or submit again once some have ended"));
-  }
+  if (absl::Status room = CheckRoomForAJobLocked(); !room.ok()) return room;
   const int64_t id = next_id_++;
   Job& job = jobs_[id];
   v1::JobStatus& status = job.status;
@@ -116,6 +107,23 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
   job.client_seen = now;
   job.changed = true;
   return status.job_id();
+}
+
+absl::Status JobManager::CheckRoomForAJob() const {
+  absl::MutexLock lock(&mu_);
+  return CheckRoomForAJobLocked();
+}
+
+absl::Status JobManager::CheckRoomForAJobLocked() const {
+  const int64_t unended =
+      std::count_if(jobs_.begin(), jobs_.end(), [](const auto& entry) {
+        return !IsTerminal(entry.second.status.state());
+      });
+  if (unended < options_.unended_jobs_max) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat(unended,
+                   " jobs are queued or running, the most this coordinator "
+                   "takes; cancel some, or submit again once some have ended"));
 }
 
 Job* JobManager::Find(const std::string& job_id) {

@@ -53,6 +53,9 @@ class JobManager {
   // INVALID_ARGUMENT naming the field for a malformed spec. The library
   // must already be stored under spec.library_digest.
   absl::StatusOr<std::string> Submit(const v1::JobSpec& spec, absl::Time now);
+  // RESOURCE_EXHAUSTED while options_.unended_jobs_max jobs have not ended:
+  // asked before a submission's library is stored, and again by Submit.
+  absl::Status CheckRoomForAJob() const;
   absl::StatusOr<v1::JobStatus> Get(const std::string& job_id) const;
   std::vector<v1::JobStatus> List() const;
   // Ends the job CANCELLED with `why` as its error, unless it has ended.
@@ -116,6 +119,8 @@ class JobManager {
   // Drops the jobs that ended first, beyond options_.finished_jobs_kept.
   // Not from Finish: callers hold references into the table across it.
   void DropOldFinished() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckRoomForAJobLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Job* ActiveJob() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The client-scheduled job `job_id`, with its closure scheduler made if
   // the job has not been placed yet; the client was seen `now`.

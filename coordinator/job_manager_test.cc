@@ -616,6 +616,9 @@ TEST_F(JobManagerTest, SubmissionsBeyondTheUnendedJobsAllowedAreRefused) {
   const std::string running = *manager.Submit(GoodSpec(), now_);
   manager.Tick(Ready(), now_);
   const std::string queued = *manager.Submit(GoodSpec(), now_);
+  // Asked before a submission's library is stored, too.
+  EXPECT_THAT(manager.CheckRoomForAJob(),
+              StatusIs(absl::StatusCode::kResourceExhausted));
   EXPECT_THAT(manager.Submit(GoodSpec(), now_),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        HasSubstr("2 jobs are queued or running, the most "

@@ -51,6 +51,9 @@ grpc::ServerUnaryReactor* JobsService::SubmitJob(
     const v1::JobSpec& spec = request->spec();
     // A spec that will be refused leaves no library behind.
     if (absl::Status valid = ValidateJobSpec(spec); !valid.ok()) return valid;
+    if (absl::Status room = manager_->CheckRoomForAJob(); !room.ok()) {
+      return room;
+    }
     if (!request->library().empty()) {
       absl::Status stored =
           libraries_->Put(spec.library_digest(), request->library());
