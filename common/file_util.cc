@@ -135,15 +135,15 @@ absl::Status WriteFileAtomically(const std::string& path,
 }
 
 absl::Status MakeDirectories(const std::string& path) {
-  // One level at a time: std::filesystem would give new directories the
-  // umask's mode, and a new directory's entry survives a power loss only
-  // once its parent is synced.
+  // One level at a time: a new directory's entry survives a power loss
+  // only once its parent is synced. The mode is the umask's, which the
+  // deployments set (a group may read the task logs).
   std::filesystem::path made;
   for (const std::filesystem::path& part :
        std::filesystem::path(path).lexically_normal()) {
     if (part.empty()) continue;  // after a trailing '/'
     made /= part;
-    if (mkdir(made.c_str(), 0700) == 0) {
+    if (mkdir(made.c_str(), 0777) == 0) {
       const std::string parent = made.parent_path().string();
       absl::Status synced =
           FsyncPath(parent.empty() ? "." : parent, O_RDONLY | O_DIRECTORY);
@@ -155,7 +155,11 @@ absl::Status MakeDirectories(const std::string& path) {
           path, absl::StrCat("cannot create directory ", made.string()));
     }
     struct stat info {};
-    if (stat(made.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    if (stat(made.c_str(), &info) != 0) {
+      return ErrnoError(
+          path, absl::StrCat("cannot create directory ", made.string()));
+    }
+    if (!S_ISDIR(info.st_mode)) {
       return absl::FailedPreconditionError(
           absl::StrCat(path, ": cannot create directory: ", made.string(),
                        " exists and is not a directory"));

@@ -50,7 +50,8 @@ class FileToRead {
 absl::Status WriteFileAtomically(const std::string& path,
                                  const std::string& contents);
 
-// Creates `path` and its parents (mode 0700 for new ones).
+// Creates `path` and its parents (their mode is the umask's), syncing the
+// parent of each new one.
 absl::Status MakeDirectories(const std::string& path);
 
 // MakeDirectories, then checks that this process may create files there:

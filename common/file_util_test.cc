@@ -30,21 +30,22 @@ mode_t ModeOf(const std::string& path) {
   return info.st_mode & 07777;
 }
 
-TEST(FileUtilTest, NewDirectoriesArePrivateWhateverTheUmask) {
-  const std::string root = FreshDir("private");
-  const mode_t old_umask = umask(022);
+// The deployments' umask decides (0027 under systemd: a group may read the
+// task logs).
+TEST(FileUtilTest, NewDirectoriesTakeTheUmasksMode) {
+  const std::string root = FreshDir("umask");
+  const mode_t old_umask = umask(027);
   const absl::Status made = MakeDirectories(root + "/a/b/");
   umask(old_umask);
   ASSERT_TRUE(made.ok()) << made;
-  EXPECT_EQ(ModeOf(root), 0700u);
-  EXPECT_EQ(ModeOf(root + "/a"), 0700u);
-  EXPECT_EQ(ModeOf(root + "/a/b"), 0700u);
+  EXPECT_EQ(ModeOf(root), 0750u);
+  EXPECT_EQ(ModeOf(root + "/a"), 0750u);
+  EXPECT_EQ(ModeOf(root + "/a/b"), 0750u);
 
   // One that exists is left as it is.
-  ASSERT_EQ(chmod((root + "/a").c_str(), 0750), 0);
+  ASSERT_EQ(chmod((root + "/a").c_str(), 0700), 0);
   ASSERT_TRUE(MakeDirectories(root + "/a/c").ok());
-  EXPECT_EQ(ModeOf(root + "/a"), 0750u);
-  EXPECT_EQ(ModeOf(root + "/a/c"), 0700u);
+  EXPECT_EQ(ModeOf(root + "/a"), 0700u);
 }
 
 TEST(FileUtilTest, AFileInTheWayIsNamed) {

@@ -100,15 +100,16 @@ void SnapshotLoop::Run() {
     std::vector<Done> requests;
     requests.swap(requests_);
     mu_.Unlock();
+    bool unchanged = false;
     const absl::StatusOr<SnapshotRecord> result =
-        WriteIfChanged(/*force=*/!requests.empty());
+        WriteIfChanged(/*force=*/!requests.empty(), &unchanged);
     for (Done& done : requests) done(result);
     mu_.Lock();
     // Waiters whose updates are now on disk go; so do all of them when the
     // write failed or the loop stops. (Those past their deadline went
-    // already: ExpireWaiters.) "Nothing changed" is not a failure.
-    const bool failed =
-        !result.ok() && !absl::IsFailedPrecondition(result.status());
+    // already: ExpireWaiters.) "Nothing changed" is not a failure; told
+    // apart by the flag, since a write's own errors carry errno's codes.
+    const bool failed = !result.ok() && !unchanged;
     std::vector<std::function<void()>> ready;
     const int64_t durable = last_.has_value() ? last_->updates : 0;
     for (auto it = waiters_.begin(); it != waiters_.end();) {
@@ -167,13 +168,15 @@ void SnapshotLoop::ExpireWaiters() {
   }
 }
 
-absl::StatusOr<SnapshotRecord> SnapshotLoop::WriteIfChanged(bool force) {
+absl::StatusOr<SnapshotRecord> SnapshotLoop::WriteIfChanged(bool force,
+                                                            bool* unchanged) {
   {
     absl::MutexLock lock(&mu_);
     if (store_->generation() == written_generation_) {
       attempted_updates_.store(store_->updates());
       if (last_.has_value()) return *last_;
       if (!force) {
+        *unchanged = true;
         return absl::FailedPreconditionError("nothing changed, none written");
       }
     }

@@ -89,8 +89,9 @@ class SnapshotLoop {
   void ExpireWaiters();
   bool UpdatesDue() const;
   // Captures and writes the store unless its generation is the one last
-  // written (and, when `force`, some snapshot exists).
-  absl::StatusOr<SnapshotRecord> WriteIfChanged(bool force);
+  // written (and, when `force`, some snapshot exists); `*unchanged` is set
+  // when nothing was written for that reason.
+  absl::StatusOr<SnapshotRecord> WriteIfChanged(bool force, bool* unchanged);
 
   VariableStore* const store_;
   SnapshotDir* const dir_;
