@@ -499,10 +499,13 @@ void SyncJobRunner::RunReplica(int local) {
         (every > 0 && done % every == 0)) {
       ScopedSpan checkpoint_span("checkpoint");
       if (absl::Status saved = ctx.SaveCheckpoint(done); !saved.ok()) {
-        // A checkpoint the model cannot make (a tensor named twice) or the
-        // directory refuses fails every retry the same way.
+        // A checkpoint the model cannot make (a tensor named twice), or the
+        // job's checkpoint_dir refuses (read-only, no permission), fails
+        // every retry the same way. Another agent's refusing local copy may
+        // be a host that the next attempt replaces: retried.
         const bool permanent =
-            absl::IsInvalidArgument(saved) || absl::IsPermissionDenied(saved);
+            absl::IsInvalidArgument(saved) ||
+            (absl::IsPermissionDenied(saved) && a.node() == 0);
         return Fail(
             absl::Status(saved.code(), absl::StrCat("checkpoint at step ", done,
                                                     ": ", saved.message())),
