@@ -79,7 +79,9 @@ void JobAgent::StopLoop() {
 
 void JobAgent::Leave() {
   StopLoop();
-  if (runner_ == nullptr || runner_->done() ||
+  // An attempt the coordinator ended, left stopping by the loop, has
+  // nothing to checkpoint for; Shutdown finishes stopping it.
+  if (runner_ == nullptr || runner_ended_ || runner_->done() ||
       options_.leave_timeout <= absl::ZeroDuration()) {
     return;
   }
@@ -119,7 +121,10 @@ bool JobAgent::StopRunner(const absl::Status& why, bool from_loop) {
   const absl::Time deadline = absl::Now() + options_.stop_timeout;
   while (!runner_->done() && absl::Now() < deadline) {
     // A shutdown must not wait behind this: Leave joins the loop first.
-    if (from_loop && stop_.HasBeenNotified()) return false;
+    if (from_loop && stop_.HasBeenNotified()) {
+      runner_ended_ = true;
+      return false;
+    }
     absl::SleepFor(kStopPoll);
   }
   if (!runner_->done()) {
@@ -132,6 +137,7 @@ bool JobAgent::StopRunner(const absl::Status& why, bool from_loop) {
         "has not returned"));
   }
   runner_.reset();  // joins
+  runner_ended_ = false;
   return true;
 }
 

@@ -104,6 +104,9 @@ class JobAgent {
   absl::Notification stop_;
   std::thread thread_;
   std::unique_ptr<AttemptRunner> runner_;  // only the loop thread touches it
+  // runner_ was ended, and the loop stopped before it had stopped; only the
+  // loop thread, then Leave and Shutdown once it is joined.
+  bool runner_ended_ = false;
   // The checkpoint copy directory of each job (by JobKey) this agent has run
   // or found claimed for its coordinator, until it is removed; only the
   // loop thread touches it. Only those: agents of other clusters may share

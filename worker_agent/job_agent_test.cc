@@ -379,6 +379,7 @@ TEST_F(JobAgentTest, LeavingWhileAnAttemptIsStoppingStartsNoOther) {
   agent.Leave();
   EXPECT_LT(absl::Now() - start, absl::Seconds(30));
   EXPECT_FALSE(log_->Started(2));
+  EXPECT_FALSE(log_->Left(1));  // ended already: nothing to checkpoint for
   log_->SetStuck(false);  // so that the shutdown's own stop ends
   agent.Shutdown();
   EXPECT_TRUE(log_->Destroyed(1));
