@@ -31,6 +31,9 @@ constexpr absl::string_view kPrefix = "ckpt-";
 constexpr absl::string_view kDataSuffix = ".data";
 constexpr absl::string_view kManifestSuffix = ".json";
 constexpr int kFormatVersion = 1;
+// A manifest lists names, shapes and offsets: a model of a million tensors
+// takes about a tenth of this. A larger file is damage, not read.
+constexpr uint64_t kMaxManifestBytes = uint64_t{1} << 30;
 
 std::string StepFile(const std::string& dir, int64_t step,
                      absl::string_view suffix) {
@@ -360,6 +363,12 @@ absl::StatusOr<std::vector<SavedTensor>> ReadCheckpoint(const std::string& dir,
   COHORT_ASSIGN_OR_RETURN(FileToRead manifest_file,
                           FileToRead::Open(manifest_path));
   COHORT_ASSIGN_OR_RETURN(FileToRead data_file, FileToRead::Open(data_path));
+  if (manifest_file.size() > kMaxManifestBytes) {
+    return DataLoss(
+        manifest_path,
+        absl::StrCat(manifest_file.size(), " bytes, larger than any manifest (",
+                     kMaxManifestBytes, ")"));
+  }
   COHORT_ASSIGN_OR_RETURN(const std::string text, manifest_file.ReadAll());
   COHORT_ASSIGN_OR_RETURN(const Manifest manifest,
                           ParseManifest(text, manifest_path, step));

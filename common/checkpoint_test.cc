@@ -134,10 +134,17 @@ TEST_F(CheckpointTest, ADataFileLargerThanItsManifestSaysIsRefusedUnread) {
   // Sparse: 64 GiB that take no disk, and would take 64 GiB of memory if
   // read before the size check.
   fs::resize_file(File(3, ".data"), uint64_t{64} << 30);
-  const absl::Status status = ReadCheckpoint(dir_, 3).status();
+  absl::Status status = ReadCheckpoint(dir_, 3).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(status.message(),
               ::testing::HasSubstr("overwritten: 68719476736 bytes"));
+  // The same for a manifest.
+  fs::resize_file(File(3, ".json"), uint64_t{64} << 30);
+  status = ReadCheckpoint(dir_, 3).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(status.message(),
+              ::testing::HasSubstr("68719476736 bytes, larger than any "
+                                   "manifest"));
 }
 
 // A step pruned by a writer after the reader opened its files still reads
