@@ -125,6 +125,16 @@ absl::StatusOr<int64_t> StartState(ReplicaContextImpl& ctx,
   return ctx.RestoreOrSync();
 }
 
+// StartState, then a checkpoint of that state at `step`.
+absl::Status StartAndCheckpoint(ReplicaContextImpl& ctx, int64_t step) {
+  Optimizer* optimizer = nullptr;
+  if (absl::StatusOr<int64_t> start = StartState(ctx, &optimizer);
+      !start.ok()) {
+    return start.status();
+  }
+  return ctx.SaveCheckpoint(step);
+}
+
 double Read(ReplicaContextImpl& ctx, const char* name) {
   double value = 0;
   EXPECT_TRUE(ctx.read_value(*ctx.find_variable(name), &value).ok());
@@ -445,14 +455,8 @@ TEST(ReplicaContextTest, ACheckpointSlowerToReadThanTheCollectiveTimeout) {
   std::filesystem::remove_all(dir);
   {
     Replicas first(2, dir, false, {}, kTimeout);
-    ExpectAllOk(first.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
-      Optimizer* optimizer = nullptr;
-      if (absl::StatusOr<int64_t> start = StartState(ctx, &optimizer);
-          !start.ok()) {
-        return start.status();
-      }
-      return ctx.SaveCheckpoint(7);
-    }));
+    ExpectAllOk(first.Run(
+        [](ReplicaContextImpl& ctx) { return StartAndCheckpoint(ctx, 7); }));
   }
   const std::string data = dir + "/ckpt-7.data";
   absl::StatusOr<std::string> bytes = ReadFile(data);
@@ -496,14 +500,8 @@ TEST(ReplicaContextTest, AnAgentWhoseCheckpointRecordIsDamagedOffersNoCopy) {
   const std::vector<std::string> dirs = {root + "/agent0", root + "/agent1"};
   {
     Replicas first(dirs);
-    ExpectAllOk(first.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
-      Optimizer* optimizer = nullptr;
-      if (absl::StatusOr<int64_t> start = StartState(ctx, &optimizer);
-          !start.ok()) {
-        return start.status();
-      }
-      return ctx.SaveCheckpoint(7);
-    }));
+    ExpectAllOk(first.Run(
+        [](ReplicaContextImpl& ctx) { return StartAndCheckpoint(ctx, 7); }));
   }
   // Agent 1's checkpoints are gone, and its record of them is garbage.
   for (const auto& entry : std::filesystem::directory_iterator(dirs[1])) {
