@@ -135,6 +135,17 @@ absl::Status StartAndCheckpoint(ReplicaContextImpl& ctx, int64_t step) {
   return ctx.SaveCheckpoint(step);
 }
 
+// StartState where StartAndCheckpoint(…, step) saved: it resumes there,
+// with replica 0's starting values.
+absl::Status StartRestored(ReplicaContextImpl& ctx, int64_t step) {
+  Optimizer* optimizer = nullptr;
+  absl::StatusOr<int64_t> start = StartState(ctx, &optimizer);
+  if (!start.ok()) return start.status();
+  EXPECT_EQ(*start, step);
+  EXPECT_EQ(ctx.find_variable("w")->data<double>()[0], 1.0);
+  return absl::OkStatus();
+}
+
 double Read(ReplicaContextImpl& ctx, const char* name) {
   double value = 0;
   EXPECT_TRUE(ctx.read_value(*ctx.find_variable(name), &value).ok());
@@ -480,14 +491,8 @@ TEST(ReplicaContextTest, ACheckpointSlowerToReadThanTheCollectiveTimeout) {
     close(fd);
   });
   Replicas second(2, dir, false, {}, kTimeout);
-  ExpectAllOk(second.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
-    Optimizer* optimizer = nullptr;
-    absl::StatusOr<int64_t> start = StartState(ctx, &optimizer);
-    if (!start.ok()) return start.status();
-    EXPECT_EQ(*start, 7);
-    EXPECT_EQ(ctx.find_variable("w")->data<double>()[0], 1.0);
-    return absl::OkStatus();
-  }));
+  ExpectAllOk(second.Run(
+      [](ReplicaContextImpl& ctx) { return StartRestored(ctx, 7); }));
   slow_disk.join();
 }
 
@@ -510,14 +515,8 @@ TEST(ReplicaContextTest, AnAgentWhoseCheckpointRecordIsDamagedOffersNoCopy) {
   ASSERT_TRUE(WriteFileAtomically(dirs[1] + "/latest", "garbage").ok());
 
   Replicas second(dirs);
-  ExpectAllOk(second.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
-    Optimizer* optimizer = nullptr;
-    absl::StatusOr<int64_t> start = StartState(ctx, &optimizer);
-    if (!start.ok()) return start.status();
-    EXPECT_EQ(*start, 7);
-    EXPECT_EQ(ctx.find_variable("w")->data<double>()[0], 1.0);
-    return absl::OkStatus();
-  }));
+  ExpectAllOk(second.Run(
+      [](ReplicaContextImpl& ctx) { return StartRestored(ctx, 7); }));
 
   // With no readable copy anywhere, starting afresh would throw the job's
   // progress away: every replica fails, naming the damaged record.
