@@ -21,6 +21,7 @@ bool PushChunker::Next(v1::PushRequest* request) {
   if (first_) {
     request->set_job_id(job_id_);
     request->set_worker(worker_);
+    request->set_num_variables(static_cast<int32_t>(slices_->size()));
     first_ = false;
   }
   int64_t room = max_chunk_bytes_;

@@ -28,9 +28,9 @@ struct PullSlice {
 
 // Yields the PushRequests of one Push stream: each carries at most
 // `max_chunk_bytes` of data, small slices share a message, a large slice is
-// cut into chunks; the first message carries `job_id` and `worker`. A slice
-// of no bytes still sends one empty chunk, so that the shard sees it.
-// The slices must outlive the chunker. Not thread-safe.
+// cut into chunks; the first message carries `job_id`, `worker` and the number
+// of slices. A slice of no bytes still sends one empty chunk, so that the shard
+// sees it. The slices must outlive the chunker. Not thread-safe.
 class PushChunker {
  public:
   PushChunker(const std::vector<PushSlice>* slices, int64_t max_chunk_bytes,

@@ -26,6 +26,8 @@ std::vector<std::vector<std::tuple<std::string, int64_t, int64_t>>> Layout(
   while (chunker.Next(&request)) {
     EXPECT_EQ(request.job_id(), first ? "job" : "");
     EXPECT_EQ(request.worker(), first ? "worker:0" : "");
+    EXPECT_EQ(request.num_variables(),
+              first ? static_cast<int>(slices.size()) : 0);
     first = false;
     auto& message = out.emplace_back();
     for (const v1::TensorChunk& c : request.chunks()) {

@@ -169,7 +169,8 @@ class PushReader final : public grpc::ServerReadReactor<v1::PushRequest> {
       first_ = false;
       job_id_ = request_.job_id();
       worker_ = request_.worker();
-      if (absl::Status begun = assembler_.Begin(job_id_, worker_);
+      if (absl::Status begun =
+              assembler_.Begin(job_id_, worker_, request_.num_variables());
           !begun.ok()) {
         return begun;
       }

@@ -11,13 +11,20 @@ PushAssembler::PushAssembler(VariableStore* store, int64_t max_chunk_bytes)
     : store_(store), max_chunk_bytes_(max_chunk_bytes) {}
 
 absl::Status PushAssembler::Begin(const std::string& job_id,
-                                  const std::string& worker) {
+                                  const std::string& worker,
+                                  int64_t num_variables) {
   if (job_id.empty()) {
     return absl::InvalidArgumentError(
         "the first message of a push names no job_id");
   }
+  if (num_variables < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the first message of a push says it carries ", num_variables,
+        " variables (num_variables); a push carries at least one"));
+  }
   job_id_ = job_id;
   worker_ = worker;
+  num_variables_ = num_variables;
   return absl::OkStatus();
 }
 
@@ -134,11 +141,24 @@ absl::Status PushAssembler::Claim(const std::string& name, int64_t offset,
 }
 
 absl::Status PushAssembler::End() const {
-  if (pending_.empty()) return absl::OkStatus();
-  const auto& [name, pending] = *pending_.begin();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "push ended with '", name, "' incomplete: ", pending.received, " of its ",
-      pending.bytes.size(), " bytes arrived"));
+  // gRPC ends a stream the same way whether the sender closed it or a
+  // message could not be parsed; only the count tells the two apart.
+  if (num_variables_ == 0) {
+    return absl::InvalidArgumentError(
+        "the push ended before its first message could be read");
+  }
+  if (!pending_.empty()) {
+    const auto& [name, pending] = *pending_.begin();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "push ended with '", name, "' incomplete: ", pending.received,
+        " of its ", pending.bytes.size(), " bytes arrived"));
+  }
+  if (applied_ != num_variables_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the push ended after ", applied_, " of its ", num_variables_,
+        " variables: a message was lost or could not be parsed"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace cohort::ps

@@ -25,9 +25,11 @@ class PushAssembler {
   // each variable (RESOURCE_EXHAUSTED past that).
   PushAssembler(VariableStore* store, int64_t max_chunk_bytes);
 
-  // The sender, from the stream's first message. INVALID_ARGUMENT without a
-  // job_id.
-  absl::Status Begin(const std::string& job_id, const std::string& worker);
+  // The sender and the variables the push carries, from the stream's first
+  // message. INVALID_ARGUMENT without a job_id, or for fewer than one
+  // variable.
+  absl::Status Begin(const std::string& job_id, const std::string& worker,
+                     int64_t num_variables);
 
   // Takes one chunk (its data may be cleared) and applies its variable when
   // complete. INVALID_ARGUMENT for a malformed chunk (too big, wrong total,
@@ -36,8 +38,8 @@ class PushAssembler {
   // PERMISSION_DENIED) for a variable the sender may not push.
   absl::Status Add(v1::TensorChunk* chunk);
 
-  // The end of the stream: INVALID_ARGUMENT naming a variable whose bytes
-  // did not all arrive.
+  // The end of the stream: INVALID_ARGUMENT before Begin, naming a variable
+  // whose bytes did not all arrive, or for fewer variables than Begin said.
   absl::Status End() const;
 
   // Variables updated so far.
@@ -62,6 +64,7 @@ class PushAssembler {
   const int64_t max_chunk_bytes_;
   std::string job_id_;
   std::string worker_;
+  int64_t num_variables_ = 0;  // from Begin; 0 before it
   std::map<std::string, Pending> pending_;
   absl::flat_hash_set<std::string> applied_names_;
   int64_t buffered_bytes_ = 0;

@@ -54,7 +54,7 @@ TEST_F(PushAssemblerTest, ChunksInAnyOrderApplyOnceComplete) {
   std::string value(512, '\0');
   for (int i = 0; i < 512; ++i) value[i] = char(i * 7);
   PushAssembler assembler(&store_, 200);
-  ASSERT_TRUE(assembler.Begin("job", "worker:0").ok());
+  ASSERT_TRUE(assembler.Begin("job", "worker:0", 2).ok());
   ASSERT_TRUE(Add(assembler, Chunk("w", 400, value.substr(400), 512)).ok());
   ASSERT_TRUE(Add(assembler, Chunk("w", 0, value.substr(0, 200), 512)).ok());
   EXPECT_EQ(assembler.applied(), 0);
@@ -74,7 +74,7 @@ TEST_F(PushAssemblerTest, ChunksInAnyOrderApplyOnceComplete) {
 TEST_F(PushAssemblerTest, AVariableUpdatedTwiceInOnePushIsRefused) {
   // A second update of it would apply its gradient twice.
   PushAssembler assembler(&store_, 1024);
-  ASSERT_TRUE(assembler.Begin("job", "worker:0").ok());
+  ASSERT_TRUE(assembler.Begin("job", "worker:0", 1).ok());
   ASSERT_TRUE(Add(assembler, Chunk("b", 0, std::string(16, 'x'), 16)).ok());
   const absl::Status twice =
       Add(assembler, Chunk("b", 0, std::string(16, 'y'), 16));
@@ -85,7 +85,7 @@ TEST_F(PushAssemblerTest, AVariableUpdatedTwiceInOnePushIsRefused) {
 
 TEST_F(PushAssemblerTest, AWrongTotalNamesBothSizesAndTheLayout) {
   PushAssembler assembler(&store_, 1024);
-  ASSERT_TRUE(assembler.Begin("job", "").ok());
+  ASSERT_TRUE(assembler.Begin("job", "", 1).ok());
   const absl::Status status =
       Add(assembler, Chunk("w", 0, std::string(400, 'x'), 400));
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
@@ -96,7 +96,7 @@ TEST_F(PushAssemblerTest, AWrongTotalNamesBothSizesAndTheLayout) {
 
 TEST_F(PushAssemblerTest, OversizedChunksAreRefused) {
   PushAssembler assembler(&store_, 100);
-  ASSERT_TRUE(assembler.Begin("job", "").ok());
+  ASSERT_TRUE(assembler.Begin("job", "", 1).ok());
   const absl::Status status =
       Add(assembler, Chunk("w", 0, std::string(101, 'x'), 512));
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
@@ -106,7 +106,7 @@ TEST_F(PushAssemblerTest, OversizedChunksAreRefused) {
 
 TEST_F(PushAssemblerTest, OverlapsAndOutOfRangeChunksAreRefused) {
   PushAssembler assembler(&store_, 1024);
-  ASSERT_TRUE(assembler.Begin("job", "").ok());
+  ASSERT_TRUE(assembler.Begin("job", "", 1).ok());
   ASSERT_TRUE(Add(assembler, Chunk("w", 100, std::string(100, 'x'), 512)).ok());
   absl::Status status =
       Add(assembler, Chunk("w", 150, std::string(10, 'x'), 512));
@@ -133,7 +133,7 @@ TEST_F(PushAssemblerTest, TinyChunksInOrderApplyAndTinyChunksApartAreBounded) {
   const int64_t bytes = 4096 * 4;
   {
     PushAssembler assembler(&store_, 1024);
-    ASSERT_TRUE(assembler.Begin("job", "").ok());
+    ASSERT_TRUE(assembler.Begin("job", "", 1).ok());
     for (int64_t offset = 0; offset < bytes; ++offset) {
       ASSERT_TRUE(Add(assembler, Chunk("big", offset, "x", bytes)).ok())
           << offset;
@@ -141,7 +141,7 @@ TEST_F(PushAssemblerTest, TinyChunksInOrderApplyAndTinyChunksApartAreBounded) {
     EXPECT_EQ(assembler.applied(), 1);
   }
   PushAssembler assembler(&store_, 1024);
-  ASSERT_TRUE(assembler.Begin("job", "").ok());
+  ASSERT_TRUE(assembler.Begin("job", "", 1).ok());
   absl::Status status;
   int64_t offset = 0;
   for (; offset < bytes && status.ok(); offset += 2) {
@@ -155,7 +155,7 @@ TEST_F(PushAssemblerTest, TinyChunksInOrderApplyAndTinyChunksApartAreBounded) {
 
 TEST_F(PushAssemblerTest, AnIncompleteVariableFailsTheEndOfTheStream) {
   PushAssembler assembler(&store_, 1024);
-  ASSERT_TRUE(assembler.Begin("job", "").ok());
+  ASSERT_TRUE(assembler.Begin("job", "", 1).ok());
   ASSERT_TRUE(Add(assembler, Chunk("w", 0, std::string(400, 'x'), 512)).ok());
   const absl::Status status = assembler.End();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
@@ -166,14 +166,42 @@ TEST_F(PushAssemblerTest, AnIncompleteVariableFailsTheEndOfTheStream) {
 
 TEST_F(PushAssemblerTest, StoreErrorsPassThrough) {
   PushAssembler assembler(&store_, 1024);
-  EXPECT_EQ(assembler.Begin("", "").code(), absl::StatusCode::kInvalidArgument);
-  ASSERT_TRUE(assembler.Begin("job", "").ok());
+  EXPECT_EQ(assembler.Begin("", "", 1).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(assembler.Begin("job", "", 1).ok());
   EXPECT_EQ(Add(assembler, Chunk("nope", 0, "x", 1)).code(),
             absl::StatusCode::kNotFound);
   PushAssembler stranger(&store_, 1024);
-  ASSERT_TRUE(stranger.Begin("other-job", "").ok());
+  ASSERT_TRUE(stranger.Begin("other-job", "", 1).ok());
   EXPECT_EQ(Add(stranger, Chunk("w", 0, "x", 512)).code(),
             absl::StatusCode::kPermissionDenied);
+}
+
+TEST_F(PushAssemblerTest, AStreamEndingShortOfItsVariablesIsRefused) {
+  // gRPC ends a stream alike when the sender closes it and when a message
+  // cannot be parsed: the count alone tells a push cut short.
+  PushAssembler assembler(&store_, 1024);
+  ASSERT_TRUE(assembler.Begin("job", "worker:0", 2).ok());
+  ASSERT_TRUE(Add(assembler, Chunk("b", 0, std::string(16, 'x'), 16)).ok());
+  absl::Status status = assembler.End();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "the push ended after 1 of its 2 variables: a message was lost or "
+            "could not be parsed");
+
+  PushAssembler unread(&store_, 1024);
+  status = unread.End();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "the push ended before its first message could be read");
+}
+
+TEST_F(PushAssemblerTest, APushOfNoVariablesIsRefused) {
+  PushAssembler assembler(&store_, 1024);
+  const absl::Status status = assembler.Begin("job", "worker:0", 0);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("carries 0 variables (num_variables)"));
 }
 
 }  // namespace

@@ -36,7 +36,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         v1::PushRequest request;
         if (!fuzz::Parse(bytes, &request)) break;
         ps::PushAssembler push(&store, kMaxChunkBytes);
-        if (!push.Begin(request.job_id(), request.worker()).ok()) break;
+        if (!push.Begin(request.job_id(), request.worker(),
+                        request.num_variables())
+                 .ok()) {
+          break;
+        }
         bool ok = true;
         for (v1::TensorChunk& chunk : *request.mutable_chunks()) {
           if (!push.Add(&chunk).ok()) {

@@ -6,11 +6,13 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "cohort/v1/ps.grpc.pb.h"
 #include "coordinator/variable_fetcher.h"
 #include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "ps_server/ps_service.h"
 #include "ps_server/ps_test_util.h"
@@ -167,6 +169,9 @@ class PsShardHarness {
     v1::PushRequest request;
     request.set_job_id(job);
     request.set_worker(worker);
+    std::set<std::string> names;
+    for (const v1::TensorChunk& chunk : chunks) names.insert(chunk.name());
+    request.set_num_variables(static_cast<int32_t>(names.size()));
     for (size_t i = 0; i < chunks.size(); ++i) {
       *request.add_chunks() = chunks[i];
       if (request.chunks_size() == static_cast<int>(per_message) ||
@@ -181,6 +186,44 @@ class PsShardHarness {
     const grpc::Status status = writer->Finish();
     if (!status.ok()) return rpc::FromGrpcStatus(status);
     return response;
+  }
+
+  // A Push stream of `messages` as raw bytes, parsable or not: what a
+  // damaged or hostile sender can put on the wire.
+  grpc::Status RawPush(const std::vector<std::string>& messages) {
+    grpc::CompletionQueue cq;
+    grpc::GenericStub stub(connection_->channel());
+    auto context = Context();
+    // Each step waits for its own tag; the call's deadline bounds each wait.
+    auto step = [&cq] {
+      void* tag = nullptr;
+      bool ok = false;
+      return cq.Next(&tag, &ok) && ok;
+    };
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
+        stub.PrepareCall(context.get(), "/cohort.v1.ParameterServer/Push", &cq);
+    call->StartCall(nullptr);
+    bool open = step();
+    for (const std::string& bytes : messages) {
+      if (!open) break;
+      grpc::Slice slice(bytes);
+      call->Write(grpc::ByteBuffer(&slice, 1), nullptr);
+      open = step();
+    }
+    if (open) {
+      call->WritesDone(nullptr);
+      step();
+    }
+    grpc::ByteBuffer response;
+    call->Read(&response, nullptr);
+    step();
+    grpc::Status status;
+    call->Finish(&status, nullptr);
+    step();
+    cq.Shutdown();
+    while (step()) {
+    }
+    return status;
   }
 
  private:
@@ -326,6 +369,29 @@ TEST_F(PsIntegrationTest, AnotherJobsVariablesArePermissionDenied) {
   EXPECT_EQ(shard_.Create("job-a", 1, {Spec("w", {8, 16})}).status().code(),
             absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(shard_.Pull("job-b", {"v"}).ok());
+}
+
+TEST_F(PsIntegrationTest, APushCutShortByAnUnparsableMessageIsRefused) {
+  // gRPC ends the server's side of a stream alike when the sender closes it
+  // and when a message cannot be parsed; acknowledging that push would tell
+  // the worker that `w` was applied when it never arrived.
+  v1::PushRequest first;
+  first.set_job_id("job-a");
+  first.set_worker("worker:0");
+  first.set_num_variables(2);
+  *first.add_chunks() = Chunk("b", 0, Bytes<float>({1, 2, 3, 4}), 16);
+  const grpc::Status status =
+      shard_.RawPush({first.SerializeAsString(), "\xff\xff\xff"});
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << status.error_message();
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("the push ended after 1 of its 2 variables"));
+
+  first.set_num_variables(0);
+  const grpc::Status uncounted = shard_.RawPush({first.SerializeAsString()});
+  EXPECT_EQ(uncounted.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(uncounted.error_message(), HasSubstr("num_variables"));
+  ExpectServing();
 }
 
 TEST_F(PsIntegrationTest, EveryCallNeedsTheToken) {
