@@ -39,6 +39,11 @@ else
   [ -n "${TIME:-}" ] || [ -z "${RUNS:-}" ] && limit+=(-max_total_time="${TIME:-60}")
 fi
 mkdir -p "$build/logs"
+# The targets that read files write each input to a scratch file under
+# $TMPDIR; this run's own directory keeps /tmp clean.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+export TMPDIR=$scratch
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 failed=0
