@@ -66,11 +66,16 @@ absl::StatusOr<std::string> DefaultClusterSpec() {
   return spec.dump(2) + "\n";
 }
 
+// CANCELLED once a termination signal came: the caller stops the cluster.
 absl::StatusOr<int> WaitForPortFile(const std::string& path,
                                     Subprocess& coordinator,
+                                    TerminationWaiter& waiter,
                                     absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
+    if (waiter.WaitFor(absl::ZeroDuration()).has_value()) {
+      return absl::CancelledError("interrupted");
+    }
     if (auto exit = coordinator.Poll()) {
       // Its own line above says what it refused; `up` exits as it did.
       if (exit->exited() && exit->exit_code() == kExitConfigError) {
@@ -82,11 +87,31 @@ absl::StatusOr<int> WaitForPortFile(const std::string& path,
     }
     absl::StatusOr<std::string> text = ReadFile(path);
     if (text.ok() && !text->empty()) return std::atoi(text->c_str());
-    absl::SleepFor(absl::Milliseconds(50));
   }
   return absl::DeadlineExceededError(
       absl::StrCat("the coordinator did not report its port in ", path,
                    " within ", absl::FormatDuration(timeout)));
+}
+
+// After a termination signal: stops the coordinator, which stops its tasks.
+// 0 once it ended cleanly.
+int StopCluster(Subprocess& coordinator) {
+  std::cout << "cohortctl up: stopping the cluster; a running job is "
+               "checkpointed first (up to "
+            << absl::FormatDuration(StopGraceCheckpointShare(kDefaultStopGrace))
+            << ")" << std::endl;
+  // The coordinator gives its tasks kDefaultStopGrace to checkpoint and
+  // exit, then needs a few seconds of its own.
+  const ExitStatus exit =
+      coordinator.Stop(kDefaultStopGrace + absl::Seconds(10));
+  std::cout << "cohortctl up: coordinator " << exit.ToString() << std::endl;
+  return exit.exited() && exit.exit_code() == 0 ? 0 : 1;
+}
+
+// The coordinator ended on its own: `up` ends as it did.
+int CoordinatorEnded(const ExitStatus& exit) {
+  std::cout << "cohortctl up: coordinator " << exit.ToString() << std::endl;
+  return exit.exited() && exit.exit_code() == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -210,8 +235,12 @@ int UpCommand(const CommonOptions& options) {
     PrintError(coordinator.status());
     return 1;
   }
+  // Every wait from here ends early on a signal: Ctrl-C reaches the
+  // coordinator too, and SIGTERM to `up` alone must stop it all the same.
+  TerminationWaiter waiter;
   absl::StatusOr<int> port =
-      WaitForPortFile(port_file, *coordinator, absl::Seconds(15));
+      WaitForPortFile(port_file, *coordinator, waiter, absl::Seconds(15));
+  if (absl::IsCancelled(port.status())) return StopCluster(*coordinator);
   if (!port.ok()) {
     PrintError(port.status());
     coordinator->Stop(absl::Seconds(4));
@@ -232,8 +261,20 @@ int UpCommand(const CommonOptions& options) {
       Client::Connect(address, options.client);
   const std::string& token_file = options.client.auth_token_file;
   if (client.ok()) {
-    absl::StatusOr<v1::ClusterState> state =
-        (*client)->WaitForReady(absl::GetFlag(FLAGS_ready_timeout));
+    bool interrupted = false;
+    absl::StatusOr<v1::ClusterState> state = (*client)->WaitForReady(
+        absl::GetFlag(FLAGS_ready_timeout), [&]() -> absl::Status {
+          interrupted = waiter.WaitFor(absl::ZeroDuration()).has_value();
+          if (interrupted) return absl::CancelledError("interrupted");
+          if (coordinator->Poll().has_value()) {
+            return absl::AbortedError("the coordinator ended");
+          }
+          return absl::OkStatus();
+        });
+    if (interrupted) return StopCluster(*coordinator);
+    if (std::optional<ExitStatus> exit = coordinator->Poll()) {
+      return CoordinatorEnded(*exit);
+    }
     if (state.ok()) {
       std::cout << "\n"
                 << ClusterStateToTable(*state) << "\nall tasks READY. "
@@ -248,25 +289,12 @@ int UpCommand(const CommonOptions& options) {
   }
 
   // Foreground until a signal, or until the coordinator ends on its own.
-  TerminationWaiter waiter;
   while (true) {
     if (std::optional<ExitStatus> exit = coordinator->Poll()) {
-      std::cout << "cohortctl up: coordinator " << exit->ToString()
-                << std::endl;
-      return exit->exited() && exit->exit_code() == 0 ? 0 : 1;
+      return CoordinatorEnded(*exit);
     }
     if (waiter.WaitFor(absl::Milliseconds(200)).has_value()) {
-      std::cout << "cohortctl up: stopping the cluster; a running job is "
-                   "checkpointed first (up to "
-                << absl::FormatDuration(
-                       StopGraceCheckpointShare(kDefaultStopGrace))
-                << ")" << std::endl;
-      // The coordinator gives its tasks kDefaultStopGrace to checkpoint and
-      // exit, then needs a few seconds of its own.
-      const ExitStatus exit =
-          coordinator->Stop(kDefaultStopGrace + absl::Seconds(10));
-      std::cout << "cohortctl up: coordinator " << exit.ToString() << std::endl;
-      return 0;
+      return StopCluster(*coordinator);
     }
   }
 }

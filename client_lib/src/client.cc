@@ -246,7 +246,8 @@ absl::StatusOr<v1::ClusterState> Client::GetClusterState() const {
 }
 
 absl::StatusOr<v1::ClusterState> Client::WaitForReady(
-    absl::Duration timeout) const {
+    absl::Duration timeout,
+    const std::function<absl::Status()>& keep_waiting) const {
   const absl::Time deadline = absl::Now() + timeout;
   absl::Status last = absl::DeadlineExceededError("never polled");
   while (true) {
@@ -268,6 +269,7 @@ absl::StatusOr<v1::ClusterState> Client::WaitForReady(
       last = state.status();
     }
     if (absl::Now() >= deadline) return last;
+    if (keep_waiting != nullptr) COHORT_RETURN_IF_ERROR(keep_waiting());
     absl::SleepFor(absl::Milliseconds(100));
   }
 }

@@ -12,8 +12,10 @@
 #include <filesystem>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "common/host_info.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -221,6 +223,57 @@ TEST(CohortctlE2eTest,
   EXPECT_TRUE(WaitAllGone(pids, absl::Seconds(5)));
   KillIfAlive(first_pids);
   KillIfAlive(pids);
+}
+
+TEST(CohortctlE2eTest, ASignalWhileTasksAreNotReadyStopsTheClusterAtOnce) {
+  ScratchDir dir;
+  // The worker's port is held here, so that it never becomes READY and
+  // `up` waits out --ready_timeout unless the signal ends the wait.
+  const int held = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(held, 0);
+  absl::Cleanup close_held = [held] { close(held); };
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  ASSERT_EQ(inet_pton(AF_INET, "127.0.0.1", &address.sin_addr), 1);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(bind(held, reinterpret_cast<sockaddr*>(&address), length), 0);
+  ASSERT_EQ(listen(held, 1), 0);
+  ASSERT_EQ(getsockname(held, reinterpret_cast<sockaddr*>(&address), &length),
+            0);
+  absl::StatusOr<int> chief_port = PickUnusedPort("127.0.0.1");
+  ASSERT_TRUE(chief_port.ok()) << chief_port.status();
+  const std::string spec = dir.path() + "/spec.json";
+  ASSERT_TRUE(
+      WriteFileAtomically(
+          spec,
+          nlohmann::json{
+              {"cluster",
+               {{"chief", {absl::StrCat("127.0.0.1:", *chief_port)}},
+                {"worker",
+                 {absl::StrCat("127.0.0.1:", ntohs(address.sin_port))}}}}}
+              .dump())
+          .ok());
+
+  UpProcess up(dir,
+               {absl::StrCat("--cluster_spec=", spec), "--ready_timeout=10m"});
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return absl::StrContains(up.Log(),
+                                 "cohortctl up: coordinator listening on");
+      },
+      absl::Seconds(30)))
+      << up.Log();
+  up.process().Signal(SIGTERM);
+  // The stop's own bound (10 s for the tasks, then the coordinator's), far
+  // inside the 10 minutes the wait for READY had left.
+  const std::optional<ExitStatus> exit = up.process().Wait(absl::Seconds(60));
+  ASSERT_TRUE(exit.has_value()) << up.Log();
+  EXPECT_THAT(up.Log(), HasSubstr("cohortctl up: stopping the cluster"));
+  EXPECT_THAT(up.Log(),
+              HasSubstr("cohortctl up: coordinator exited with code"));
+  EXPECT_TRUE(exit->exited() && exit->exit_code() == 0)
+      << exit->ToString() << "\n"
+      << up.Log();
 }
 
 TEST(CohortctlE2eTest, ACoordinatorOnAnotherAddressIsFoundThereEvenOnANewPort) {

@@ -184,8 +184,11 @@ class Client {
   absl::StatusOr<v1::ClusterState> GetClusterState() const;
 
   // Polls until every task of the spec is READY; DEADLINE_EXCEEDED naming
-  // the tasks that are not when `timeout` passes.
-  absl::StatusOr<v1::ClusterState> WaitForReady(absl::Duration timeout) const;
+  // the tasks that are not when `timeout` passes. `keep_waiting`, when
+  // given, is asked between polls; its first error ends the wait with it.
+  absl::StatusOr<v1::ClusterState> WaitForReady(
+      absl::Duration timeout,
+      const std::function<absl::Status()>& keep_waiting = nullptr) const;
 
   // Uploads the library and submits the job; returns its id.
   // INVALID_ARGUMENT naming the field for a bad spec (checked here and by
