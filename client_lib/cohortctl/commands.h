@@ -46,9 +46,10 @@ std::unique_ptr<Client> ConnectOrReport(const CommonOptions& options);
 
 // Shows the job live until it ends (the progress view on stdout, or on
 // stderr with `json`, where stdout gets the final JobStatus as JSON).
-// Returns 0 when it SUCCEEDED, 1 when it did not (or was never seen), and
-// kOutcomeUnknown when the coordinator went silent before its end, once it
-// was seen or when `exists` (just submitted) says it does.
+// Returns 0 when it SUCCEEDED, 1 when it did not (or the coordinator says
+// there is no such job), and kOutcomeUnknown when the coordinator went
+// silent, or never answered, before its end. `exists` (just submitted)
+// words the note for a job not seen yet.
 int WatchUntilEnd(const Client& client, const std::string& job_id, bool json,
                   bool exists = false);
 

@@ -138,15 +138,25 @@ int WatchUntilEnd(const Client& client, const std::string& job_id, bool json,
   if (!job.ok()) {
     Write(stream, view.Interrupt());
     PrintError(job.status());
-    if (!seen || (!absl::IsUnavailable(job.status()) &&
-                  !absl::IsDeadlineExceeded(job.status()))) {
+    if (!absl::IsUnavailable(job.status()) &&
+        !absl::IsDeadlineExceeded(job.status())) {
       return 1;
     }
-    // Not a failed job: a script must not take it for one and submit again.
-    std::fprintf(stderr,
-                 "cohortctl: job %s may still be running; `cohortctl watch %s` "
-                 "follows it again\n",
-                 job_id.c_str(), job_id.c_str());
+    // Not a failed job: a script must not take it for one and submit again,
+    // whether the coordinator went silent mid-watch or (restarting, say)
+    // never answered.
+    if (seen) {
+      std::fprintf(stderr,
+                   "cohortctl: job %s may still be running; `cohortctl watch "
+                   "%s` follows it again\n",
+                   job_id.c_str(), job_id.c_str());
+    } else {
+      std::fprintf(stderr,
+                   "cohortctl: job %s was not seen: whether it runs is unknown "
+                   "until the coordinator answers; `cohortctl watch %s` "
+                   "tries again\n",
+                   job_id.c_str(), job_id.c_str());
+    }
     return kOutcomeUnknown;
   }
   Write(stream, view.Finish(*job, absl::Now()));

@@ -377,10 +377,14 @@ TEST(CohortctlE2eTest, StatusAgainstNothingIsAClearError) {
                         "--coordinator or COHORT_COORDINATOR name it?"));
 
   // A watch retries for a while (a coordinator may be restarting), then
-  // says what failed, not merely that nothing came.
+  // says what failed, not merely that nothing came. The job's fate is
+  // unknown, not failed: a script must not submit it again.
   result = RunCommand({Binary("cohortctl"), "--coordinator=127.0.0.1:1",
                        "--timeout=1s", "watch", "1"});
-  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_EQ(result.exit_code, 3) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("cohortctl: job 1 was not seen: whether it runs is "
+                        "unknown until the coordinator answers"));
   EXPECT_THAT(result.output,
               HasSubstr("watching job 1: no answer from the coordinator for "));
   EXPECT_THAT(result.output, HasSubstr("; last error: Jobs.WatchJob to "
