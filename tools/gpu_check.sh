@@ -112,11 +112,12 @@ run() {
 
   # A local cluster whose two agents share the GPU.
   local bin="$bundle/bin"
-  state="$(mktemp -d)"
+  state="$(mktemp -d)"  # global, as up_pid
   export XDG_STATE_HOME="$state"
+  unset TF_CONFIG COHORT_COORDINATOR  # this cluster alone
   "$bin/cohortctl" up >"$out/up.log" 2>&1 &
   up_pid=$!  # global: the EXIT trap runs after run() has returned
-  trap 'kill -TERM "$up_pid" 2>/dev/null || true; wait "$up_pid" 2>/dev/null || true' EXIT
+  trap 'kill -TERM "$up_pid" 2>/dev/null || true; wait "$up_pid" 2>/dev/null || true; rm -rf "$state"' EXIT
   for _ in $(seq 1 150); do
     # Captured first: under pipefail, grep -q leaving early would fail the
     # pipeline with the writer's SIGPIPE.

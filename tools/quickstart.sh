@@ -11,6 +11,8 @@ tools/build.sh
 
 state="$(mktemp -d "${TMPDIR:-/tmp}/cohort-quickstart.XXXXXX")"
 export XDG_STATE_HOME="$state"
+# This cluster alone: not one that TF_CONFIG or COHORT_COORDINATOR names.
+unset TF_CONFIG COHORT_COORDINATOR
 build/bin/cohortctl up >"$state/up.log" 2>&1 &
 up_pid=$!
 cleanup() {
