@@ -24,6 +24,15 @@ void BlockTerminationSignals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
+bool TerminationPending() {
+  sigset_t pending;
+  sigemptyset(&pending);
+  if (sigpending(&pending) != 0) return false;
+  return sigismember(&pending, SIGTERM) == 1 ||
+         sigismember(&pending, SIGINT) == 1 ||
+         sigismember(&pending, SIGHUP) == 1;
+}
+
 int TerminationWaiter::Wait() {
   while (true) {
     if (std::optional<int> sig = WaitFor(absl::Seconds(1))) return *sig;

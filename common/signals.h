@@ -15,6 +15,10 @@ namespace cohort {
 
 void BlockTerminationSignals();
 
+// Whether a blocked termination signal waits to be taken: a check that
+// costs no wait and consumes nothing, for loops that own no waiter thread.
+bool TerminationPending();
+
 // How long a launcher (the coordinator, `cohortctl up`) gives a task between
 // SIGTERM and SIGKILL by default. An agent spends up to two thirds of it
 // checkpointing the step under way (StopGraceCheckpointShare), the rest

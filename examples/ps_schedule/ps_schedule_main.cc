@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <deque>
 #include <string>
+#include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -19,6 +21,7 @@
 #include "cohort/cluster_coordinator.h"
 #include "common/file_util.h"
 #include "common/flags.h"
+#include "common/signals.h"
 
 ABSL_FLAG(std::string, coordinator, "",
           "HOST:PORT of the coordinator; default $COHORT_COORDINATOR.");
@@ -113,6 +116,19 @@ int Run() {
   spec.ps.max_inflight = absl::GetFlag(FLAGS_max_inflight);
   absl::StatusOr<std::string> id = (*client)->SubmitJob(spec);
   if (!id.ok()) return Fail(id.status());
+  // Until Finish, the job waits for this program's calls: on any failure
+  // here, or Ctrl-C before the calls are done, it is cancelled, so that it does
+  // not hold the cluster (one job runs at a time) until the coordinator gives
+  // up on its client.
+  absl::Cleanup cancel = [&] {
+    if (absl::StatusOr<cohort::v1::JobStatus> cancelled =
+            (*client)->CancelJob(*id);
+        !cancelled.ok()) {
+      std::fprintf(stderr,
+                   "cohort-example-ps-schedule: cancelling job %s: %s\n",
+                   id->c_str(), cancelled.status().ToString().c_str());
+    }
+  };
   std::printf(
       "job %s: scheduling %lld training calls, a held-out "
       "evaluation every %lld\n",
@@ -123,6 +139,9 @@ int Run() {
   std::deque<PendingEval> evals;
   double accuracy = 0;
   for (int64_t step = 1; step <= steps; ++step) {
+    if (cohort::TerminationPending()) {
+      return Fail(absl::CancelledError("interrupted"));
+    }
     absl::StatusOr<cohort::RemoteValue> call =
         coordinator.Schedule("mlp_step", {}, {.takes_batch = true});
     if (!call.ok()) return Fail(call.status());
@@ -148,9 +167,16 @@ int Run() {
       evals.pop_front();
     }
   }
-  if (absl::Status joined = coordinator.Join(absl::Minutes(10)); !joined.ok()) {
-    return Fail(joined);
-  }
+  // Joined in slices, so that Ctrl-C is heeded while the last calls run.
+  const absl::Time join_deadline = absl::Now() + absl::Minutes(10);
+  absl::Status joined;
+  do {
+    if (cohort::TerminationPending()) {
+      return Fail(absl::CancelledError("interrupted"));
+    }
+    joined = coordinator.Join(absl::Seconds(1));
+  } while (absl::IsDeadlineExceeded(joined) && absl::Now() < join_deadline);
+  if (!joined.ok()) return Fail(joined);
   for (const PendingEval& eval : evals) {
     absl::StatusOr<std::map<std::string, double>> metrics =
         eval.value.Fetch(absl::Minutes(1));
@@ -168,6 +194,7 @@ int Run() {
   if (absl::Status finished = coordinator.Finish(); !finished.ok()) {
     return Fail(finished);
   }
+  std::move(cancel).Cancel();
   absl::StatusOr<cohort::v1::JobStatus> final_status = (*client)->WatchJob(
       *id, [](const cohort::v1::JobStatus&) { return true; });
   if (!final_status.ok()) return Fail(final_status.status());
@@ -194,5 +221,7 @@ int main(int argc, char** argv) {
     cohort::ExitWithConfigError(absl::InvalidArgumentError(
         "unexpected argument \"" + args[0] + "\" (see --help)"));
   }
+  // Taken between calls (TerminationPending), so that the job is cancelled.
+  cohort::BlockTerminationSignals();
   return Run();
 }

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
 #include "cohort/cluster_coordinator.h"
+#include "common/file_util.h"
 #include "tests/testing/jobs.h"
 #include "tests/testing/test_cluster.h"
 #include "tests/testing/wait.h"
@@ -264,6 +265,38 @@ TEST_F(PsScheduleE2eTest, TheExampleProgramTrainsWithAnEvaluationEveryNSteps) {
        "variables", id, "--names=dense2/bias"});
   EXPECT_EQ(variables.exit_code, 0) << variables.output;
   EXPECT_THAT(variables.output, HasSubstr("dense2/bias  float32  [2]"));
+}
+
+TEST_F(PsScheduleE2eTest, TheExampleProgramStoppedMidwayCancelsItsJob) {
+  // Left running, the job would hold the cluster until its client timeout.
+  const std::string out = dir_->path() + "/stopped.log";
+  absl::StatusOr<Subprocess> run = Subprocess::Spawn(
+      {.argv = {Binary("cohort-example-ps-schedule"),
+                "--coordinator=" + coordinator_->address(),
+                "--data_dir=" + data_, "--steps=4000", "--eval_every=1000"},
+       .output_file = out});
+  ASSERT_TRUE(run.ok()) << run.status();
+  std::string id;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const std::string text = ReadFile(out).value_or("");
+        const size_t at = text.find("job ");
+        const size_t colon = text.find(':', at);
+        if (at == std::string::npos || colon == std::string::npos) {
+          return false;
+        }
+        id = text.substr(at + 4, colon - at - 4);
+        return true;
+      },
+      absl::Seconds(60)))
+      << ReadFile(out).value_or("");
+  run->Signal(SIGTERM);
+  const std::optional<ExitStatus> exit = run->Wait(absl::Seconds(60));
+  ASSERT_TRUE(exit.has_value()) << ReadFile(out).value_or("");
+  EXPECT_EQ(exit->exit_code(), 1) << ReadFile(out).value_or("");
+  EXPECT_THAT(ReadFile(out).value_or(""), HasSubstr("CANCELLED: interrupted"));
+  const v1::JobStatus status = WaitForJobEnd(*client_, id, absl::Seconds(30));
+  EXPECT_EQ(status.state(), v1::JOB_CANCELLED) << status.DebugString();
 }
 
 }  // namespace
