@@ -33,13 +33,20 @@ viewer="$(dirname "$0")/trace_view.html"
   cat "$viewer"
 } >"$page_dir/view.html"
 
-out_abs=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")
-# --no-sandbox: run as root in a container; the page is our own file.
+out_dir=$(dirname "$out")
+[[ -d $out_dir ]] || { echo "$0: no directory $out_dir for $out" >&2; exit 2; }
+out_abs=$(cd "$out_dir" && pwd)/$(basename "$out")
+# A file left by an earlier run must not pass for this one's screenshot.
+rm -f "$out_abs"
+# --no-sandbox: run as root in a container; the page is our own file. The
+# file written, not chromium's exit code, is the verdict.
 timeout 120 "$browser" --headless --no-sandbox --disable-gpu \
   --hide-scrollbars --window-size="${size/x/,}" \
-  --screenshot="$out_abs" "file://$page_dir/view.html" >/dev/null 2>&1 || true
+  --screenshot="$out_abs" "file://$page_dir/view.html" \
+  >"$page_dir/chromium.log" 2>&1 || true
 if [[ ! -s $out_abs ]]; then
-  echo "$0: chromium made no screenshot" >&2
+  echo "$0: chromium made no screenshot; its output:" >&2
+  tail -5 "$page_dir/chromium.log" >&2
   exit 1
 fi
 echo "wrote $out_abs"
