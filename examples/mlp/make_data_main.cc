@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cohort/dataset.h"
 #include "common/flags.h"
@@ -83,6 +84,13 @@ int main(int argc, char** argv) {
   if (examples < files) {
     cohort::ExitWithConfigError(absl::InvalidArgumentError(
         "--examples must be at least --files, so that no file is empty"));
+  }
+  // The whole set is generated in memory first: 12 bytes an example.
+  constexpr int64_t kMaxExamples = 100'000'000;
+  if (examples > kMaxExamples) {
+    cohort::ExitWithConfigError(absl::InvalidArgumentError(
+        absl::StrCat("--examples=", examples, " is over the ", kMaxExamples,
+                     " this generator holds in memory at once")));
   }
   if (absl::Status s =
           WriteFiles(out, files, examples, absl::GetFlag(FLAGS_seed));

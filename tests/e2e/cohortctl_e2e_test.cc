@@ -456,6 +456,10 @@ TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
       {{Binary("cohort-bench"), "allreduce", "--rank=2", "--ranks=2",
         "--store=127.0.0.1:1"},
        "--rank=2 is out of range for --ranks=2"},
+      {{Binary("cohort-example-mlp-data"), "--out=/nonexistent/x",
+        "--examples=10000000000"},
+       "--examples=10000000000 is over the 100000000 this generator holds in "
+       "memory at once"},
       {{Binary("cohort-ps-bench"), "help"},
        "unexpected argument \"help\" (it takes flags only; see --help)"},
       {{Binary("cohortctl"), "status", "--cluster_spec=spec.json"},
