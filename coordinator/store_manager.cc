@@ -8,8 +8,38 @@
 namespace cohort::coordinator {
 namespace {
 
-// How often expired waits are failed; their deadlines are met within this.
+// How often expired and abandoned waits are failed; their deadlines are met
+// within this.
 constexpr absl::Duration kExpiryPeriod = absl::Milliseconds(20);
+
+// Ranks a timeout names one by one; the rest are counted.
+constexpr size_t kMaxRanksNamed = 32;
+
+bool IsAbandoned(const StoreManager::Abandoned& abandoned) {
+  return abandoned != nullptr && abandoned();
+}
+
+// What a withdrawn wait ends with; its caller has gone and will not read it.
+absl::Status GaveUp(const std::string& what) {
+  return absl::CancelledError(
+      absl::StrCat("the caller gave up waiting for ", what));
+}
+
+// "1, 2" or "0, 1, ... 31 and 968 more" of [0, participants) not in the
+// sorted `present`.
+std::string MissingRanks(int participants, const std::vector<int>& present) {
+  std::vector<int> named;
+  size_t missing = 0;
+  for (int r = 0; r < participants; ++r) {
+    if (std::binary_search(present.begin(), present.end(), r)) continue;
+    if (++missing <= kMaxRanksNamed) named.push_back(r);
+  }
+  std::string text = absl::StrJoin(named, ", ");
+  if (missing > named.size()) {
+    absl::StrAppend(&text, " and ", missing - named.size(), " more");
+  }
+  return text;
+}
 
 }  // namespace
 
@@ -75,7 +105,7 @@ absl::Status StoreManager::Set(const std::string& key, std::string value) {
 }
 
 void StoreManager::Get(const std::string& key, absl::Time deadline,
-                       GetCallback done) {
+                       GetCallback done, Abandoned abandoned) {
   absl::StatusOr<std::string> result;
   {
     absl::MutexLock lock(&mu_);
@@ -85,7 +115,8 @@ void StoreManager::Get(const std::string& key, absl::Time deadline,
     } else if (stopping_) {
       result = absl::UnavailableError("the store is shutting down");
     } else {
-      readers_.emplace(key, Reader{deadline, std::move(done)});
+      readers_.emplace(key,
+                       Reader{deadline, std::move(done), std::move(abandoned)});
       return;
     }
   }
@@ -93,35 +124,51 @@ void StoreManager::Get(const std::string& key, absl::Time deadline,
 }
 
 void StoreManager::Barrier(const std::string& name, int participants, int rank,
-                           absl::Time deadline, BarrierCallback done) {
-  if (participants < 1 || rank < 0 || rank >= participants) {
+                           absl::Time deadline, BarrierCallback done,
+                           Abandoned abandoned) {
+  if (participants < 1 || participants > kMaxBarrierParticipants || rank < 0 ||
+      rank >= participants) {
     done(absl::InvalidArgumentError(
         absl::StrCat("barrier \"", name, "\": rank ", rank, " of ",
-                     participants, " participants is out of range")));
+                     participants, " participants is out of range (at most ",
+                     kMaxBarrierParticipants, " participants)")));
     return;
   }
   std::vector<BarrierCallback> released;
+  std::vector<BarrierCallback> gave_up;
   BarrierCallback superseded;
   absl::Status refused;
   {
     absl::MutexLock lock(&mu_);
-    PendingBarrier& barrier = barriers_[name];
-    if (barrier.arrivals.empty()) barrier.participants = participants;
-    if (barrier.participants != participants) {
+    // After Shutdown nothing would ever end a parked arrival.
+    PendingBarrier* barrier = stopping_ ? nullptr : &barriers_[name];
+    if (barrier != nullptr && barrier->arrivals.empty()) {
+      barrier->participants = participants;
+    }
+    if (barrier == nullptr) {
+      refused = absl::UnavailableError("the store is shutting down");
+    } else if (barrier->participants != participants) {
       refused = absl::FailedPreconditionError(absl::StrCat(
           "barrier \"", name, "\": rank ", rank, " expects ", participants,
-          " participants, but earlier ranks expect ", barrier.participants));
+          " participants, but earlier ranks expect ", barrier->participants));
     } else {
-      // A rank that arrives again (a retry) replaces its earlier arrival.
-      auto& arrivals = barrier.arrivals;
-      const auto same =
-          std::find_if(arrivals.begin(), arrivals.end(),
-                       [&](const Arrival& a) { return a.rank == rank; });
-      if (same != arrivals.end()) {
-        superseded = std::move(same->done);
-        arrivals.erase(same);
+      // A rank that arrives again (a retry) replaces its earlier arrival,
+      // and one whose caller gave up no longer counts: the expiry loop would
+      // withdraw it a moment later, too late if this arrival completes it.
+      auto& arrivals = barrier->arrivals;
+      for (auto a = arrivals.begin(); a != arrivals.end();) {
+        if (a->rank == rank) {
+          superseded = std::move(a->done);
+        } else if (IsAbandoned(a->abandoned)) {
+          gave_up.push_back(std::move(a->done));
+        } else {
+          ++a;
+          continue;
+        }
+        a = arrivals.erase(a);
       }
-      arrivals.push_back(Arrival{rank, deadline, std::move(done)});
+      arrivals.push_back(
+          Arrival{rank, deadline, std::move(done), std::move(abandoned)});
       if (static_cast<int>(arrivals.size()) == participants) {
         for (Arrival& arrival : arrivals)
           released.push_back(std::move(arrival.done));
@@ -136,6 +183,9 @@ void StoreManager::Barrier(const std::string& name, int participants, int rank,
   if (superseded) {
     superseded(absl::AbortedError(
         absl::StrCat("barrier \"", name, "\": rank ", rank, " arrived again")));
+  }
+  for (BarrierCallback& callback : gave_up) {
+    callback(GaveUp(absl::StrCat("barrier \"", name, "\"")));
   }
   for (BarrierCallback& callback : released) callback(absl::OkStatus());
 }
@@ -163,6 +213,15 @@ size_t StoreManager::num_waiting_readers() const {
   return readers_.size();
 }
 
+size_t StoreManager::num_barrier_arrivals() const {
+  absl::MutexLock lock(&mu_);
+  size_t arrivals = 0;
+  for (const auto& [name, barrier] : barriers_) {
+    arrivals += barrier.arrivals.size();
+  }
+  return arrivals;
+}
+
 void StoreManager::ExpireLoop() {
   auto stopping = [this]()
                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
@@ -174,18 +233,35 @@ void StoreManager::ExpireLoop() {
         return;
       const absl::Time now = absl::Now();
       for (auto it = readers_.begin(); it != readers_.end();) {
-        if (it->second.deadline > now) {
+        Reader& reader = it->second;
+        if (IsAbandoned(reader.abandoned)) {
+          expired.push_back([done = std::move(reader.done), key = it->first] {
+            done(GaveUp(absl::StrCat("store key \"", key, "\"")));
+          });
+        } else if (reader.deadline <= now) {
+          expired.push_back([done = std::move(reader.done), key = it->first] {
+            done(absl::DeadlineExceededError(absl::StrCat(
+                "store key \"", key, "\" was not set before the deadline")));
+          });
+        } else {
           ++it;
           continue;
         }
-        expired.push_back([done = std::move(it->second.done), key = it->first] {
-          done(absl::DeadlineExceededError(absl::StrCat(
-              "store key \"", key, "\" was not set before the deadline")));
-        });
         it = readers_.erase(it);
       }
       for (auto it = barriers_.begin(); it != barriers_.end();) {
         auto& arrivals = it->second.arrivals;
+        // Withdrawn first, so that a rank that gave up is named as missing.
+        for (auto a = arrivals.begin(); a != arrivals.end();) {
+          if (!IsAbandoned(a->abandoned)) {
+            ++a;
+            continue;
+          }
+          expired.push_back([done = std::move(a->done), name = it->first] {
+            done(GaveUp(absl::StrCat("barrier \"", name, "\"")));
+          });
+          a = arrivals.erase(a);
+        }
         std::vector<int> present;
         for (const Arrival& a : arrivals) present.push_back(a.rank);
         std::sort(present.begin(), present.end());
@@ -194,16 +270,12 @@ void StoreManager::ExpireLoop() {
             ++a;
             continue;
           }
-          std::vector<int> missing;
-          for (int r = 0; r < it->second.participants; ++r) {
-            if (!std::binary_search(present.begin(), present.end(), r))
-              missing.push_back(r);
-          }
           expired.push_back(
-              [done = std::move(a->done), name = it->first, missing] {
+              [done = std::move(a->done), name = it->first,
+               missing = MissingRanks(it->second.participants, present)] {
                 done(absl::DeadlineExceededError(absl::StrCat(
                     "barrier \"", name, "\" timed out waiting for rank(s) ",
-                    absl::StrJoin(missing, ", "))));
+                    missing)));
               });
           a = arrivals.erase(a);
         }

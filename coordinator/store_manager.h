@@ -31,6 +31,14 @@ class StoreManager {
  public:
   using GetCallback = std::function<void(absl::StatusOr<std::string>)>;
   using BarrierCallback = std::function<void(absl::Status)>;
+  // Whether the caller of a wait gave up (its call was cancelled, or its
+  // process died). Asked under the store's lock, so it must be quick and
+  // must not call back into the store.
+  using Abandoned = std::function<bool()>;
+
+  // More ranks than any cluster has: a count past it is refused, not
+  // waited for.
+  static constexpr int kMaxBarrierParticipants = 1 << 16;
 
   explicit StoreManager(StoreLimits limits = {});
   ~StoreManager();
@@ -42,13 +50,19 @@ class StoreManager {
   // Sets (or replaces) a key and completes its waiting readers.
   absl::Status Set(const std::string& key, std::string value);
   // `done` gets the value once the key is set, or DEADLINE_EXCEEDED naming
-  // the key at `deadline`.
-  void Get(const std::string& key, absl::Time deadline, GetCallback done);
+  // the key at `deadline`. A wait whose caller is `abandoned` (checked
+  // every few milliseconds) ends with CANCELLED.
+  void Get(const std::string& key, absl::Time deadline, GetCallback done,
+           Abandoned abandoned = nullptr);
   // `done` gets OK once `participants` distinct ranks have arrived, or an
-  // error: DEADLINE_EXCEEDED naming the ranks still missing, or
-  // FAILED_PRECONDITION when the ranks disagree on the participant count.
+  // error: DEADLINE_EXCEEDED naming the ranks still missing,
+  // FAILED_PRECONDITION when the ranks disagree on the participant count,
+  // INVALID_ARGUMENT for a rank or count out of range. An arrival whose
+  // caller is `abandoned` is withdrawn (CANCELLED), so that a rank that
+  // gave up or died does not count towards the others' release.
   void Barrier(const std::string& name, int participants, int rank,
-               absl::Time deadline, BarrierCallback done);
+               absl::Time deadline, BarrierCallback done,
+               Abandoned abandoned = nullptr);
 
   // Drops every key that starts with `prefix` (a finished job's, so that a
   // long-lived coordinator does not fill up); returns how many. Waiting
@@ -58,16 +72,20 @@ class StoreManager {
   size_t num_keys() const;
   // Get calls parked until their key is set.
   size_t num_waiting_readers() const;
+  // Barrier calls parked until their barrier is complete.
+  size_t num_barrier_arrivals() const;
 
  private:
   struct Reader {
     absl::Time deadline;
     GetCallback done;
+    Abandoned abandoned;  // may be null
   };
   struct Arrival {
     int rank;
     absl::Time deadline;
     BarrierCallback done;
+    Abandoned abandoned;  // may be null
   };
   struct PendingBarrier {
     int participants = 0;

@@ -129,6 +129,76 @@ TEST(StoreManagerTest, ShutdownFailsPendingWaits) {
   EXPECT_EQ(barrier.Wait()->code(), absl::StatusCode::kUnavailable);
 }
 
+TEST(StoreManagerTest, WaitsThatArriveAfterShutdownAreRefusedAtOnce) {
+  Result<absl::StatusOr<std::string>> got;
+  Result<absl::Status> barrier;
+  StoreManager store;
+  store.Start();
+  store.Shutdown();
+  // Nothing would end them: shutdown has already failed the pending ones.
+  store.Get("late", absl::Now() + absl::Seconds(60), got.Callback());
+  store.Barrier("late", 2, 0, absl::Now() + absl::Seconds(60),
+                barrier.Callback());
+  ASSERT_TRUE(got.done() && barrier.done());
+  EXPECT_EQ(got.Wait()->status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(*barrier.Wait(),
+            absl::UnavailableError("the store is shutting down"));
+}
+
+TEST(StoreManagerTest, ABarrierOfMoreRanksThanAnyClusterIsRefusedAtOnce) {
+  Result<absl::Status> barrier;
+  StoreManager store;
+  store.Start();
+  store.Barrier("huge", 50'000'000, 0, absl::Now() + absl::Seconds(60),
+                barrier.Callback());
+  ASSERT_TRUE(barrier.done());
+  EXPECT_EQ(barrier.Wait()->code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(barrier.Wait()->message()),
+              HasSubstr("at most 65536 participants"));
+}
+
+TEST(StoreManagerTest, ATimeoutNamesTheFirstMissingRanksAndCountsTheRest) {
+  Result<absl::Status> barrier;
+  StoreManager store;
+  store.Start();
+  store.Barrier("wide", 1000, 0, absl::Now(), barrier.Callback());
+  const std::optional<absl::Status> result = barrier.Wait();
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(result->code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(result->message()),
+              HasSubstr("waiting for rank(s) 1, 2, 3, "));
+  EXPECT_THAT(std::string(result->message()), HasSubstr(", 32 and 967 more"));
+}
+
+TEST(StoreManagerTest, AWaitWhoseCallerGaveUpEndsAndDoesNotCount) {
+  Result<absl::StatusOr<std::string>> got;
+  Result<absl::Status> gone_rank, late_rank, expired_rank;
+  std::atomic<bool> gone{false};
+  const auto abandoned = [&gone] { return gone.load(); };
+  StoreManager store;
+  store.Start();
+  store.Get("key", absl::Now() + absl::Seconds(60), got.Callback(), abandoned);
+  store.Barrier("b", 2, 0, absl::Now() + absl::Seconds(60),
+                gone_rank.Callback(), abandoned);
+  gone = true;
+  // Rank 1 arrives before the expiry loop has looked: rank 0 left, so the
+  // barrier is not complete.
+  store.Barrier("b", 2, 1, absl::Now() + absl::Seconds(60),
+                late_rank.Callback());
+  ASSERT_TRUE(gone_rank.done());
+  EXPECT_EQ(gone_rank.Wait()->code(), absl::StatusCode::kCancelled);
+  EXPECT_FALSE(late_rank.done());
+  // The expiry loop ends the reader, and a rank that leaves while alone.
+  std::atomic<bool> left{false};
+  store.Barrier("c", 2, 0, absl::Now() + absl::Seconds(60),
+                expired_rank.Callback(), [&left] { return left.load(); });
+  left = true;
+  EXPECT_EQ(got.Wait()->status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(expired_rank.Wait()->code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(store.num_waiting_readers(), 0u);
+  EXPECT_EQ(store.num_barrier_arrivals(), 1u);  // rank 1 of "b"
+}
+
 TEST(StoreManagerTest, ErasePrefixDropsOneJobsKeysOnly) {
   StoreManager store;
   ASSERT_OK(store.Set("job-1/attempt-1/address/0", "a"));

@@ -18,6 +18,12 @@ absl::Time WaitDeadline(const grpc::CallbackServerContext& context) {
                   absl::Now() + kMaxWait);
 }
 
+// A parked call's context stays valid until the store finishes it, and
+// IsCancelled is thread-safe: the store may ask from its expiry thread.
+StoreManager::Abandoned Abandoned(grpc::CallbackServerContext* context) {
+  return [context] { return context->IsCancelled(); };
+}
+
 }  // namespace
 
 StoreService::StoreService(StoreManager* manager,
@@ -36,11 +42,13 @@ grpc::ServerUnaryReactor* StoreService::Get(
     grpc::CallbackServerContext* context, const v1::StoreGetRequest* request,
     v1::StoreGetResponse* response) {
   return rpc::ParkUnary(context, auth_, [&](auto finish) {
-    manager_->Get(request->key(), WaitDeadline(*context),
-                  [response, finish](absl::StatusOr<std::string> value) {
-                    if (value.ok()) response->set_value(*std::move(value));
-                    finish(value.status());
-                  });
+    manager_->Get(
+        request->key(), WaitDeadline(*context),
+        [response, finish](absl::StatusOr<std::string> value) {
+          if (value.ok()) response->set_value(*std::move(value));
+          finish(value.status());
+        },
+        Abandoned(context));
   });
 }
 
@@ -50,7 +58,7 @@ grpc::ServerUnaryReactor* StoreService::Barrier(
     v1::StoreBarrierResponse* response) {
   return rpc::ParkUnary(context, auth_, [&](auto finish) {
     manager_->Barrier(request->name(), request->participants(), request->rank(),
-                      WaitDeadline(*context), finish);
+                      WaitDeadline(*context), finish, Abandoned(context));
   });
 }
 

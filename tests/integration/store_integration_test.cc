@@ -40,6 +40,27 @@ class StoreIntegrationTest : public ::testing::Test {
   rpc::RpcServer server_{{.listen = "127.0.0.1:0"}};
 };
 
+TEST_F(StoreIntegrationTest, ARankThatGaveUpDoesNotCountTowardsABarrier) {
+  collective::GrpcStore gone = Client("tok");
+  absl::Status gone_result;
+  std::thread rank0(
+      [&] { gone_result = gone.Barrier("connected", 2, 0, absl::Hours(1)); });
+  ASSERT_TRUE(WaitUntil([&] { return manager_.num_barrier_arrivals() == 1; },
+                        absl::Seconds(10)));
+  // Its call is cancelled, as when its process dies.
+  gone.Abort(absl::AbortedError("the attempt was ended"));
+  rank0.join();
+  ASSERT_TRUE(WaitUntil([&] { return manager_.num_barrier_arrivals() == 0; },
+                        absl::Seconds(10)));
+  collective::GrpcStore store = Client("tok");
+  const absl::Status alone =
+      store.Barrier("connected", 2, 1, absl::Milliseconds(300));
+  EXPECT_EQ(alone.code(), absl::StatusCode::kDeadlineExceeded) << alone;
+  EXPECT_THAT(
+      std::string(alone.message()),
+      HasSubstr("barrier \"connected\" timed out waiting for rank(s) 0"));
+}
+
 TEST_F(StoreIntegrationTest, RanksRendezvousThroughKeysAndBarriers) {
   collective::GrpcStore store = Client("tok");
   // Rank 1 waits for rank 0's address, published a little later.
