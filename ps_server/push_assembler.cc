@@ -61,6 +61,13 @@ absl::Status PushAssembler::Add(v1::TensorChunk* chunk) {
   }
   auto it = pending_.find(name);
   if (it == pending_.end()) {
+    // Checked before anything is applied: a push refused after applying
+    // more than it announced would have its retry apply them twice.
+    if (applied_ + static_cast<int64_t>(pending_.size()) >= num_variables_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "push chunk of '", name, "' is past the ", num_variables_,
+          " variables the push's first message announced (num_variables)"));
+    }
     if (size == layout->bytes) {
       // The whole variable in one chunk: applied straight from the message.
       absl::Status applied =

@@ -196,6 +196,19 @@ TEST_F(PushAssemblerTest, AStreamEndingShortOfItsVariablesIsRefused) {
             "the push ended before its first message could be read");
 }
 
+TEST_F(PushAssemblerTest, AVariableBeyondTheAnnouncedCountIsRefusedUnapplied) {
+  PushAssembler assembler(&store_, 1024);
+  ASSERT_TRUE(assembler.Begin("job", "worker:0", 1).ok());
+  ASSERT_TRUE(Add(assembler, Chunk("b", 0, std::string(16, 'x'), 16)).ok());
+  const absl::Status status =
+      Add(assembler, Chunk("w", 0, std::string(512, 'y'), 512));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "push chunk of 'w' is past the 1 variables the push's first "
+            "message announced (num_variables)");
+  EXPECT_EQ(Value("w"), std::string(512, '\0'));
+}
+
 TEST_F(PushAssemblerTest, APushOfNoVariablesIsRefused) {
   PushAssembler assembler(&store_, 1024);
   const absl::Status status = assembler.Begin("job", "worker:0", 0);
