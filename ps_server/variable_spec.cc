@@ -68,7 +68,16 @@ absl::StatusOr<v1::PsVariableSpec> NormalizeSpec(const v1::PsVariableSpec& in,
     return absl::InvalidArgumentError("a variable spec has no name");
   }
   const int size = DTypeSize(in.dtype());
-  if (size == 0) return BadSpec(name, "dtype is required");
+  if (size == 0) {
+    return BadSpec(name, in.dtype() == v1::PS_DTYPE_UNSPECIFIED
+                             ? "dtype is required"
+                             : absl::StrCat("unknown dtype ",
+                                            static_cast<int>(in.dtype())));
+  }
+  if (in.shape_size() > kMaxRank) {
+    return BadSpec(name, absl::StrCat("shape has ", in.shape_size(),
+                                      " dimensions; at most ", kMaxRank));
+  }
   *elements = NumElements(in.shape(), kMaxVariableBytes / size);
   if (*elements < 0) {
     return BadSpec(name, absl::StrCat("shape ", ShapeString(in.shape()),

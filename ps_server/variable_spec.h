@@ -14,6 +14,9 @@ namespace cohort::ps {
 // No variable may exceed what one protobuf bytes field can carry, as its
 // snapshot stores it in one.
 inline constexpr int64_t kMaxVariableBytes = (int64_t{1} << 31) - 1;
+// TensorFlow's limit on a tensor's rank; a spec's shape is held and counted
+// beside its values.
+inline constexpr int kMaxRank = 254;
 
 // Checks `in` and returns it with the optimizer's defaults filled in and
 // without `initial`; `elements` gets the element count. INVALID_ARGUMENT

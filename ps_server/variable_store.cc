@@ -24,11 +24,21 @@ namespace {
 constexpr int64_t kBytesPerVariable = 512;
 
 // The bytes max_shard_bytes counts for one variable: values, slots and its
-// own keeping.
+// own keeping (its name and shape included).
 int64_t HeldBytes(const v1::PsVariableSpec& spec, int64_t elements) {
   return elements * DTypeSize(spec.dtype()) *
              (1 + NumSlots(spec.optimizer().kind())) +
-         kBytesPerVariable + static_cast<int64_t>(spec.name().size());
+         kBytesPerVariable + static_cast<int64_t>(spec.name().size()) +
+         spec.shape_size() * static_cast<int64_t>(sizeof(int64_t));
+}
+
+// Longest worker name an aggregated variable keeps a value under.
+constexpr size_t kMaxWorkerNameBytes = 256;
+
+// The bytes max_shard_bytes counts for one worker's value of an aggregated
+// variable of `bytes`: the value and the name it is kept under.
+int64_t WorkerValueBytes(const std::string& worker, int64_t bytes) {
+  return bytes + static_cast<int64_t>(worker.size());
 }
 
 }  // namespace
@@ -400,6 +410,11 @@ absl::Status VariableStore::Apply(const std::string& job_id,
         return absl::InvalidArgumentError(absl::StrCat(
             "push of aggregated variable '", name, "' names no worker"));
       }
+      if (worker.size() > kMaxWorkerNameBytes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "push of aggregated variable '", name, "' names a worker of ",
+            worker.size(), " bytes; at most ", kMaxWorkerNameBytes));
+      }
       auto it = variable.worker_values.find(worker);
       if (it == variable.worker_values.end()) {
         if (static_cast<int>(variable.worker_values.size()) >=
@@ -411,14 +426,15 @@ absl::Status VariableStore::Apply(const std::string& job_id,
         // Workers' values count against the shard's limit as well: they are
         // held, and snapshotted, beside the values and slots.
         const int64_t held = held_bytes_ + worker_value_bytes_.load();
-        if (held + variable.bytes > options_.max_shard_bytes) {
+        const int64_t added = WorkerValueBytes(worker, variable.bytes);
+        if (held + added > options_.max_shard_bytes) {
           return absl::ResourceExhaustedError(
               absl::StrCat("ps shard ", options_.shard_id, " would hold ",
-                           held + variable.bytes, " bytes with worker '",
-                           worker, "''s value of aggregated variable '", name,
+                           held + added, " bytes with worker '", worker,
+                           "''s value of aggregated variable '", name,
                            "', over its limit of ", options_.max_shard_bytes));
         }
-        worker_value_bytes_.fetch_add(variable.bytes);
+        worker_value_bytes_.fetch_add(added);
         variable.worker_values.emplace(worker, std::string(bytes));
       } else {
         it->second.assign(bytes.data(), bytes.size());
@@ -557,8 +573,9 @@ absl::Status VariableStore::Restore(const v1::PsSnapshot& snapshot) {
     variable->updates.store(saved.updates());
     variable->spec = *std::move(spec);
     held_bytes += variable->held_bytes();
-    worker_value_bytes +=
-        static_cast<int64_t>(saved.worker_values_size()) * variable->bytes;
+    for (const auto& [worker, value] : saved.worker_values()) {
+      worker_value_bytes += WorkerValueBytes(worker, variable->bytes);
+    }
     restored.emplace(name, std::move(variable));
   }
 

@@ -133,6 +133,9 @@ TEST(VariableStoreTest, MalformedSpecsAreRefused) {
   refused(Spec("w", {2, 0}), "positive dimensions");
   refused(Spec("w", {-1}), "positive dimensions");
   refused(Spec("w", {2}, v1::PS_DTYPE_UNSPECIFIED), "dtype is required");
+  refused(Spec("w", {2}, static_cast<v1::PsDType>(99)), "unknown dtype 99");
+  refused(Spec("w", std::vector<int64_t>(255, 1)),
+          "shape has 255 dimensions; at most 254");
   v1::PsVariableSpec short_initial = Spec("w", {4});
   short_initial.set_initial(std::string(12, '\0'));
   refused(short_initial, "initial has 12 bytes; shape [4] float32 has 16");
@@ -307,7 +310,8 @@ TEST(VariableStoreTest, PullInBatchesEndsEachAtTheBatchSize) {
 }
 
 TEST(VariableStoreTest, WorkersValuesCountAgainstTheShardLimit) {
-  // 400 bytes of value and 515 of keeping; room for one worker's copy.
+  // 400 bytes of value and 523 of keeping; room for one worker's copy
+  // (and the name it is kept under).
   VariableStore store({.max_shard_bytes = 1500});
   v1::PsVariableSpec sum = Spec("sum", {100});
   sum.set_aggregation(v1::PS_AGGREGATION_SUM);
@@ -320,6 +324,23 @@ TEST(VariableStoreTest, WorkersValuesCountAgainstTheShardLimit) {
       test_util::Push(store, "job", "worker:1", "sum", value);
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(refused.message(), HasSubstr("worker 'worker:1''s value"));
+  // A name is kept with each value: a long one is refused, not counted.
+  const absl::Status long_name =
+      test_util::Push(store, "job", std::string(300, 'w'), "sum", value);
+  EXPECT_EQ(long_name.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(long_name.message(),
+              HasSubstr("names a worker of 300 bytes; at most 256"));
+}
+
+TEST(VariableStoreTest, AShapeCountsAgainstTheShardLimit) {
+  // A shape of 200 ones holds 4 bytes of value, and 1600 of dimensions.
+  VariableStore store({.max_shard_bytes = 3000});
+  const std::vector<int64_t> ones(200, 1);
+  EXPECT_EQ(store.Create("job", 1, List({Spec("a", ones), Spec("b", ones)}))
+                .status()
+                .code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(store.Create("job", 1, List({Spec("a", ones)})).ok());
 }
 
 TEST(VariableStoreTest, AggregatedVariablesCombineTheWorkersLatestValues) {
@@ -476,7 +497,7 @@ TEST(VariableStoreTest, ManyTinyVariablesCountTheirKeepingAndAreListedInPart) {
   // 4096 x 4 bytes of values would fit 256 times over.
   const absl::Status refused = store.Create("job", 1, specs).status();
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(refused.message(), HasSubstr("would hold 2134016 bytes"));
+  EXPECT_THAT(refused.message(), HasSubstr("would hold 2166784 bytes"));
 
   specs.DeleteSubrange(1000, specs.size() - 1000);
   ASSERT_TRUE(store.Create("job", 1, specs).ok());
