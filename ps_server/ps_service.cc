@@ -265,16 +265,19 @@ grpc::ServerUnaryReactor* PsService::ListVariables(
     grpc::CallbackServerContext* context,
     const v1::ListVariablesRequest* request,
     v1::ListVariablesResponse* response) {
-  return rpc::HandleUnary(context, runtime_->auth(), [&]() -> absl::Status {
-    absl::StatusOr<std::vector<v1::PsVariableSpec>> specs =
-        store_->List(request->job_id());
-    if (!specs.ok()) return specs.status();
-    *response->mutable_shard() = ShardState();
-    for (v1::PsVariableSpec& spec : *specs) {
-      *response->add_variables() = std::move(spec);
-    }
-    return absl::OkStatus();
-  });
+  // Listing reads under the shard's lock, which a snapshot holds while it
+  // copies the shard: not on a gRPC thread.
+  return rpc::OffloadUnary(
+      context, runtime_->auth(), &work_, [=, this]() -> absl::Status {
+        absl::StatusOr<std::vector<v1::PsVariableSpec>> specs =
+            store_->List(request->job_id());
+        if (!specs.ok()) return specs.status();
+        *response->mutable_shard() = ShardState();
+        for (v1::PsVariableSpec& spec : *specs) {
+          *response->add_variables() = std::move(spec);
+        }
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* PsService::CreateVariables(
