@@ -68,7 +68,8 @@ absl::Status GrpcStore::Set(const std::string& key, const std::string& value) {
   COHORT_RETURN_IF_ERROR(Begin(context.get()));
   const grpc::Status status = stub_->Set(context.get(), request, &response);
   End(context.get());
-  return Aborted(connection_.Annotate("Store.Set", status));
+  return Aborted(
+      connection_.Annotate(absl::StrCat("Store.Set of \"", key, "\""), status));
 }
 
 absl::StatusOr<std::string> GrpcStore::Get(const std::string& key,

@@ -92,7 +92,8 @@ absl::Status StoreManager::Set(const std::string& key, std::string value) {
     absl::MutexLock lock(&mu_);
     if (!values_.contains(key) && values_.size() >= limits_.max_keys) {
       return absl::ResourceExhaustedError(
-          absl::StrCat("the store holds ", values_.size(), " keys, its limit"));
+          absl::StrCat("cannot set store key \"", key, "\": the store holds ",
+                       values_.size(), " keys, its limit"));
     }
     values_[key] = value;
     auto [begin, end] = readers_.equal_range(key);
@@ -148,6 +149,7 @@ void StoreManager::Barrier(const std::string& name, int participants, int rank,
     if (barrier == nullptr) {
       refused = absl::UnavailableError("the store is shutting down");
     } else if (barrier->participants != participants) {
+      barrier->disagreed[rank] = participants;
       refused = absl::FailedPreconditionError(absl::StrCat(
           "barrier \"", name, "\": rank ", rank, " expects ", participants,
           " participants, but earlier ranks expect ", barrier->participants));
@@ -270,13 +272,21 @@ void StoreManager::ExpireLoop() {
             ++a;
             continue;
           }
-          expired.push_back(
-              [done = std::move(a->done), name = it->first,
-               missing = MissingRanks(it->second.participants, present)] {
-                done(absl::DeadlineExceededError(absl::StrCat(
-                    "barrier \"", name, "\" timed out waiting for rank(s) ",
-                    missing)));
-              });
+          std::string why = absl::StrCat(
+              "barrier \"", it->first, "\" timed out waiting for rank(s) ",
+              MissingRanks(it->second.participants, present));
+          if (!it->second.disagreed.empty()) {
+            absl::StrAppend(
+                &why, "; refused for expecting another participant count: ",
+                absl::StrJoin(it->second.disagreed, ", ",
+                              [](std::string* out, const auto& entry) {
+                                absl::StrAppend(out, "rank ", entry.first, " (",
+                                                entry.second, ")");
+                              }));
+          }
+          expired.push_back([done = std::move(a->done), why] {
+            done(absl::DeadlineExceededError(why));
+          });
           a = arrivals.erase(a);
         }
         it = arrivals.empty() ? barriers_.erase(it) : std::next(it);

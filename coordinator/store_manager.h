@@ -90,6 +90,9 @@ class StoreManager {
   struct PendingBarrier {
     int participants = 0;
     std::vector<Arrival> arrivals;
+    // Ranks refused for expecting another participant count, and that count:
+    // a timeout names them as what went wrong, not as merely absent.
+    std::map<int, int> disagreed;
   };
 
   void ExpireLoop();

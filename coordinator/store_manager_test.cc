@@ -103,6 +103,17 @@ TEST(StoreManagerTest, DisagreeingParticipantCountsAreRefused) {
   EXPECT_EQ(status->code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(status->message()),
               HasSubstr("expects 3 participants"));
+
+  // The rank still waiting learns, at its timeout, that rank 1 came and
+  // disagreed.
+  Result<absl::Status> lonely, refused;
+  store.Barrier("c", 2, 0, absl::Now() + absl::Milliseconds(50),
+                lonely.Callback());
+  store.Barrier("c", 3, 1, absl::Now() + absl::Seconds(30), refused.Callback());
+  EXPECT_EQ(*lonely.Wait(),
+            absl::DeadlineExceededError(
+                "barrier \"c\" timed out waiting for rank(s) 1; refused for "
+                "expecting another participant count: rank 1 (3)"));
 }
 
 TEST(StoreManagerTest, LimitsAreEnforced) {
@@ -111,7 +122,10 @@ TEST(StoreManagerTest, LimitsAreEnforced) {
   EXPECT_EQ(store.Set("k", "12345").code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(store.Set("a", "1").ok());
   EXPECT_TRUE(store.Set("b", "2").ok());
-  EXPECT_EQ(store.Set("c", "3").code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(store.Set("c", "3"),
+            absl::ResourceExhaustedError(
+                "cannot set store key \"c\": the store holds 2 keys, its "
+                "limit"));
   EXPECT_TRUE(store.Set("a", "9").ok());  // replacing is not growing
   EXPECT_EQ(store.num_keys(), 2);
 }

@@ -149,7 +149,7 @@ TEST_F(StoreIntegrationTest, TokenIsRequired) {
   collective::GrpcStore anonymous = Client();
   const absl::Status status = anonymous.Set("k", "v");
   EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
-  EXPECT_THAT(std::string(status.message()), HasSubstr("Store.Set"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("Store.Set of \"k\""));
   EXPECT_EQ(anonymous.Get("k", absl::Seconds(1)).status().code(),
             absl::StatusCode::kUnauthenticated);
 }
