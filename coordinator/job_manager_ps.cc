@@ -95,6 +95,7 @@ void JobManager::PlaceParameterServer(Job& job,
     a.set_group(PsGroup(job, task));
     a.set_checkpoint_dir(status.checkpoint_dir());
     a.set_job_uid(status.uid());
+    a.set_cluster_uid(options_.cluster_uid);
     // A worker not seen yet takes its devices when it is (TakeDevicesOf).
     SetPsDevices(a, executors, view != nullptr ? view->num_devices : 1);
     for (const TaskId& ps : ps_tasks) {

@@ -55,7 +55,9 @@ v1::ClosureRequest Request(const std::string& type, int32_t attempt,
 
 class JobManagerPsTest : public ::testing::Test {
  protected:
-  JobManager manager_{PsSpec(), {.placement_timeout = absl::Seconds(30)}};
+  JobManager manager_{
+      PsSpec(),
+      {.placement_timeout = absl::Seconds(30), .cluster_uid = "cluster-7"}};
   absl::Time now_ = absl::FromUnixSeconds(1000);
 
   std::string Start() {
@@ -95,6 +97,8 @@ TEST_F(JobManagerPsTest, PlacesExecutorsOnEveryWorkerWithThePsAddresses) {
   ASSERT_EQ(a.ps_addresses_size(), 2);
   EXPECT_EQ(a.ps_addresses(1), "127.0.0.1:4");
   EXPECT_EQ(a.job_sequence(), 1);
+  // Which orders jobs on the ps tasks within this cluster only.
+  EXPECT_EQ(a.cluster_uid(), "cluster-7");
 }
 
 TEST_F(JobManagerPsTest, AStaleRunnerIsRefusedAndItsClosureRunsAgain) {

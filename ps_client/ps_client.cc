@@ -160,6 +160,7 @@ absl::Status PsClient::CreateVariables(
     r.set_job_id(options_.job_id);
     r.set_job_sequence(options_.job_sequence);
     r.set_job_uid(options_.job_uid);
+    r.set_cluster_uid(options_.cluster_uid);
   }
   for (size_t i = 0; i < options.size(); ++i) {
     const VariablePlacement& v = placement.variables[i];

@@ -64,6 +64,7 @@ struct PsClientOptions {
   std::string job_id;
   int64_t job_sequence = 0;
   std::string job_uid;  // JobStatus.uid; empty: not known
+  std::string cluster_uid;  // the coordinator's; empty: not known
   std::string worker;  // "worker:1": keys aggregated pushes, names messages
   rpc::Security security;
   // Data per Push message; at most the shards' --max_chunk_bytes, which

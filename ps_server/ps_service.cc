@@ -288,9 +288,9 @@ grpc::ServerUnaryReactor* PsService::CreateVariables(
   // the shard's lock: not on a gRPC thread.
   return rpc::ParkUnary(context, runtime_->auth(), [=, this](auto finish) {
     work_.Post([=, this] {
-      absl::StatusOr<int> created =
-          store_->Create(request->job_id(), request->job_sequence(),
-                         request->variables(), request->job_uid());
+      absl::StatusOr<int> created = store_->Create(
+          request->job_id(), request->job_sequence(), request->variables(),
+          request->job_uid(), request->cluster_uid());
       if (!created.ok()) {
         spdlog::warn("create of {} variables for job '{}' refused: {}",
                      request->variables_size(), request->job_id(),

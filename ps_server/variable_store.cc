@@ -135,7 +135,7 @@ VariableStore::~VariableStore() = default;
 absl::StatusOr<int> VariableStore::Create(
     const std::string& job_id, int64_t job_sequence,
     const google::protobuf::RepeatedPtrField<v1::PsVariableSpec>& specs,
-    const std::string& job_uid) {
+    const std::string& job_uid, const std::string& cluster_uid) {
   if (job_id.empty()) {
     return absl::InvalidArgumentError("CreateVariables needs a job_id");
   }
@@ -166,8 +166,12 @@ absl::StatusOr<int> VariableStore::Create(
     const bool same_id_other_job =
         job_id == job_id_ && job_sequence == job_sequence_ &&
         !job_uid.empty() && !job_uid_.empty() && job_uid != job_uid_;
-    const bool replace =
-        job_id_.empty() || job_sequence > job_sequence_ || same_id_other_job;
+    // Another cluster's job: the shard outlived the old cluster, and serves
+    // the one that addresses it now, whose ids started again at 1.
+    const bool other_cluster = !cluster_uid.empty() && !cluster_uid_.empty() &&
+                               cluster_uid != cluster_uid_;
+    const bool replace = job_id_.empty() || job_sequence > job_sequence_ ||
+                         same_id_other_job || other_cluster;
     if (!replace && job_sequence < job_sequence_) {
       return absl::PermissionDeniedError(absl::StrCat(
           "job '", job_id, "' (sequence ", job_sequence,
@@ -222,10 +226,13 @@ absl::StatusOr<int> VariableStore::Create(
       job_id_ = job_id;
       job_sequence_ = job_sequence;
       job_uid_ = job_uid;
+      cluster_uid_ = cluster_uid;
       generation_.fetch_add(1);
-    } else if (job_uid_.empty() && !job_uid.empty()) {
+    } else if ((job_uid_.empty() && !job_uid.empty()) ||
+               (cluster_uid_.empty() && !cluster_uid.empty())) {
       // The owner's, learnt from itself where a snapshot did not say.
-      job_uid_ = job_uid;
+      if (job_uid_.empty()) job_uid_ = job_uid;
+      if (cluster_uid_.empty()) cluster_uid_ = cluster_uid;
       generation_.fetch_add(1);
     }
     for (int i = 0; i < specs.size(); ++i) {
@@ -501,6 +508,7 @@ v1::PsSnapshot VariableStore::Capture(int64_t* generation) const {
   snapshot.set_job_id(job_id_);
   snapshot.set_job_sequence(job_sequence_);
   snapshot.set_job_uid(job_uid_);
+  snapshot.set_cluster_uid(cluster_uid_);
   snapshot.set_updates(updates_.load());
   snapshot.set_unix_ms(absl::ToUnixMillis(absl::Now()));
   for (const auto& [name, variable] : variables_) {
@@ -583,6 +591,7 @@ absl::Status VariableStore::Restore(const v1::PsSnapshot& snapshot) {
   job_id_ = snapshot.job_id();
   job_sequence_ = snapshot.job_sequence();
   job_uid_ = snapshot.job_uid();
+  cluster_uid_ = snapshot.cluster_uid();
   variables_ = std::move(restored);
   held_bytes_ = held_bytes;
   worker_value_bytes_.store(worker_value_bytes);

@@ -69,13 +69,15 @@ class VariableStore {
   // first; a lower one is PERMISSION_DENIED. So does another `job_uid` at
   // the same id and sequence: a job of a cluster whose coordinator started
   // over, which this shard outlived (an empty uid, on either side, matches
-  // any). A spec that is malformed, or that differs from the existing
-  // variable of that name, is INVALID_ARGUMENT naming it; nothing is
-  // created then.
+  // any). Sequences order one cluster's jobs only: a job of another
+  // `cluster_uid` replaces the owner whatever its sequence, as a new
+  // cluster's ids start again at 1 (empty matches any). A spec that is
+  // malformed, or that differs from the existing variable of that name, is
+  // INVALID_ARGUMENT naming it; nothing is created then.
   absl::StatusOr<int> Create(
       const std::string& job_id, int64_t job_sequence,
       const google::protobuf::RepeatedPtrField<v1::PsVariableSpec>& specs,
-      const std::string& job_uid = "");
+      const std::string& job_uid = "", const std::string& cluster_uid = "");
 
   // The values of `names`, as the messages of a Pull stream: small
   // variables batched into one message, larger ones split, with at most
@@ -163,7 +165,8 @@ class VariableStore {
   mutable v1::PsInfo last_info_ ABSL_GUARDED_BY(info_mu_);
   std::string job_id_ ABSL_GUARDED_BY(mu_);  // empty: no owner yet
   int64_t job_sequence_ ABSL_GUARDED_BY(mu_) = 0;
-  std::string job_uid_ ABSL_GUARDED_BY(mu_);  // empty: not known
+  std::string job_uid_ ABSL_GUARDED_BY(mu_);      // empty: not known
+  std::string cluster_uid_ ABSL_GUARDED_BY(mu_);  // empty: not known
   std::map<std::string, std::unique_ptr<Variable>> variables_
       ABSL_GUARDED_BY(mu_);
   // Values, slots and each variable's keeping (HeldBytes).

@@ -204,6 +204,32 @@ TEST(VariableStoreTest, AnotherClustersJobOfTheSameIdGetsNoneOfItsVariables) {
   EXPECT_EQ(store.Capture(&generation).job_uid(), "uid-b");
 }
 
+TEST(VariableStoreTest, AnotherClustersJobReplacesTheOwnerWhateverItsId) {
+  // The old cluster reached job 3; the new one's ids start at 1 again.
+  const v1::PsVariableSpec w = Sgd(Spec("w", {2}), 1.0);
+  VariableStore first({.shard_id = 0});
+  ASSERT_TRUE(first.Create("3", 3, List({w}), "uid-a", "cluster-a").ok());
+  ASSERT_TRUE(test_util::Push(first, "3", "", "w", Bytes<float>({1, 2})).ok());
+  VariableStore store({.shard_id = 0});
+  int64_t generation = 0;
+  ASSERT_TRUE(store.Restore(first.Capture(&generation)).ok());
+
+  // Within the old cluster, an older job is still refused.
+  EXPECT_EQ(
+      store.Create("2", 2, List({w}), "uid-x", "cluster-a").status().code(),
+      absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(*store.Create("1", 1, List({w}), "uid-b", "cluster-b"), 1);
+  EXPECT_THAT(Values<float>(PullOne(store, "1", "w")), ElementsAre(0, 0));
+  const v1::PsSnapshot owner = store.Capture(&generation);
+  EXPECT_EQ(owner.job_id(), "1");
+  EXPECT_EQ(owner.cluster_uid(), "cluster-b");
+  // And within the new one, the order holds again.
+  EXPECT_EQ(*store.Create("2", 2, List({w}), "uid-c", "cluster-b"), 1);
+  EXPECT_EQ(
+      store.Create("1", 1, List({w}), "uid-b", "cluster-b").status().code(),
+      absl::StatusCode::kPermissionDenied);
+}
+
 TEST(VariableStoreTest, AShardRestoredWithoutAUidLearnsItFromItsOwner) {
   const v1::PsVariableSpec w = Sgd(Spec("w", {2}), 1.0);
   VariableStore first({.shard_id = 0});

@@ -84,6 +84,7 @@ absl::StatusOr<std::unique_ptr<PsVariableClient>> PsVariableClient::Create(
   options.job_id = assignment.job_id();
   options.job_sequence = assignment.job_sequence();
   options.job_uid = assignment.job_uid();
+  options.cluster_uid = assignment.cluster_uid();
   options.worker = worker;
   options.security = security;
   options.recovery_timeout =
