@@ -17,14 +17,15 @@ absl::Status PushAssembler::Begin(const std::string& job_id,
     return absl::InvalidArgumentError(
         "the first message of a push names no job_id");
   }
-  if (num_variables < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the first message of a push says it carries ", num_variables,
-        " variables (num_variables); a push carries at least one"));
+  if (num_variables < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the first message of a push says it carries ",
+                     num_variables, " variables (num_variables)"));
   }
   job_id_ = job_id;
   worker_ = worker;
   num_variables_ = num_variables;
+  begun_ = true;
   return absl::OkStatus();
 }
 
@@ -63,7 +64,8 @@ absl::Status PushAssembler::Add(v1::TensorChunk* chunk) {
   if (it == pending_.end()) {
     // Checked before anything is applied: a push refused after applying
     // more than it announced would have its retry apply them twice.
-    if (applied_ + static_cast<int64_t>(pending_.size()) >= num_variables_) {
+    if (num_variables_ > 0 &&
+        applied_ + static_cast<int64_t>(pending_.size()) >= num_variables_) {
       return absl::InvalidArgumentError(absl::StrCat(
           "push chunk of '", name, "' is past the ", num_variables_,
           " variables the push's first message announced (num_variables)"));
@@ -150,7 +152,7 @@ absl::Status PushAssembler::Claim(const std::string& name, int64_t offset,
 absl::Status PushAssembler::End() const {
   // gRPC ends a stream the same way whether the sender closed it or a
   // message could not be parsed; only the count tells the two apart.
-  if (num_variables_ == 0) {
+  if (!begun_) {
     return absl::InvalidArgumentError(
         "the push ended before its first message could be read");
   }
@@ -160,7 +162,7 @@ absl::Status PushAssembler::End() const {
         "push ended with '", name, "' incomplete: ", pending.received,
         " of its ", pending.bytes.size(), " bytes arrived"));
   }
-  if (applied_ != num_variables_) {
+  if (num_variables_ > 0 && applied_ != num_variables_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the push ended after ", applied_, " of its ", num_variables_,
         " variables: a message was lost or could not be parsed"));

@@ -26,8 +26,9 @@ class PushAssembler {
   PushAssembler(VariableStore* store, int64_t max_chunk_bytes);
 
   // The sender and the variables the push carries, from the stream's first
-  // message. INVALID_ARGUMENT without a job_id, or for fewer than one
-  // variable.
+  // message. INVALID_ARGUMENT without a job_id, or for a negative count.
+  // A count of 0 is a sender that does not count (one built before the
+  // field): its push is not checked against one.
   absl::Status Begin(const std::string& job_id, const std::string& worker,
                      int64_t num_variables);
 
@@ -64,7 +65,8 @@ class PushAssembler {
   const int64_t max_chunk_bytes_;
   std::string job_id_;
   std::string worker_;
-  int64_t num_variables_ = 0;  // from Begin; 0 before it
+  bool begun_ = false;
+  int64_t num_variables_ = 0;  // from Begin; 0: not counted
   std::map<std::string, Pending> pending_;
   absl::flat_hash_set<std::string> applied_names_;
   int64_t buffered_bytes_ = 0;

@@ -209,12 +209,21 @@ TEST_F(PushAssemblerTest, AVariableBeyondTheAnnouncedCountIsRefusedUnapplied) {
   EXPECT_EQ(Value("w"), std::string(512, '\0'));
 }
 
-TEST_F(PushAssemblerTest, APushOfNoVariablesIsRefused) {
+TEST_F(PushAssemblerTest,
+       AnUncountedPushIsNotCheckedAndANegativeCountIsRefused) {
+  // A sender built before num_variables says 0: its pushes still apply.
+  PushAssembler uncounted(&store_, 1024);
+  ASSERT_TRUE(uncounted.Begin("job", "worker:0", 0).ok());
+  ASSERT_TRUE(Add(uncounted, Chunk("b", 0, std::string(16, 'x'), 16)).ok());
+  ASSERT_TRUE(Add(uncounted, Chunk("w", 0, std::string(512, 'y'), 512)).ok());
+  EXPECT_TRUE(uncounted.End().ok());
+  EXPECT_EQ(uncounted.applied(), 2);
+
   PushAssembler assembler(&store_, 1024);
-  const absl::Status status = assembler.Begin("job", "worker:0", 0);
+  const absl::Status status = assembler.Begin("job", "worker:0", -1);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
-              HasSubstr("carries 0 variables (num_variables)"));
+              HasSubstr("carries -1 variables (num_variables)"));
 }
 
 }  // namespace
