@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <deque>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
@@ -17,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "cohort/client.h"
 #include "cohort/cluster_coordinator.h"
 #include "common/file_util.h"
@@ -68,6 +70,50 @@ double PrintEval(int64_t step, const std::map<std::string, double>& metrics) {
   return accuracy;
 }
 
+// Ctrl-C or SIGTERM (blocked in main, for this thread alone to take) ends
+// the program at once, whatever it waits on; the job it guards is cancelled
+// first, or it would hold the cluster until the coordinator gives up on its
+// client. Thread-safe.
+class InterruptHandler {
+ public:
+  InterruptHandler() : thread_([this] { Run(); }) {}
+  ~InterruptHandler() {
+    waiter_.RequestStop("the program ended");
+    thread_.join();
+  }
+  InterruptHandler(const InterruptHandler&) = delete;
+  InterruptHandler& operator=(const InterruptHandler&) = delete;
+
+  // The job to cancel on an interrupt. `client` must outlive this handler.
+  void Guard(const cohort::Client* client, const std::string& job_id) {
+    absl::MutexLock lock(&mu_);
+    client_ = client;
+    job_id_ = job_id;
+  }
+
+ private:
+  void Run() {
+    if (waiter_.Wait() == 0) return;  // RequestStop: no interrupt came
+    absl::MutexLock lock(&mu_);
+    if (client_ != nullptr) {
+      std::fprintf(stderr,
+                   "cohort-example-ps-schedule: interrupted; cancelling job "
+                   "%s\n",
+                   job_id_.c_str());
+      (void)client_->CancelJob(job_id_);
+    } else {
+      std::fprintf(stderr, "cohort-example-ps-schedule: interrupted\n");
+    }
+    std::_Exit(1);
+  }
+
+  absl::Mutex mu_;
+  const cohort::Client* client_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::string job_id_ ABSL_GUARDED_BY(mu_);
+  cohort::TerminationWaiter waiter_;
+  std::thread thread_;  // last: it starts once the members above exist
+};
+
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "cohort-example-ps-schedule: %s\n",
                status.ToString().c_str());
@@ -101,6 +147,8 @@ int Run() {
       cohort::Client::Connect(
           address, {.auth_token_file = absl::GetFlag(FLAGS_auth_token_file)});
   if (!client.ok()) return Fail(client.status());
+  // After `client`, so that it ends before the client does.
+  InterruptHandler interrupts;
   cohort::JobSpec spec{
       .name = "mlp-scheduled",
       .strategy = cohort::StrategyKind::kParameterServer,
@@ -117,9 +165,10 @@ int Run() {
   absl::StatusOr<std::string> id = (*client)->SubmitJob(spec);
   if (!id.ok()) return Fail(id.status());
   // Until Finish, the job waits for this program's calls: on any failure
-  // here, or Ctrl-C before the calls are done, it is cancelled, so that it does
-  // not hold the cluster (one job runs at a time) until the coordinator gives
-  // up on its client.
+  // here, or an interrupt, it is cancelled, so that it does not hold the
+  // cluster (one job runs at a time) until the coordinator gives up on its
+  // client.
+  interrupts.Guard(client->get(), *id);
   absl::Cleanup cancel = [&] {
     if (absl::StatusOr<cohort::v1::JobStatus> cancelled =
             (*client)->CancelJob(*id);
@@ -134,14 +183,12 @@ int Run() {
       "evaluation every %lld\n",
       id->c_str(), static_cast<long long>(steps),
       static_cast<long long>(eval_every));
+  std::fflush(stdout);
 
   cohort::ClusterCoordinator coordinator(client->get(), *id);
   std::deque<PendingEval> evals;
   double accuracy = 0;
   for (int64_t step = 1; step <= steps; ++step) {
-    if (cohort::TerminationPending()) {
-      return Fail(absl::CancelledError("interrupted"));
-    }
     absl::StatusOr<cohort::RemoteValue> call =
         coordinator.Schedule("mlp_step", {}, {.takes_batch = true});
     if (!call.ok()) return Fail(call.status());
@@ -167,16 +214,9 @@ int Run() {
       evals.pop_front();
     }
   }
-  // Joined in slices, so that Ctrl-C is heeded while the last calls run.
-  const absl::Time join_deadline = absl::Now() + absl::Minutes(10);
-  absl::Status joined;
-  do {
-    if (cohort::TerminationPending()) {
-      return Fail(absl::CancelledError("interrupted"));
-    }
-    joined = coordinator.Join(absl::Seconds(1));
-  } while (absl::IsDeadlineExceeded(joined) && absl::Now() < join_deadline);
-  if (!joined.ok()) return Fail(joined);
+  if (absl::Status joined = coordinator.Join(absl::Minutes(10)); !joined.ok()) {
+    return Fail(joined);
+  }
   for (const PendingEval& eval : evals) {
     absl::StatusOr<std::map<std::string, double>> metrics =
         eval.value.Fetch(absl::Minutes(1));
@@ -221,7 +261,7 @@ int main(int argc, char** argv) {
     cohort::ExitWithConfigError(absl::InvalidArgumentError(
         "unexpected argument \"" + args[0] + "\" (see --help)"));
   }
-  // Taken between calls (TerminationPending), so that the job is cancelled.
+  // Before any thread starts: the InterruptHandler's alone takes them.
   cohort::BlockTerminationSignals();
   return Run();
 }

@@ -294,7 +294,8 @@ TEST_F(PsScheduleE2eTest, TheExampleProgramStoppedMidwayCancelsItsJob) {
   const std::optional<ExitStatus> exit = run->Wait(absl::Seconds(60));
   ASSERT_TRUE(exit.has_value()) << ReadFile(out).value_or("");
   EXPECT_EQ(exit->exit_code(), 1) << ReadFile(out).value_or("");
-  EXPECT_THAT(ReadFile(out).value_or(""), HasSubstr("CANCELLED: interrupted"));
+  EXPECT_THAT(ReadFile(out).value_or(""),
+              HasSubstr("interrupted; cancelling job " + id));
   const v1::JobStatus status = WaitForJobEnd(*client_, id, absl::Seconds(30));
   EXPECT_EQ(status.state(), v1::JOB_CANCELLED) << status.DebugString();
 }
