@@ -73,7 +73,8 @@ absl::StatusOr<int> WaitForPortFile(const std::string& path,
                                     absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
-    if (waiter.WaitFor(absl::ZeroDuration()).has_value()) {
+    // Also the poll's pause.
+    if (waiter.WaitFor(absl::Milliseconds(50)).has_value()) {
       return absl::CancelledError("interrupted");
     }
     if (auto exit = coordinator.Poll()) {
@@ -264,7 +265,7 @@ int UpCommand(const CommonOptions& options) {
     bool interrupted = false;
     absl::StatusOr<v1::ClusterState> state = (*client)->WaitForReady(
         absl::GetFlag(FLAGS_ready_timeout), [&]() -> absl::Status {
-          interrupted = waiter.WaitFor(absl::ZeroDuration()).has_value();
+          interrupted = TerminationPending();
           if (interrupted) return absl::CancelledError("interrupted");
           if (coordinator->Poll().has_value()) {
             return absl::AbortedError("the coordinator ended");
