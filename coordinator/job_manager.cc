@@ -1,6 +1,7 @@
 #include "coordinator/job_manager.h"
 
 #include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
 
 #include <algorithm>
 
@@ -8,6 +9,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/names.h"
+#include "common/status_macros.h"
 #include "coordinator/ps_monitor.h"
 #include "coordinator/sync_monitor.h"
 #include "spdlog/spdlog.h"
@@ -62,7 +65,8 @@ JobManager::JobManager(ClusterSpec spec, JobManagerOptions options)
     : spec_(std::move(spec)), options_(std::move(options)) {}
 
 absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
-                                               absl::Time now) {
+                                               absl::Time now, bool* repeated) {
+  if (repeated != nullptr) *repeated = false;
   if (absl::Status valid = ValidateJobSpec(spec); !valid.ok()) return valid;
   if (JobTasks(spec_, spec).empty()) {
     return absl::FailedPreconditionError(
@@ -85,6 +89,12 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
     }
   }
   absl::MutexLock lock(&mu_);
+  COHORT_ASSIGN_OR_RETURN(std::optional<std::string> earlier,
+                          FindSubmissionLocked(spec));
+  if (earlier.has_value()) {
+    if (repeated != nullptr) *repeated = true;
+    return *earlier;
+  }
   if (absl::Status room = CheckRoomForAJobLocked(); !room.ok()) return room;
   const int64_t id = next_id_++;
   Job& job = jobs_[id];
@@ -107,6 +117,44 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
   job.client_seen = now;
   job.changed = true;
   return status.job_id();
+}
+
+absl::StatusOr<std::optional<std::string>> JobManager::FindSubmission(
+    const v1::JobSpec& spec) const {
+  absl::MutexLock lock(&mu_);
+  return FindSubmissionLocked(spec);
+}
+
+absl::StatusOr<std::optional<std::string>> JobManager::FindSubmissionLocked(
+    const v1::JobSpec& spec) const {
+  if (spec.submission_id().empty()) return std::nullopt;
+  for (const auto& [id, job] : jobs_) {
+    const v1::JobSpec& kept = job.status.spec();
+    if (kept.submission_id() != spec.submission_id()) continue;
+    // As Submit keeps it.
+    v1::JobSpec submitted = spec;
+    if (submitted.config_json().empty()) submitted.set_config_json("{}");
+    if (!google::protobuf::util::MessageDifferencer::Equals(submitted, kept)) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "submission_id ", Quoted(spec.submission_id()), " was given to job ",
+          id, kept.name().empty() ? "" : absl::StrCat(" ", Quoted(kept.name())),
+          ", whose spec differs: a retry must send the same spec, and another "
+          "job needs another submission_id"));
+    }
+    return job.status.job_id();
+  }
+  return std::nullopt;
+}
+
+void JobManager::Withdraw(const std::string& job_id, absl::Time now,
+                          const std::string& why) {
+  absl::MutexLock lock(&mu_);
+  Job* job = Find(job_id);
+  if (job == nullptr) return;
+  if (!IsTerminal(job->status.state())) {
+    Finish(*job, v1::JOB_CANCELLED, why, now);
+  }
+  job->status.mutable_spec()->clear_submission_id();
 }
 
 absl::Status JobManager::CheckRoomForAJob() const {

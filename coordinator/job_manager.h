@@ -51,8 +51,20 @@ class JobManager {
   const ClusterSpec& spec() const { return spec_; }
 
   // INVALID_ARGUMENT naming the field for a malformed spec. The library
-  // must already be stored under spec.library_digest.
-  absl::StatusOr<std::string> Submit(const v1::JobSpec& spec, absl::Time now);
+  // must already be stored under spec.library_digest. A spec whose
+  // submission_id a job in the table was submitted with gets that job's id
+  // and `*repeated` set (when given), or ALREADY_EXISTS naming the job when
+  // the two specs differ.
+  absl::StatusOr<std::string> Submit(const v1::JobSpec& spec, absl::Time now,
+                                     bool* repeated = nullptr);
+  // The job that `spec`'s submission_id was submitted with, if any, as
+  // Submit would find it; nullopt when none (or the spec has no id).
+  absl::StatusOr<std::optional<std::string>> FindSubmission(
+      const v1::JobSpec& spec) const;
+  // Cancels a job whose submission was not acknowledged, and forgets its
+  // submission_id, so that a retry of it makes a job again.
+  void Withdraw(const std::string& job_id, absl::Time now,
+                const std::string& why);
   // RESOURCE_EXHAUSTED while options_.unended_jobs_max jobs have not ended:
   // asked before a submission's library is stored, and again by Submit.
   absl::Status CheckRoomForAJob() const;
@@ -121,6 +133,8 @@ class JobManager {
   void DropOldFinished() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckRoomForAJobLocked() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::optional<std::string>> FindSubmissionLocked(
+      const v1::JobSpec& spec) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Job* ActiveJob() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The client-scheduled job `job_id`, with its closure scheduler made if
   // the job has not been placed yet; the client was seen `now`.

@@ -10,6 +10,7 @@
 namespace cohort::coordinator {
 namespace {
 
+using ::cohort::testing::IsOkAndHolds;
 using ::cohort::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -626,6 +627,72 @@ TEST_F(JobManagerTest, SubmissionsBeyondTheUnendedJobsAllowedAreRefused) {
   // An ended job makes room.
   ASSERT_OK(manager.Cancel(queued, now_).status());
   EXPECT_OK(manager.Submit(GoodSpec(), now_).status());
+}
+
+TEST_F(JobManagerTest, ASubmissionIdMakesOneJobHoweverOftenItIsSubmitted) {
+  JobManager manager(TwoAgentSpec(),
+                     {.checkpoint_root = "/ckpt", .unended_jobs_max = 1});
+  v1::JobSpec spec = GoodSpec();
+  spec.set_submission_id("sweep-7:lr_0.1");
+  bool repeated = true;
+  ASSERT_OK_AND_ASSIGN(const std::string id,
+                       manager.Submit(spec, now_, &repeated));
+  EXPECT_FALSE(repeated);
+  // A retry gets the same job, even with the table full and the job run.
+  EXPECT_THAT(manager.Submit(spec, now_, &repeated), IsOkAndHolds(id));
+  EXPECT_TRUE(repeated);
+  manager.Tick(Ready(), now_);
+  EXPECT_THAT(manager.FindSubmission(spec),
+              IsOkAndHolds(std::optional<std::string>(id)));
+  EXPECT_EQ(manager.List().size(), 1u);
+
+  // The same id with another spec is a mistake, not a retry.
+  v1::JobSpec other = spec;
+  other.set_steps(spec.steps() + 1);
+  EXPECT_THAT(manager.Submit(other, now_),
+              StatusIs(absl::StatusCode::kAlreadyExists,
+                       HasSubstr("submission_id \"sweep-7:lr_0.1\" was given "
+                                 "to job 1")));
+  // A job without an id is never taken for another.
+  EXPECT_THAT(manager.FindSubmission(GoodSpec()),
+              IsOkAndHolds(std::optional<std::string>()));
+
+  // A restored coordinator still knows it.
+  std::optional<std::string> table =
+      manager.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
+  ASSERT_TRUE(table.has_value());
+  JobManager restored(TwoAgentSpec(), {.checkpoint_root = "/ckpt"});
+  ASSERT_OK(restored.Restore(*table, now_));
+  EXPECT_THAT(restored.Submit(spec, now_, &repeated), IsOkAndHolds(id));
+  EXPECT_TRUE(repeated);
+}
+
+TEST_F(JobManagerTest, AWithdrawnSubmissionIsMadeAgainByItsRetry) {
+  v1::JobSpec spec = GoodSpec();
+  spec.set_submission_id("retry-me");
+  ASSERT_OK_AND_ASSIGN(const std::string first, manager_.Submit(spec, now_));
+  manager_.Withdraw(first, now_, "not accepted: the table was not saved");
+  EXPECT_EQ(State(first), v1::JOB_CANCELLED);
+  bool repeated = true;
+  ASSERT_OK_AND_ASSIGN(const std::string second,
+                       manager_.Submit(spec, now_, &repeated));
+  EXPECT_FALSE(repeated);
+  EXPECT_NE(second, first);
+}
+
+TEST_F(JobManagerTest, AMalformedSubmissionIdIsRefusedNamingIt) {
+  v1::JobSpec spec = GoodSpec();
+  spec.set_submission_id("a b");
+  EXPECT_THAT(manager_.Submit(spec, now_),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("submission_id \"a b\" holds \" \"")));
+  spec.set_submission_id(std::string(129, 'x'));
+  EXPECT_THAT(manager_.Submit(spec, now_),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("submission_id is 129 bytes, over the limit "
+                                 "of 128")));
+  spec.set_submission_id(std::string(128, 'x'));
+  EXPECT_OK(manager_.Submit(spec, now_).status());
 }
 
 TEST_F(JobManagerTest, AJobThatEndedLastIsKeptWhateverItsId) {

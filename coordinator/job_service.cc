@@ -51,6 +51,16 @@ grpc::ServerUnaryReactor* JobsService::SubmitJob(
     const v1::JobSpec& spec = request->spec();
     // A spec that will be refused leaves no library behind.
     if (absl::Status valid = ValidateJobSpec(spec); !valid.ok()) return valid;
+    // A retry of an acknowledged submission, even with the table full.
+    absl::StatusOr<std::optional<std::string>> earlier =
+        manager_->FindSubmission(spec);
+    if (!earlier.ok()) return earlier.status();
+    if (earlier->has_value()) {
+      spdlog::info("job {}: submission {} repeated", **earlier,
+                   spec.submission_id());
+      response->set_job_id(**earlier);
+      return absl::OkStatus();
+    }
     if (absl::Status room = manager_->CheckRoomForAJob(); !room.ok()) {
       return room;
     }
@@ -63,11 +73,21 @@ grpc::ServerUnaryReactor* JobsService::SubmitJob(
           "no step library was uploaded with the job, and none with its "
           "digest is stored");
     }
-    absl::StatusOr<std::string> id = manager_->Submit(spec, absl::Now());
+    // One submission at a time from here: a retry racing its original
+    // finds the job saved, or withdrawn with its submission_id.
+    absl::MutexLock lock(&submit_mu_);
+    bool repeated = false;
+    absl::StatusOr<std::string> id =
+        manager_->Submit(spec, absl::Now(), &repeated);
     if (!id.ok()) return id.status();
+    if (repeated) {
+      spdlog::info("job {}: submission {} repeated", *id, spec.submission_id());
+      response->set_job_id(*id);
+      return absl::OkStatus();
+    }
     // Acknowledged means saved: a coordinator killed now still runs it.
     if (absl::Status saved = Persist("the job was"); !saved.ok()) {
-      (void)manager_->Cancel(
+      manager_->Withdraw(
           *id, absl::Now(),
           "not accepted: the job table could not be saved at submission");
       return saved;

@@ -79,6 +79,8 @@ class JobsService final : public v1::Jobs::CallbackService {
   rpc::StreamPump* const pump_;
   // Held from scheduling calls to their save (JobManager::ScheduleSaved).
   absl::Mutex schedule_mu_;
+  // Held from a submission's entry in the table to its save.
+  absl::Mutex submit_mu_;
 };
 
 // Same ownership as JobsService; libraries are read on `slow`.

@@ -1,5 +1,6 @@
 // The Jobs service over a real gRPC server: what its slow executor does
-// with a call whose caller has given up.
+// with a call whose caller has given up, and what a call that could not be
+// saved leaves behind.
 
 #include "coordinator/job_service.h"
 
@@ -11,6 +12,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "cohort/v1/job.grpc.pb.h"
+#include "common/digest.h"
 #include "coordinator/test_job_spec.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
@@ -45,6 +47,23 @@ class JobServiceTest : public ::testing::Test {
                             &response);
   }
 
+  // Submits `spec` with `library` uploaded; the job's id, or why not.
+  absl::StatusOr<std::string> Submit(v1::JobSpec spec,
+                                     const std::string& library) {
+    v1::SubmitJobRequest request;
+    spec.set_library_digest(Sha256Hex(library));
+    *request.mutable_spec() = std::move(spec);
+    request.set_library(library);
+    v1::SubmitJobResponse response;
+    const grpc::Status status = stub_->SubmitJob(
+        connection_->NewContext(absl::Seconds(30)).get(), request, &response);
+    if (!status.ok()) {
+      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                          status.error_message());
+    }
+    return response.job_id();
+  }
+
   // Schedules `fns` on ParameterServer job `job`; their ids, or why not.
   absl::StatusOr<std::vector<int64_t>> Schedule(const std::string& job,
                                                 std::vector<std::string> fns) {
@@ -66,8 +85,7 @@ class JobServiceTest : public ::testing::Test {
                                           "worker": ["127.0.0.1:2"],
                                           "ps": ["127.0.0.1:3"]}})"),
                       {}};
-  // Cancelling reads and writes no library.
-  LibraryStore libraries_{::testing::TempDir() + "/unused-libraries"};
+  LibraryStore libraries_{::testing::TempDir() + "/job-service-libraries"};
   rpc::Authenticator auth_{std::nullopt};
   Executor slow_{1, "test-slow"};
   Executor fan_out_{1, "test-fan-out"};
@@ -166,6 +184,32 @@ TEST_F(JobServiceTest, CallsWhoseSaveFailedAreTakenBackNotRunWithTheirRetry) {
   ASSERT_TRUE(retried.ok()) << retried.status();
   EXPECT_EQ(*retried, (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(manager_.GetCalls(request, absl::Now())->scheduled(), 2);
+}
+
+TEST_F(JobServiceTest, ARetriedSubmissionMakesOneJobAndAnUnsavedOneNone) {
+  v1::JobSpec spec = TestJobSpec(v1::MULTI_WORKER_MIRRORED, 10);
+  spec.set_submission_id("nightly-42");
+  fail_saves_ = true;
+  EXPECT_EQ(Submit(spec, "library bytes").status().code(),
+            absl::StatusCode::kUnavailable);
+  fail_saves_ = false;
+  absl::StatusOr<std::string> made = Submit(spec, "library bytes");
+  ASSERT_TRUE(made.ok()) << made.status();
+  // The answer lost, the client sends it again: the same job.
+  absl::StatusOr<std::string> again = Submit(spec, "library bytes");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *made);
+
+  int live = 0;
+  for (const v1::JobStatus& job : manager_.List()) {
+    if (job.spec().submission_id() == "nightly-42") {
+      ++live;
+      EXPECT_EQ(job.job_id(), *made);
+    }
+  }
+  EXPECT_EQ(live, 1) << "the unsaved submission kept its id, or the retry "
+                        "made a second job";
+  EXPECT_EQ(manager_.List().size(), 3u);  // SetUp's, unsaved, made
 }
 
 }  // namespace

@@ -3,14 +3,26 @@
 #include <cmath>
 #include <filesystem>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/digest.h"
+#include "common/names.h"
 #include "nlohmann/json.hpp"
 #include "rpc/limits.h"
 
 namespace cohort::coordinator {
 
 constexpr int kMaxLogicalDevices = 64;
+constexpr size_t kMaxSubmissionIdBytes = 128;
+
+namespace {
+
+// Ids travel in logs, errors and command lines, so a plain alphabet.
+bool IsSubmissionIdChar(char c) {
+  return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == ':' || c == '-';
+}
+
+}  // namespace
 
 absl::Status ValidateEarlyStopping(const v1::JobSpec& spec) {
   const v1::EarlyStopping& rule = spec.early_stopping();
@@ -166,6 +178,17 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
       return bad(
           "the evaluator evaluates the synchronous strategies' "
           "checkpoints; a ParameterServer job has none");
+    }
+  }
+  if (spec.submission_id().size() > kMaxSubmissionIdBytes) {
+    return bad("submission_id is ", spec.submission_id().size(),
+               " bytes, over the limit of ", kMaxSubmissionIdBytes);
+  }
+  for (char c : spec.submission_id()) {
+    if (!IsSubmissionIdChar(c)) {
+      return bad("submission_id ", Quoted(spec.submission_id()), " holds ",
+                 Quoted(std::string(1, c)),
+                 "; use letters, digits and . _ : -");
     }
   }
   if (spec.config_json().size() > rpc::kMaxConfigJsonBytes) {

@@ -82,6 +82,11 @@ ABSL_FLAG(std::string, config, "{}",
           "it from FILE.");
 ABSL_FLAG(std::string, name, "",
           "submit: a name for people to tell jobs apart.");
+ABSL_FLAG(std::string, submission_id, "",
+          "submit: names this one intended job (letters, digits, . _ : -): "
+          "submitting it again, as a script that lost the answer would, "
+          "prints the job it made instead of starting another. Default: a "
+          "random one.");
 ABSL_FLAG(absl::Duration, collective_timeout, absl::Seconds(60),
           "submit: how long a collective may wait for a peer before the "
           "attempt fails.");
@@ -183,6 +188,7 @@ absl::StatusOr<JobSpec> SpecFromFlags() {
   spec.collective_timeout = timeout;
   COHORT_ASSIGN_OR_RETURN(spec.config_json, ConfigFromFlag());
   spec.name = absl::GetFlag(FLAGS_name);
+  spec.submission_id = absl::GetFlag(FLAGS_submission_id);
   spec.init_fn = absl::GetFlag(FLAGS_init);
   spec.dataset_fn = absl::GetFlag(FLAGS_dataset);
   spec.seed = absl::GetFlag(FLAGS_seed);
@@ -239,11 +245,12 @@ int SubmitCommand(const CommonOptions& options) {
   absl::StatusOr<std::string> job_id = client->SubmitJob(*spec);
   if (!job_id.ok()) {
     PrintError(job_id.status());
-    // A spec the client or the coordinator rejected, or a missing library,
-    // is the caller's to fix.
+    // A spec the client or the coordinator rejected, a missing library, or
+    // a submission id already given to another spec, is the caller's to fix.
     const absl::StatusCode code = job_id.status().code();
     return code == absl::StatusCode::kInvalidArgument ||
-                   code == absl::StatusCode::kNotFound
+                   code == absl::StatusCode::kNotFound ||
+                   code == absl::StatusCode::kAlreadyExists
                ? 2
                : 1;
   }

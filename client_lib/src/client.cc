@@ -5,6 +5,7 @@
 #include <optional>
 #include <system_error>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client_lib/src/client_impl.h"
@@ -25,6 +26,10 @@ namespace {
 
 // Uploading a big step library takes longer than a control call.
 constexpr absl::Duration kMinSubmitTimeout = absl::Seconds(60);
+
+// A submission whose answer was lost is sent again this many times.
+constexpr int kSubmitRetries = 2;
+constexpr absl::Duration kSubmitRetryPause = absl::Seconds(1);
 
 // Room left in a SubmitJob message for the spec beside the library: its
 // config and the rest.
@@ -64,6 +69,14 @@ v1::Communication ToProto(Communication communication) {
 
 // The checks that need no coordinator; the coordinator repeats them and adds
 // its own (registered names, placement).
+// 128 random bits: unique to one submission for any practical purpose.
+std::string RandomSubmissionId() {
+  absl::BitGen bits;
+  return absl::StrCat(
+      absl::Hex(absl::Uniform<uint64_t>(bits), absl::kZeroPad16),
+      absl::Hex(absl::Uniform<uint64_t>(bits), absl::kZeroPad16));
+}
+
 absl::Status ValidateSpec(const JobSpec& spec) {
   if (spec.library_path.empty()) {
     return absl::InvalidArgumentError("library_path: no step library given");
@@ -308,6 +321,8 @@ absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
   proto.set_checkpoint_dir(spec.checkpoint_dir);
   proto.set_collective_timeout_ms(
       absl::ToInt64Milliseconds(spec.collective_timeout));
+  proto.set_submission_id(spec.submission_id.empty() ? RandomSubmissionId()
+                                                     : spec.submission_id);
   if (!spec.early_stopping.metric.empty()) {
     v1::EarlyStopping& rule = *proto.mutable_early_stopping();
     rule.set_metric(spec.early_stopping.metric);
@@ -336,11 +351,21 @@ absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
   }
 
   v1::SubmitJobResponse response;
-  auto context = impl_->connection.NewContext(
-      std::max(impl_->rpc_timeout, kMinSubmitTimeout));
-  const grpc::Status status =
-      impl_->jobs->SubmitJob(context.get(), request, &response);
-  COHORT_RETURN_IF_ERROR(impl_->connection.Annotate("Jobs.SubmitJob", status));
+  for (int attempt = 0;; ++attempt) {
+    auto context = impl_->connection.NewContext(
+        std::max(impl_->rpc_timeout, kMinSubmitTimeout));
+    const grpc::Status status =
+        impl_->jobs->SubmitJob(context.get(), request, &response);
+    const bool answer_lost =
+        status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+        status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    if (!answer_lost || attempt == kSubmitRetries) {
+      COHORT_RETURN_IF_ERROR(
+          impl_->connection.Annotate("Jobs.SubmitJob", status));
+      break;
+    }
+    absl::SleepFor(kSubmitRetryPause);
+  }
   if (response.job_id().empty()) {
     return absl::InternalError(
         absl::StrCat("Jobs.SubmitJob to ", address(),

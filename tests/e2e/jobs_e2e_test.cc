@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <optional>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cohort/client.h"
@@ -551,6 +553,40 @@ TEST_F(JobsE2eTest, CohortctlSubmitWaitShowsProgressAndJobJsonHasTheStatus) {
   }
   EXPECT_THAT(json.output,
               ::testing::ContainsRegex("steps_?[pP]er_?[sS]econd"));
+}
+
+TEST_F(JobsE2eTest, ASubmissionRepeatedWithItsIdIsOneJob) {
+  auto submit = [&](const std::string& steps) {
+    return RunCommand(
+        {Binary("cohortctl"), "--coordinator=" + coordinator_->address(),
+         "submit", "--library=" + Library("cohort_example_linear"),
+         "--init=linear_init", "--step=linear_step", "--dataset=linear_data",
+         "--steps=" + steps, "--global_batch=64", "--devices_per_agent=2",
+         "--submission_id=once-only"},
+        absl::Seconds(60));
+  };
+  const CommandResult first = submit("20");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const CommandResult again = submit("20");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(again.output, first.output);  // the job's id
+  const std::string id(absl::StripAsciiWhitespace(first.output));
+
+  const CommandResult other = submit("30");
+  EXPECT_EQ(other.exit_code, 2) << other.output;
+  EXPECT_THAT(other.output,
+              HasSubstr(absl::StrCat("submission_id \"once-only\" was given "
+                                     "to job ",
+                                     id, ", whose spec differs")));
+  const v1::JobStatus ended = WaitForJobEnd(*client_, id, absl::Seconds(60));
+  EXPECT_EQ(ended.state(), v1::JOB_SUCCEEDED) << ended.error();
+  absl::StatusOr<std::vector<v1::JobStatus>> jobs = client_->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ(std::count_if(jobs->begin(), jobs->end(),
+                          [](const v1::JobStatus& job) {
+                            return job.spec().submission_id() == "once-only";
+                          }),
+            1);
 }
 
 // Runs `cohortctl submit --wait` of a job that runs until cancelled, with

@@ -141,6 +141,10 @@ struct JobSpec {
   std::string eval_fn;
   std::string eval_dataset_fn;
   int64_t eval_steps = 0;
+  // Names this one intended job (up to 128 of [A-Za-z0-9._:-]): a
+  // submission repeating it gets the job it made instead of a second one.
+  // Empty: SubmitJob chooses one for its own retries.
+  std::string submission_id;
 };
 
 // A tensor in host memory: one saved in a checkpoint, or a ParameterServer
@@ -192,7 +196,10 @@ class Client {
 
   // Uploads the library and submits the job; returns its id.
   // INVALID_ARGUMENT naming the field for a bad spec (checked here and by
-  // the coordinator), NOT_FOUND for a missing library file.
+  // the coordinator), NOT_FOUND for a missing library file. A call that
+  // ends UNAVAILABLE or DEADLINE_EXCEEDED, which may have reached the
+  // coordinator, is tried again (twice at most) with the same
+  // submission_id, so it never makes two jobs.
   absl::StatusOr<std::string> SubmitJob(const JobSpec& spec) const;
   absl::StatusOr<v1::JobStatus> GetJob(const std::string& job_id) const;
   absl::StatusOr<std::vector<v1::JobStatus>> ListJobs() const;
