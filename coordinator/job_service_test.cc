@@ -16,6 +16,8 @@
 #include "coordinator/test_job_spec.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
+#include "rpc/stream_pump.h"
+#include "tests/testing/wait.h"
 
 namespace cohort::coordinator {
 namespace {
@@ -34,6 +36,7 @@ class JobServiceTest : public ::testing::Test {
     id_ = *id;
   }
   void TearDown() override {
+    pump_.Shutdown();
     server_.Shutdown(absl::Seconds(1));
     slow_.Shutdown();
     fan_out_.Shutdown();
@@ -90,6 +93,7 @@ class JobServiceTest : public ::testing::Test {
   Executor slow_{1, "test-slow"};
   Executor fan_out_{1, "test-fan-out"};
   std::atomic<bool> fail_saves_{false};
+  rpc::StreamPump pump_{absl::Milliseconds(10), /*max_streams=*/2};
   JobsService service_{&manager_,
                        &libraries_,
                        &auth_,
@@ -101,7 +105,7 @@ class JobServiceTest : public ::testing::Test {
                          return absl::OkStatus();
                        },
                        rpc::Security{},
-                       nullptr};
+                       &pump_};
   rpc::RpcServer server_{{.listen = "127.0.0.1:0"}};
   std::unique_ptr<rpc::Connection> connection_;
   std::unique_ptr<v1::Jobs::Stub> stub_;
@@ -210,6 +214,52 @@ TEST_F(JobServiceTest, ARetriedSubmissionMakesOneJobAndAnUnsavedOneNone) {
   EXPECT_EQ(live, 1) << "the unsaved submission kept its id, or the retry "
                         "made a second job";
   EXPECT_EQ(manager_.List().size(), 3u);  // SetUp's, unsaved, made
+}
+
+TEST_F(JobServiceTest, WatchesBeyondTheLimitAreRefusedUntilOneEnds) {
+  v1::GetJobRequest request;
+  request.set_job_id(id_);
+  // Opens a watch; whether it read the job's status, and the watch.
+  struct Watch {
+    std::unique_ptr<grpc::ClientContext> context;
+    std::unique_ptr<grpc::ClientReader<v1::JobStatus>> reader;
+    bool read = false;
+  };
+  auto watch = [&] {
+    Watch opened{.context = connection_->NewContext(absl::Seconds(30))};
+    opened.reader = stub_->WatchJob(opened.context.get(), request);
+    v1::JobStatus status;
+    opened.read = opened.reader->Read(&status) && status.job_id() == id_;
+    return opened;
+  };
+  // Two watches of a job that does not end stay open.
+  std::vector<Watch> open;
+  for (int i = 0; i < 2; ++i) {
+    open.push_back(watch());
+    ASSERT_TRUE(open.back().read)
+        << open.back().reader->Finish().error_message();
+  }
+  Watch third = watch();
+  EXPECT_FALSE(third.read);
+  const grpc::Status refused = third.reader->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(),
+              ::testing::HasSubstr("2 streams (watches, followed logs) are "
+                                   "open, the most this server serves"));
+
+  // Once one ends, and the server has seen it go, a watch is taken again.
+  open[0].context->TryCancel();
+  (void)open[0].reader->Finish();
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] {
+        Watch again = watch();
+        again.context->TryCancel();
+        (void)again.reader->Finish();
+        return again.read;
+      },
+      absl::Seconds(30)));
+  open[1].context->TryCancel();
+  (void)open[1].reader->Finish();
 }
 
 }  // namespace

@@ -2,12 +2,13 @@
 
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace cohort::rpc {
 
-StreamPump::StreamPump(absl::Duration period)
-    : period_(period), thread_([this] { Run(); }) {}
+StreamPump::StreamPump(absl::Duration period, int max_streams)
+    : period_(period), max_streams_(max_streams), thread_([this] { Run(); }) {}
 
 StreamPump::~StreamPump() { Shutdown(); }
 
@@ -17,6 +18,14 @@ void StreamPump::Add(PumpedStream* stream) {
     stream->Stop(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                               "the server is shutting down"));
     // Its OnDone calls Remove, which finds nothing: harmless.
+    return;
+  }
+  if (streams_.size() >= static_cast<size_t>(max_streams_)) {
+    stream->Stop(grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat(streams_.size(),
+                     " streams (watches, followed logs) are open, the most "
+                     "this server serves at once; end some and try again")));
     return;
   }
   streams_.insert(stream);

@@ -40,12 +40,18 @@ class PumpedStream {
 // then destroy it.
 class StreamPump {
  public:
-  explicit StreamPump(absl::Duration period);
+  // Each open stream costs the pump a Next() every period, and its client
+  // a message buffer: beyond this many, a new one is refused.
+  static constexpr int kDefaultMaxStreams = 1024;
+
+  explicit StreamPump(absl::Duration period,
+                      int max_streams = kDefaultMaxStreams);
   ~StreamPump();
   StreamPump(const StreamPump&) = delete;
   StreamPump& operator=(const StreamPump&) = delete;
 
-  // After Shutdown, Add stops the stream at once.
+  // After Shutdown, or with max_streams open, Add stops the stream at once
+  // (UNAVAILABLE, RESOURCE_EXHAUSTED).
   void Add(PumpedStream* stream);
   // Waits while `stream` is being pumped; after it returns, it is not again.
   void Remove(PumpedStream* stream);
@@ -57,6 +63,7 @@ class StreamPump {
   void Run();
 
   const absl::Duration period_;
+  const int max_streams_;
   absl::Mutex mu_;
   std::set<PumpedStream*> streams_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
