@@ -1,6 +1,6 @@
 // The Jobs service over a real gRPC server: what its slow executor does
-// with a call whose caller has given up, and what a call that could not be
-// saved leaves behind.
+// with a call whose caller has given up, what a call that could not be
+// saved leaves behind, and how many watches it serves.
 
 #include "coordinator/job_service.h"
 
@@ -13,9 +13,11 @@
 #include "absl/synchronization/notification.h"
 #include "cohort/v1/job.grpc.pb.h"
 #include "common/digest.h"
+#include "common/status_macros.h"
 #include "coordinator/test_job_spec.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
+#include "rpc/status_conversion.h"
 #include "rpc/stream_pump.h"
 #include "tests/testing/wait.h"
 
@@ -58,12 +60,8 @@ class JobServiceTest : public ::testing::Test {
     *request.mutable_spec() = std::move(spec);
     request.set_library(library);
     v1::SubmitJobResponse response;
-    const grpc::Status status = stub_->SubmitJob(
-        connection_->NewContext(absl::Seconds(30)).get(), request, &response);
-    if (!status.ok()) {
-      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                          status.error_message());
-    }
+    COHORT_RETURN_IF_ERROR(rpc::FromGrpcStatus(stub_->SubmitJob(
+        connection_->NewContext(absl::Seconds(30)).get(), request, &response)));
     return response.job_id();
   }
 
@@ -74,12 +72,8 @@ class JobServiceTest : public ::testing::Test {
     request.set_job_id(job);
     for (const std::string& fn : fns) request.add_calls()->set_fn(fn);
     v1::ScheduleResponse response;
-    const grpc::Status status = stub_->Schedule(
-        connection_->NewContext(absl::Seconds(30)).get(), request, &response);
-    if (!status.ok()) {
-      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                          status.error_message());
-    }
+    COHORT_RETURN_IF_ERROR(rpc::FromGrpcStatus(stub_->Schedule(
+        connection_->NewContext(absl::Seconds(30)).get(), request, &response)));
     return std::vector<int64_t>(response.ids().begin(), response.ids().end());
   }
 
