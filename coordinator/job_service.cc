@@ -51,9 +51,12 @@ grpc::ServerUnaryReactor* JobsService::SubmitJob(
     const v1::JobSpec& spec = request->spec();
     // A spec that will be refused leaves no library behind.
     if (absl::Status valid = ValidateJobSpec(spec); !valid.ok()) return valid;
-    // A retry of an acknowledged submission, even with the table full.
-    absl::StatusOr<std::optional<std::string>> earlier =
-        manager_->FindSubmission(spec);
+    // A retry of an acknowledged submission, even with the table full (not
+    // of one still being saved: submit_mu_).
+    absl::StatusOr<std::optional<std::string>> earlier = [&] {
+      absl::MutexLock lock(&submit_mu_);
+      return manager_->FindSubmission(spec);
+    }();
     if (!earlier.ok()) return earlier.status();
     if (earlier->has_value()) {
       spdlog::info("job {}: submission {} repeated", **earlier,

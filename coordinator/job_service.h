@@ -79,7 +79,8 @@ class JobsService final : public v1::Jobs::CallbackService {
   rpc::StreamPump* const pump_;
   // Held from scheduling calls to their save (JobManager::ScheduleSaved).
   absl::Mutex schedule_mu_;
-  // Held from a submission's entry in the table to its save.
+  // Held from a submission's entry in the table to its save, and by a
+  // retry's look for it.
   absl::Mutex submit_mu_;
 };
 

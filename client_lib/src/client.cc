@@ -67,8 +67,6 @@ v1::Communication ToProto(Communication communication) {
   return v1::COMMUNICATION_AUTO;
 }
 
-// The checks that need no coordinator; the coordinator repeats them and adds
-// its own (registered names, placement).
 // 128 random bits: unique to one submission for any practical purpose.
 std::string RandomSubmissionId() {
   absl::BitGen bits;
@@ -77,6 +75,8 @@ std::string RandomSubmissionId() {
       absl::Hex(absl::Uniform<uint64_t>(bits), absl::kZeroPad16));
 }
 
+// The checks that need no coordinator; the coordinator repeats them and adds
+// its own (registered names, placement).
 absl::Status ValidateSpec(const JobSpec& spec) {
   if (spec.library_path.empty()) {
     return absl::InvalidArgumentError("library_path: no step library given");
