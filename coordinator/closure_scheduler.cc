@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "rpc/limits.h"
 
 namespace cohort::coordinator {
 namespace {
@@ -187,6 +188,11 @@ absl::StatusOr<std::vector<int64_t>> ClosureScheduler::Schedule(
     if (calls[i].fn().empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("call ", i, " names no function"));
+    }
+    if (calls[i].fn().size() > rpc::kMaxSpecTextBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "call ", i, " names a function of ", calls[i].fn().size(),
+          " bytes; at most ", rpc::kMaxSpecTextBytes));
     }
     if (static_cast<size_t>(calls[i].args_size()) > kMaxArgs) {
       return absl::InvalidArgumentError(

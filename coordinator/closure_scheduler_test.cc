@@ -1,5 +1,6 @@
 #include "coordinator/closure_scheduler.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace cohort::coordinator {
@@ -277,6 +278,13 @@ TEST(ClosureSchedulerTest, ScheduleRefusesBadCallsAndAFullQueueAsAWhole) {
   EXPECT_EQ(
       ScheduleAndSave(scheduler, {Call("f", false, many)}).status().code(),
       absl::StatusCode::kInvalidArgument);
+  const absl::Status long_name =
+      ScheduleAndSave(scheduler, {Call("f"), Call(std::string(4097, 'f'))})
+          .status();
+  EXPECT_EQ(long_name.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(long_name.message()),
+              ::testing::HasSubstr("call 1 names a function of 4097 bytes; at "
+                                   "most 4096"));
   std::vector<v1::ScheduledCall> full(ClosureScheduler::kMaxPendingCalls,
                                       Call("f"));
   ASSERT_TRUE(ScheduleAndSave(scheduler, full).ok());

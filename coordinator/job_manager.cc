@@ -64,10 +64,8 @@ std::string RankOwner(const Job& job, const std::string& ring, int rank) {
 JobManager::JobManager(ClusterSpec spec, JobManagerOptions options)
     : spec_(std::move(spec)), options_(std::move(options)) {}
 
-absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
-                                               absl::Time now, bool* repeated) {
-  if (repeated != nullptr) *repeated = false;
-  if (absl::Status valid = ValidateJobSpec(spec); !valid.ok()) return valid;
+absl::Status JobManager::CheckSubmittable(const v1::JobSpec& spec) const {
+  COHORT_RETURN_IF_ERROR(ValidateJobSpec(spec));
   if (JobTasks(spec_, spec).empty()) {
     return absl::FailedPreconditionError(
         "the cluster has no chief or worker task to run a job on");
@@ -88,6 +86,13 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
       return shape;
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> JobManager::Submit(const v1::JobSpec& spec,
+                                               absl::Time now, bool* repeated) {
+  if (repeated != nullptr) *repeated = false;
+  COHORT_RETURN_IF_ERROR(CheckSubmittable(spec));
   absl::MutexLock lock(&mu_);
   COHORT_ASSIGN_OR_RETURN(std::optional<std::string> earlier,
                           FindSubmissionLocked(spec));
@@ -632,7 +637,12 @@ void JobManager::MarkUnsaved() {
 
 absl::Status JobManager::Restore(const std::string& text, absl::Time now) {
   v1::JobTable table;
-  if (auto parsed = google::protobuf::util::JsonStringToMessage(text, &table);
+  // A table a newer build wrote (fields this one does not know) still
+  // restores, so that a rollback keeps the jobs.
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  if (auto parsed =
+          google::protobuf::util::JsonStringToMessage(text, &table, options);
       !parsed.ok()) {
     return absl::DataLossError(
         absl::StrCat("the job table does not parse: ", parsed.ToString()));

@@ -57,6 +57,10 @@ class JobManager {
   // the two specs differ.
   absl::StatusOr<std::string> Submit(const v1::JobSpec& spec, absl::Time now,
                                      bool* repeated = nullptr);
+  // Submit's checks of the spec against the cluster, without submitting:
+  // asked before a submission's library is stored, so that a refused one
+  // leaves none behind.
+  absl::Status CheckSubmittable(const v1::JobSpec& spec) const;
   // The job that `spec`'s submission_id was submitted with, if any, as
   // Submit would find it; nullopt when none (or the spec has no id).
   absl::StatusOr<std::optional<std::string>> FindSubmission(

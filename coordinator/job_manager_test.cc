@@ -95,6 +95,20 @@ TEST_F(JobManagerTest, MalformedSpecsAreRefusedNamingTheField) {
   spec.set_strategy(v1::STRATEGY_UNSPECIFIED);
   EXPECT_EQ(manager_.Submit(spec, now_).status().code(),
             absl::StatusCode::kInvalidArgument);
+  // Texts that travel with every assignment and save are bounded.
+  spec = GoodSpec();
+  spec.set_name(std::string(4097, 'n'));
+  EXPECT_THAT(manager_.Submit(spec, now_),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("job spec: name is 4097 bytes, over the "
+                                 "limit of 4096")));
+  spec = GoodSpec();
+  spec.set_checkpoint_dir("/" + std::string(4096, 'd'));
+  EXPECT_THAT(manager_.Submit(spec, now_).status().message(),
+              HasSubstr("checkpoint_dir is 4097 bytes"));
+  spec = GoodSpec();
+  spec.set_name(std::string(4096, 'n'));
+  EXPECT_OK(manager_.Submit(spec, now_).status());
 }
 
 TEST_F(JobManagerTest, CheckpointDirMustBeAbsoluteWithoutDotDot) {
@@ -562,6 +576,16 @@ TEST_F(JobManagerTest, RestoresATableWithNumericIdsAndRefusesABadJob) {
       now_));
   EXPECT_EQ(restored.Get("7")->step(), 10);
   EXPECT_EQ(*restored.Submit(GoodSpec(), now_), "8");
+
+  // A table of a newer build, with fields this one does not know: a
+  // rollback keeps its jobs.
+  JobManager older(TwoAgentSpec(), {.checkpoint_root = "/ckpt"});
+  ASSERT_OK(older.Restore(
+      R"({"next_id": 4, "a_later_field": 1,
+          "jobs": [{"job_id": "3", "state": "JOB_SUCCEEDED", "step": 5,
+                    "spec": {"steps": 5, "a_later_spec_field": "x"}}]})",
+      now_));
+  EXPECT_EQ(older.Get("3")->step(), 5);
 
   JobManager refused(TwoAgentSpec(), {.checkpoint_root = "/ckpt"});
   EXPECT_THAT(refused.Restore(R"({"jobs": [{"job_id": "x"}]})", now_),

@@ -1,6 +1,7 @@
 #include "coordinator/job_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "coordinator/job_tasks.h"
 #include "coordinator/job_watch.h"
 #include "coordinator/trace_collector.h"
@@ -50,7 +51,7 @@ grpc::ServerUnaryReactor* JobsService::SubmitJob(
   return rpc::OffloadUnary(context, auth_, slow_, [=, this]() -> absl::Status {
     const v1::JobSpec& spec = request->spec();
     // A spec that will be refused leaves no library behind.
-    if (absl::Status valid = ValidateJobSpec(spec); !valid.ok()) return valid;
+    COHORT_RETURN_IF_ERROR(manager_->CheckSubmittable(spec));
     // A retry of an acknowledged submission, even with the table full (not
     // of one still being saved: submit_mu_).
     absl::StatusOr<std::optional<std::string>> earlier = [&] {
@@ -202,7 +203,19 @@ grpc::ServerUnaryReactor* JobsService::FinishJob(
     absl::Status finished =
         manager_->FinishScheduling(request->job_id(), absl::Now());
     if (!finished.ok()) return finished;
-    return Persist("the finish was");
+    // As a cancellation: it holds here at once, and across a restart once
+    // saved. Finishing again is harmless and saves again.
+    if (persist_) {
+      if (absl::Status saved = persist_(); !saved.ok()) {
+        return absl::UnavailableError(absl::StrCat(
+            "job ", request->job_id(),
+            " has finished scheduling, but the job table could not be saved (",
+            saved.message(),
+            "): a coordinator restarted before the next save would wait for "
+            "more calls; finish it again once the state dir is writable"));
+      }
+    }
+    return absl::OkStatus();
   });
 }
 

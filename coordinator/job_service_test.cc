@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <thread>
 
 #include "absl/synchronization/notification.h"
 #include "cohort/v1/job.grpc.pb.h"
 #include "common/digest.h"
+#include "common/library_files.h"
 #include "common/status_macros.h"
 #include "coordinator/test_job_spec.h"
 #include "rpc/channel.h"
@@ -208,6 +210,45 @@ TEST_F(JobServiceTest, ARetriedSubmissionMakesOneJobAndAnUnsavedOneNone) {
   EXPECT_EQ(live, 1) << "the unsaved submission kept its id, or the retry "
                         "made a second job";
   EXPECT_EQ(manager_.List().size(), 3u);  // SetUp's, unsaved, made
+}
+
+TEST_F(JobServiceTest, ASubmissionTheClusterCannotRunLeavesNoLibraryBehind) {
+  v1::JobSpec spec = TestJobSpec(v1::MULTI_WORKER_MIRRORED, 10);
+  spec.set_eval_fn("eval");
+  spec.set_eval_dataset_fn("eval_data");
+  const std::string library = "a library for a cluster with an evaluator";
+  absl::StatusOr<std::string> refused = Submit(spec, library);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::HasSubstr("eval_fn needs the cluster's evaluator"));
+  EXPECT_FALSE(std::filesystem::exists(LibraryPath(
+      ::testing::TempDir() + "/job-service-libraries", Sha256Hex(library))));
+}
+
+TEST_F(JobServiceTest, AFinishThatCouldNotBeSavedHoldsAndSavesWhenRepeated) {
+  v1::JobSpec spec = TestJobSpec(v1::PARAMETER_SERVER, 0);
+  spec.mutable_ps()->set_schedule_from_client(true);
+  absl::StatusOr<std::string> job = manager_.Submit(spec, absl::Now());
+  ASSERT_TRUE(job.ok()) << job.status();
+  v1::FinishJobRequest request;
+  request.set_job_id(*job);
+  v1::FinishJobResponse response;
+  fail_saves_ = true;
+  const grpc::Status unsaved = stub_->FinishJob(
+      connection_->NewContext(absl::Seconds(30)).get(), request, &response);
+  EXPECT_EQ(unsaved.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(unsaved.error_message(),
+              ::testing::HasSubstr(absl::StrCat(
+                  "job ", *job,
+                  " has finished scheduling, but the job table could not be "
+                  "saved (disk full)")));
+  // It holds: no more calls are taken.
+  EXPECT_EQ(Schedule(*job, {"f"}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  fail_saves_ = false;
+  const grpc::Status saved = stub_->FinishJob(
+      connection_->NewContext(absl::Seconds(30)).get(), request, &response);
+  EXPECT_TRUE(saved.ok()) << saved.error_message();
 }
 
 TEST_F(JobServiceTest, WatchesBeyondTheLimitAreRefusedUntilOneEnds) {

@@ -59,6 +59,24 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   auto bad = [](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat("job spec: ", parts...));
   };
+  // First: the checks below quote some of them.
+  const std::pair<const char*, const std::string*> texts[] = {
+      {"name", &spec.name()},
+      {"library_name", &spec.library_name()},
+      {"init_fn", &spec.init_fn()},
+      {"step_fn", &spec.step_fn()},
+      {"dataset_fn", &spec.dataset_fn()},
+      {"eval_fn", &spec.eval_fn()},
+      {"eval_dataset_fn", &spec.eval_dataset_fn()},
+      {"checkpoint_dir", &spec.checkpoint_dir()},
+      {"early_stopping.metric", &spec.early_stopping().metric()},
+  };
+  for (const auto& [field, text] : texts) {
+    if (text->size() > rpc::kMaxSpecTextBytes) {
+      return bad(field, " is ", text->size(), " bytes, over the limit of ",
+                 rpc::kMaxSpecTextBytes);
+    }
+  }
   switch (spec.strategy()) {
     case v1::MULTI_WORKER_MIRRORED:
     case v1::MIRRORED:

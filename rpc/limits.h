@@ -14,6 +14,10 @@ inline constexpr int kMaxMessageBytes = 256 * 1024 * 1024;
 // A job's config_json travels with every assignment to every agent and is
 // saved with the job table on each change; data belongs in files it names.
 inline constexpr size_t kMaxConfigJsonBytes = 1024 * 1024;
+// Each of a job spec's other texts (its name, function names, paths) and
+// a scheduled call's function name: they travel and are saved as the
+// config does, and appear in logs and errors.
+inline constexpr size_t kMaxSpecTextBytes = 4096;
 
 // Default deadline of a control-plane RPC.
 inline constexpr int kDefaultRpcTimeoutMs = 5000;
