@@ -29,16 +29,23 @@ absl::Status ErrnoError(const std::string& path, absl::string_view what) {
       absl::StrCat(path, ": ", what, ": ", std::strerror(error)));
 }
 
-absl::Status FsyncPath(const std::string& path, int flags) {
-  const int fd = open(path.c_str(), flags);
-  if (fd < 0) return ErrnoError(path, "cannot open for fsync");
+}  // namespace
+
+absl::Status SyncDirectory(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(dir, "cannot open for fsync");
   const int rc = fsync(fd);
+  const int error = errno;
   close(fd);
-  if (rc != 0) return ErrnoError(path, "fsync failed");
+  // EINVAL: the filesystem cannot sync a directory (some FUSE and network
+  // ones). Its entries are as durable as it makes them, and the error is
+  // not the caller's bad argument, which INVALID_ARGUMENT would claim.
+  if (rc != 0 && error != EINVAL) {
+    errno = error;
+    return ErrnoError(dir, "fsync failed");
+  }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 absl::StatusOr<FileToRead> FileToRead::Open(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -131,7 +138,7 @@ absl::Status WriteFileAtomically(const std::string& path,
     return error;
   }
   std::string dir = std::filesystem::path(path).parent_path().string();
-  return FsyncPath(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY);
+  return SyncDirectory(dir.empty() ? "." : dir);
 }
 
 absl::Status MakeDirectories(const std::string& path) {
@@ -145,8 +152,7 @@ absl::Status MakeDirectories(const std::string& path) {
     made /= part;
     if (mkdir(made.c_str(), 0777) == 0) {
       const std::string parent = made.parent_path().string();
-      absl::Status synced =
-          FsyncPath(parent.empty() ? "." : parent, O_RDONLY | O_DIRECTORY);
+      absl::Status synced = SyncDirectory(parent.empty() ? "." : parent);
       if (!synced.ok()) return synced;
       continue;
     }

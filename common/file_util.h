@@ -50,6 +50,10 @@ class FileToRead {
 absl::Status WriteFileAtomically(const std::string& path,
                                  const std::string& contents);
 
+// fsync of a directory, so that the entries made in it survive a power loss.
+// A filesystem that cannot sync directories (EINVAL) is not an error.
+absl::Status SyncDirectory(const std::string& dir);
+
 // Creates `path` and its parents (their mode is the umask's), syncing the
 // parent of each new one.
 absl::Status MakeDirectories(const std::string& path);

@@ -73,5 +73,18 @@ TEST(FileUtilTest, AWriteFailureCarriesItsErrnosCode) {
   EXPECT_EQ(not_dir.code(), absl::StatusCode::kFailedPrecondition) << not_dir;
 }
 
+// procfs answers a directory's fsync with EINVAL, as some FUSE and network
+// filesystems do: not the caller's bad argument, which a checkpoint writer
+// would take for the model's own error.
+TEST(FileUtilTest, AFilesystemThatCannotSyncDirectoriesIsNoError) {
+  EXPECT_TRUE(SyncDirectory("/proc/self").ok()) << SyncDirectory("/proc/self");
+  const std::string root = FreshDir("sync");
+  const absl::Status missing = SyncDirectory(root);
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound) << missing;
+  EXPECT_THAT(missing.message(), HasSubstr(root));
+  ASSERT_TRUE(MakeDirectories(root).ok());
+  EXPECT_TRUE(SyncDirectory(root).ok());
+}
+
 }  // namespace
 }  // namespace cohort

@@ -108,7 +108,9 @@ class RecordFileWriter final : public RecordWriter {
       unlink(tmp_.c_str());
       return status;
     }
-    return SyncDirectory();
+    // Makes the rename durable.
+    std::string dir = std::filesystem::path(path_).parent_path().string();
+    return SyncDirectory(dir.empty() ? "." : dir);
   }
 
  private:
@@ -126,18 +128,6 @@ class RecordFileWriter final : public RecordWriter {
       pending.remove_prefix(static_cast<size_t>(n));
     }
     buffer_.clear();
-    return absl::OkStatus();
-  }
-
-  // Makes the rename durable.
-  absl::Status SyncDirectory() const {
-    std::string dir = std::filesystem::path(path_).parent_path().string();
-    if (dir.empty()) dir = ".";
-    const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return ErrnoError(dir, "cannot open for fsync");
-    const int rc = fsync(fd);
-    close(fd);
-    if (rc != 0) return ErrnoError(dir, "fsync failed");
     return absl::OkStatus();
   }
 
