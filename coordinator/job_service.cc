@@ -233,7 +233,7 @@ grpc::ServerUnaryReactor* JobsService::GetTrace(
           agents.emplace_back(task.ToString(), *manager_->spec().address(task));
         }
         absl::StatusOr<v1::TraceData> trace = CollectTrace(
-            agents, ps_security_, request->job_id(), kFetchTimeout);
+            agents, ps_security_, request->job_id(), job->uid(), kFetchTimeout);
         if (!trace.ok()) return trace.status();
         *response = *std::move(trace);
         return absl::OkStatus();

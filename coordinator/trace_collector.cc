@@ -65,7 +65,7 @@ absl::StatusOr<v1::ClockOffset> MeasureOffset(v1::Agent::Stub& stub,
 absl::StatusOr<v1::TraceData> CollectTrace(
     const std::vector<std::pair<std::string, std::string>>& agents,
     const rpc::Security& security, const std::string& job_id,
-    absl::Duration timeout) {
+    const std::string& job_uid, absl::Duration timeout) {
   v1::TraceData merged;
   merged.set_job_id(job_id);
   std::vector<std::string> unreachable;
@@ -84,6 +84,7 @@ absl::StatusOr<v1::TraceData> CollectTrace(
     auto stub = v1::Agent::NewStub(connection.channel());
     v1::GetTraceRequest request;
     request.set_job_id(job_id);
+    request.set_job_uid(job_uid);
     v1::TraceData data;
     auto context = connection.NewContext(deadline - absl::Now());
     const int64_t sent = absl::GetCurrentTimeNanos();

@@ -27,13 +27,14 @@ v1::ClockOffset EstimateOffset(int64_t sent_unix_ns, int64_t received_unix_ns,
 void ShiftToCoordinatorClock(const v1::ClockOffset& offset,
                              v1::TraceData& data);
 
-// Asks each agent (task name, address) in turn, all within `timeout`. Agents
-// that hold no trace of the job are skipped; NOT_FOUND when none does. An agent
+// Asks each agent (task name, address) in turn, all within `timeout`, for
+// the spans of the job with this id and uid (JobStatus.uid). Agents that
+// hold no trace of the job are skipped; NOT_FOUND when none does. An agent
 // out of reach is skipped with a warning, unless none answered: UNAVAILABLE
 // naming them. Blocks: run it off gRPC threads.
 absl::StatusOr<v1::TraceData> CollectTrace(
     const std::vector<std::pair<std::string, std::string>>& agents,
     const rpc::Security& security, const std::string& job_id,
-    absl::Duration timeout);
+    const std::string& job_uid, absl::Duration timeout);
 
 }  // namespace cohort::coordinator

@@ -38,8 +38,9 @@ grpc::ServerUnaryReactor* AgentService::GetTrace(
       response->set_agent_now_unix_ns(absl::GetCurrentTimeNanos());
       return absl::OkStatus();
     }
-    absl::StatusOr<v1::TraceData> trace = TraceStore::Default().Get(
-        request->job_id(), runtime_->config().task.ToString());
+    absl::StatusOr<v1::TraceData> trace =
+        TraceStore::Default().Get(request->job_id(), request->job_uid(),
+                                  runtime_->config().task.ToString());
     if (!trace.ok()) return trace.status();
     *response = *std::move(trace);
     return absl::OkStatus();

@@ -432,7 +432,8 @@ void SyncJobRunner::RunReplica(int local) {
   std::shared_ptr<TraceRecorder> recorder;
   if (spec.trace_steps() > 0) {
     recorder = TraceStore::Default().NewRecorder(
-        a.job_id(), a.attempt(), replica, TraceCapacity(spec.trace_steps()));
+        a.job_id(), a.job_uid(), a.attempt(), replica,
+        TraceCapacity(spec.trace_steps()));
   }
   std::optional<TraceRecorder::Scope> tracing;
   if (recorder != nullptr) tracing.emplace(recorder.get());

@@ -1,6 +1,7 @@
 #include "worker_agent/trace_store.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -23,27 +24,42 @@ TraceStore& TraceStore::Default() {
 }
 
 std::shared_ptr<TraceRecorder> TraceStore::NewRecorder(
-    const std::string& job_id, int attempt, int replica, size_t capacity) {
+    const std::string& job_id, const std::string& job_uid, int attempt,
+    int replica, size_t capacity) {
   auto recorder = std::make_shared<TraceRecorder>(capacity);
   absl::MutexLock lock(&mu_);
-  auto it = std::find_if(jobs_.begin(), jobs_.end(),
-                         [&](const auto& job) { return job.first == job_id; });
+  auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const Job& job) {
+    return job.id == job_id && job.uid == job_uid;
+  });
   if (it == jobs_.end()) {
     if (jobs_.size() >= kJobsKept) jobs_.pop_front();
-    jobs_.emplace_back(job_id, std::vector<Replica>{});
+    jobs_.push_back(Job{job_id, job_uid, {}});
     it = std::prev(jobs_.end());
   }
-  it->second.push_back(Replica{attempt, replica, recorder});
+  std::vector<Replica>& replicas = it->replicas;
+  replicas.push_back(Replica{attempt, replica, recorder});
+  std::set<int> attempts;
+  for (const Replica& r : replicas) attempts.insert(r.attempt);
+  while (attempts.size() > kAttemptsKept) {
+    const int oldest = *attempts.begin();
+    attempts.erase(attempts.begin());
+    std::erase_if(replicas,
+                  [&](const Replica& r) { return r.attempt == oldest; });
+  }
   return recorder;
 }
 
 absl::StatusOr<v1::TraceData> TraceStore::Get(const std::string& job_id,
+                                              const std::string& job_uid,
                                               const std::string& task) const {
   std::vector<Replica> replicas;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& [id, recorded] : jobs_) {
-      if (id == job_id) replicas = recorded;
+    // Newest last: without a uid, the newest job of the id wins.
+    for (const Job& job : jobs_) {
+      if (job.id == job_id && (job_uid.empty() || job.uid == job_uid)) {
+        replicas = job.replicas;
+      }
     }
   }
   if (replicas.empty()) {
