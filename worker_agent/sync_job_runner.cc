@@ -424,6 +424,30 @@ void SyncJobRunner::RunReplica(int local) {
                                                   ": ", status.message())),
          status.code() != absl::StatusCode::kDeadlineExceeded);
   };
+  if (input_ != nullptr && input_->can_end() && *start > 0 &&
+      *start < job_.steps) {
+    // A stream that ended where this attempt resumes has nothing left to
+    // train: the checkpoint was the last attempt's final one (a coordinator
+    // that restarted before it heard of the end, or a job resubmitted over
+    // a finished one's checkpoint_dir). Every replica agrees, as at a step's
+    // end, and the attempt ends as the last one did.
+    absl::StatusOr<bool> more = input_->HasStep(*start);
+    if (!more.ok()) return input_failure(more.status());
+    double ended = *more ? 0 : 1;
+    if (absl::Status agreed = ctx.reduce(ReduceOp::kMax, {&ended, 1});
+        !agreed.ok()) {
+      return Fail(agreed, !IsPeerFailure(agreed));
+    }
+    if (ended > 0) {
+      const std::string node =
+          *more ? "another node" : absl::StrCat("node ", a.node());
+      Stopped(*start, {.stop = true,
+                       .reason = absl::StrCat("the input stream of ", node,
+                                              " ended after step ", *start - 1,
+                                              ", where the attempt resumed")});
+      return;
+    }
+  }
   const int64_t every = spec.checkpoint_every();
   const absl::Duration interval =
       absl::Milliseconds(spec.checkpoint_interval_ms());

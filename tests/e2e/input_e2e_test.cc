@@ -126,6 +126,27 @@ TEST_F(InputE2eTest, AFiniteStreamEndsTheJobAfterTheLastStepItFills) {
   EXPECT_THAT(shown.output, HasSubstr("stopped     at step 10: "));
 }
 
+// A job that resumes where its stream ended (here: resubmitted over a
+// finished job's checkpoint_dir; as well, a job whose end a restarted
+// coordinator never heard of) has nothing left to train, and ends there.
+TEST_F(InputE2eTest, AJobResumedWhereItsStreamEndedEndsThere) {
+  JobSpec spec = LinearJob("linear_stream", StrategyKind::kMultiWorkerMirrored,
+                           100, R"("stream_examples": 650)");
+  spec.checkpoint_dir = dir_->path() + "/stream-ended";
+  const v1::JobStatus first = Run(spec);
+  ASSERT_EQ(first.state(), v1::JOB_SUCCEEDED) << first.error();
+  ASSERT_EQ(first.checkpoint_step(), 10);
+
+  const v1::JobStatus again = Run(spec);
+  ASSERT_EQ(again.state(), v1::JOB_SUCCEEDED) << again.error();
+  EXPECT_EQ(again.restarts_size(), 0);
+  EXPECT_EQ(again.stopped_at_step(), 10);
+  EXPECT_THAT(again.stop_reason(),
+              HasSubstr("ended after step 9, where the attempt resumed"));
+  EXPECT_EQ(again.step(), 10);
+  EXPECT_EQ(again.checkpoint_step(), 10);
+}
+
 TEST_F(InputE2eTest, AStreamedJobResumesWhereItsCheckpointLeftTheStream) {
   // Slow until the gate opens after the fault, however busy the machine.
   const std::string gate = dir_->path() + "/gate-stream";
