@@ -398,6 +398,7 @@ void JobManager::Place(Job& job, const std::vector<AgentView>& agents,
     a.set_group(
         absl::StrCat("job-", status.job_id(), "/attempt-", status.attempt()));
     a.set_checkpoint_dir(status.checkpoint_dir());
+    a.set_checkpoint_step(status.checkpoint_step());
     a.set_job_uid(status.uid());
     const int logical = placement->logical_devices;
     a.set_logical_devices_per_replica(logical);

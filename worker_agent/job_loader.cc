@@ -85,6 +85,7 @@ JobInfo JobInfoFor(const v1::AgentJobAssignment& assignment, const TaskId& task,
       assignment.node() == 0
           ? assignment.checkpoint_dir()
           : CheckpointCopyDirFor(checkpoint_copies, assignment);
+  job.checkpoint_step = assignment.checkpoint_step();
   if (spec.collective_timeout_ms() > 0) {
     job.collective_timeout = absl::Milliseconds(spec.collective_timeout_ms());
   }

@@ -198,11 +198,24 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
   }
   const bool restore = newest >= 0;
   if (!restore) root = 0;
+  // Starting afresh would throw the job's progress away unasked.
   if (!restore && !unreadable.empty()) {
-    // Starting afresh would throw the job's progress away unasked.
     return absl::DataLossError(
         absl::StrCat("no copy of the job's checkpoints could be read (",
                      unreadable, "; the holders' logs say why)"));
+  }
+  if (!restore && job_->checkpoint_step > 0) {
+    return absl::DataLossError(absl::StrCat(
+        "the job checkpointed step ", job_->checkpoint_step,
+        ", but no agent holds a copy of any of its checkpoints (the chief's "
+        "checkpoint_dir and every other agent's local copy are empty or "
+        "gone); resubmit the job to train it again from step 0"));
+  }
+  if (restore && newest < job_->checkpoint_step && replica_id_ == 0) {
+    spdlog::warn(
+        "the newest checkpoint any agent holds is step {}, older than step "
+        "{}, which the job checkpointed: {} more steps run again",
+        newest, job_->checkpoint_step, job_->checkpoint_step - newest);
   }
   if (restore) restored_from_rank_ = root;
   int64_t header[2] = {restore ? 1 : 0, restore ? newest : 0};

@@ -39,6 +39,9 @@ struct JobInfo {
   std::string config_json;
   int num_replicas = 1;
   std::string checkpoint_dir;
+  // The newest checkpoint the coordinator knows of: when no agent holds any
+  // copy, the job fails rather than start again from step 0 (0: none).
+  int64_t checkpoint_step = 0;
   absl::Duration collective_timeout = absl::Seconds(60);
   std::string task_type = "chief";  // the agent's task
   int task_id = 0;

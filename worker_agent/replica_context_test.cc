@@ -46,8 +46,10 @@ class Replicas {
   }
 
   // One replica per agent, each agent keeping its copies in its own dir of
-  // `agent_dirs`: the wiring of a job on several hosts.
-  explicit Replicas(const std::vector<std::string>& agent_dirs)
+  // `agent_dirs`: the wiring of a job on several hosts. `checkpoint_step`:
+  // the newest checkpoint the coordinator knows the job wrote.
+  explicit Replicas(const std::vector<std::string>& agent_dirs,
+                    int64_t checkpoint_step = 0)
       : hub_(static_cast<int>(agent_dirs.size())),
         central_(static_cast<int>(agent_dirs.size())),
         agent_jobs_(agent_dirs.size()) {
@@ -57,6 +59,7 @@ class Replicas {
       job.steps = 10;
       job.num_replicas = n;
       job.checkpoint_dir = agent_dirs[r];
+      job.checkpoint_step = checkpoint_step;
       job.collective_timeout = absl::Seconds(10);
       comms_.push_back(std::make_unique<collective::AlgorithmicCommunicator>(
           hub_.Connect(r),
@@ -530,6 +533,44 @@ TEST(ReplicaContextTest, AnAgentWhoseCheckpointRecordIsDamagedOffersNoCopy) {
     EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
     EXPECT_THAT(status.message(), HasSubstr("rank 1"));
   }
+}
+
+// Checkpoints that every agent lost (wiped disks) fail the job: starting
+// again from step 0 would throw its progress away unasked. An older copy
+// than the newest the job wrote still serves.
+TEST(ReplicaContextTest, CheckpointsEveryAgentLostFailTheJobNamingTheStep) {
+  const std::string root = ::testing::TempDir() + "/replica_lost_copies";
+  std::filesystem::remove_all(root);
+  const std::vector<std::string> dirs = {root + "/agent0", root + "/agent1"};
+  {
+    Replicas first(dirs);
+    ExpectAllOk(first.Run(
+        [](ReplicaContextImpl& ctx) { return StartAndCheckpoint(ctx, 5); }));
+  }
+  Replicas older(dirs, /*checkpoint_step=*/7);
+  ExpectAllOk(
+      older.Run([](ReplicaContextImpl& ctx) { return StartRestored(ctx, 5); }));
+
+  for (const std::string& dir : dirs) std::filesystem::remove_all(dir);
+  Replicas lost(dirs, /*checkpoint_step=*/7);
+  for (const absl::Status& status :
+       lost.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+         Optimizer* optimizer = nullptr;
+         return StartState(ctx, &optimizer).status();
+       })) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+    EXPECT_THAT(status.message(),
+                HasSubstr("checkpointed step 7, but no agent holds a copy"));
+  }
+
+  // A job that never checkpointed starts afresh.
+  Replicas fresh(dirs);
+  ExpectAllOk(fresh.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+    Optimizer* optimizer = nullptr;
+    absl::StatusOr<int64_t> start = StartState(ctx, &optimizer);
+    if (start.ok()) EXPECT_EQ(*start, 0);
+    return start.status();
+  }));
 }
 
 // A variable whose shape changed since the checkpoint is refused, though

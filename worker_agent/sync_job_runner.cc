@@ -119,17 +119,36 @@ v1::AgentJobReport SyncJobRunner::Report() const {
   return report;
 }
 
+namespace {
+
+// Whether a checkpoint directory that refuses a write refuses every retry
+// too: the job's own checkpoint_dir, the chief's, read-only or not a
+// directory. Another agent's local copy may be on a host that the next
+// attempt replaces, and a full disk may be freed.
+bool RefusedForGood(const absl::Status& refusal, int node) {
+  return node == 0 && (absl::IsPermissionDenied(refusal) ||
+                       absl::IsFailedPrecondition(refusal));
+}
+
+}  // namespace
+
+absl::Status SyncJobRunner::CheckCheckpointDir() {
+  if (job_.checkpoint_dir.empty()) return absl::OkStatus();
+  absl::Status writable = MakeWritableDirectory(job_.checkpoint_dir);
+  if (writable.ok()) return writable;
+  // NOT_FOUND from a directory that was just created, parents and all: a
+  // filesystem that takes none there (/proc), for good.
+  return absl::Status(absl::IsNotFound(writable)
+                          ? absl::StatusCode::kFailedPrecondition
+                          : writable.code(),
+                      absl::StrCat(options_.assignment.node() == 0
+                                       ? "checkpoint_dir "
+                                       : "the local checkpoint copy ",
+                                   writable.message()));
+}
+
 absl::Status SyncJobRunner::Prepare() {
   const v1::AgentJobAssignment& a = options_.assignment;
-  // Found before the first step, not at the first checkpoint, hours in.
-  if (!job_.checkpoint_dir.empty()) {
-    if (absl::Status writable = MakeWritableDirectory(job_.checkpoint_dir);
-        !writable.ok()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          a.node() == 0 ? "checkpoint_dir " : "the local checkpoint copy ",
-          writable.message()));
-    }
-  }
   absl::StatusOr<LoadedJob> inputs =
       LoadJob(options_, job_,
               {.pipeline = a.node(),
@@ -169,6 +188,11 @@ bool SyncJobRunner::Run() {
                a.job_id(), a.attempt(), a.node(), a.num_nodes(), a.first_rank(),
                a.first_rank() + a.local_replicas() - 1, a.num_replicas(),
                v1::Communication_Name(a.communication()));
+  // Found before the first step, not at the first checkpoint, hours in.
+  if (absl::Status writable = CheckCheckpointDir(); !writable.ok()) {
+    Fail(writable, RefusedForGood(writable, a.node()));
+    return false;
+  }
   if (absl::Status prepared = Prepare(); !prepared.ok()) {
     Fail(prepared, /*permanent=*/!IsPeerFailure(prepared));
     return false;
@@ -524,13 +548,10 @@ void SyncJobRunner::RunReplica(int local) {
         (every > 0 && done % every == 0)) {
       ScopedSpan checkpoint_span("checkpoint");
       if (absl::Status saved = ctx.SaveCheckpoint(done); !saved.ok()) {
-        // A checkpoint the model cannot make (a tensor named twice), or the
-        // job's checkpoint_dir refuses (read-only, no permission), fails
-        // every retry the same way. Another agent's refusing local copy may
-        // be a host that the next attempt replaces: retried.
+        // A checkpoint the model cannot make (a tensor named twice) fails
+        // every retry the same way.
         const bool permanent =
-            absl::IsInvalidArgument(saved) ||
-            (absl::IsPermissionDenied(saved) && a.node() == 0);
+            absl::IsInvalidArgument(saved) || RefusedForGood(saved, a.node());
         return Fail(
             absl::Status(saved.code(), absl::StrCat("checkpoint at step ", done,
                                                     ": ", saved.message())),

@@ -65,6 +65,9 @@ class SyncJobRunner final : public AttemptRunner {
  private:
   // The attempt's thread; true when every local replica finished.
   bool Run();
+  // Makes the checkpoint directory (the job's on the chief, a local copy on
+  // the others) and checks that it takes files; errors keep errno's code.
+  absl::Status CheckCheckpointDir();
   absl::Status Prepare();
   void RunReplica(int local);
   // `device` is the replica's, with its stream.

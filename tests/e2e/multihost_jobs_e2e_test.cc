@@ -27,6 +27,7 @@ namespace cohort::testing {
 namespace {
 
 using ::testing::AnyOf;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
 class MultiHostJobsE2eTest : public TestHostsTest<5> {
@@ -399,11 +400,17 @@ std::string CheckpointData(const std::string& dir, int64_t step) {
   return absl::StrCat(dir, "/ckpt-", step < 0 ? steps[0] : step, ".data");
 }
 
+// How a job ended after LoseTheWorkerThenRecover, and the agents' logs.
+struct Recovery {
+  v1::JobStatus status;
+  std::string logs;
+};
+
 // Runs a checkpointing job on a chief and a worker, each on its own host,
 // loses the worker's host, and once the attempt is over calls `damage` on
 // the agents' local state; then brings the worker back and returns the
 // job's end. The chief's copy is the job's checkpoint_dir.
-v1::JobStatus LoseTheWorkerThenRecover(
+Recovery LoseTheWorkerThenRecover(
     TestHosts* hosts, const ScratchDir& dir,
     const std::function<void(HostCluster&)>& damage) {
   absl::StatusOr<std::unique_ptr<HostCluster>> cluster =
@@ -448,25 +455,22 @@ v1::JobStatus LoseTheWorkerThenRecover(
   damage(c);
   EXPECT_TRUE(c.StartTask("worker:0").ok());
 
-  v1::JobStatus status = WaitForJobEnd(c.client(), *id, absl::Seconds(240));
-  for (const v1::RestartRecord& r : status.restarts()) {
+  Recovery recovery{WaitForJobEnd(c.client(), *id, absl::Seconds(240)), ""};
+  for (const v1::RestartRecord& r : recovery.status.restarts()) {
     std::cout << "restart: " << r.ShortDebugString() << "\n";
   }
-  const std::string chief_log = ReadFile(c.TaskLog("chief:0")).value_or("");
-  const std::string worker_log = ReadFile(c.TaskLog("worker:0")).value_or("");
-  EXPECT_THAT(chief_log + worker_log,
-              HasSubstr("cannot read its copy of checkpoint"));
+  recovery.logs = ReadFile(c.TaskLog("chief:0")).value_or("") +
+                  ReadFile(c.TaskLog("worker:0")).value_or("");
   EXPECT_TRUE(WaitUntil([&] { return !std::filesystem::exists(copy); },
                         absl::Seconds(30)))
       << copy;
-  EXPECT_FALSE(CheckpointSteps(spec.checkpoint_dir).empty());  // the job's
-  return status;
+  return recovery;
 }
 
 // A copy of the newest checkpoint that cannot be read (a damaged disk)
 // does not end the job: the next attempt restores another agent's copy.
 TEST_F(MultiHostJobsE2eTest, ADamagedCheckpointCopyIsPassedOverForAnothers) {
-  const v1::JobStatus status =
+  const Recovery recovery =
       LoseTheWorkerThenRecover(hosts_.get(), dir_, [](HostCluster& c) {
         // Every checkpoint on the chief's disk; the worker's are intact.
         const std::string chief = c.StateDir("chief:0") + "/checkpoints";
@@ -475,6 +479,8 @@ TEST_F(MultiHostJobsE2eTest, ADamagedCheckpointCopyIsPassedOverForAnothers) {
         }
         ASSERT_FALSE(CheckpointSteps(chief).empty());
       });
+  const v1::JobStatus& status = recovery.status;
+  EXPECT_THAT(recovery.logs, HasSubstr("cannot read its copy of checkpoint"));
   ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
   EXPECT_LT(status.metrics().at("max_weight_error"), 1e-3);
   // An attempt placed before the coordinator declared the worker DEAD may
@@ -491,7 +497,7 @@ TEST_F(MultiHostJobsE2eTest, ADamagedCheckpointCopyIsPassedOverForAnothers) {
 // restored: only the steps since it run again.
 TEST_F(MultiHostJobsE2eTest, WhenEveryCopyOfTheNewestIsDamagedTheOneBeforeIt) {
   int64_t newest = -1;
-  const v1::JobStatus status =
+  const Recovery recovery =
       LoseTheWorkerThenRecover(hosts_.get(), dir_, [&](HostCluster& c) {
         // Each agent's own newest copy: the worker's may be a step behind
         // the chief's, if it died while writing.
@@ -505,6 +511,8 @@ TEST_F(MultiHostJobsE2eTest, WhenEveryCopyOfTheNewestIsDamagedTheOneBeforeIt) {
               CheckpointSteps(std::filesystem::path(data).parent_path())[0]);
         }
       });
+  const v1::JobStatus& status = recovery.status;
+  EXPECT_THAT(recovery.logs, HasSubstr("cannot read its copy of checkpoint"));
   ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
   EXPECT_LT(status.metrics().at("max_weight_error"), 1e-3);
   ASSERT_GE(status.restarts_size(), 1) << status.ShortDebugString();
@@ -513,6 +521,53 @@ TEST_F(MultiHostJobsE2eTest, WhenEveryCopyOfTheNewestIsDamagedTheOneBeforeIt) {
   EXPECT_EQ(restart.resumed_from_step(), newest - 100);
   EXPECT_THAT(restart.resumed_from(),
               HasSubstr(absl::StrCat("chief:0 on ", hosts_->hostname(2))));
+}
+
+// With every copy of the job's checkpoints gone (both disks wiped while the
+// worker was down), training again from step 0 would throw the job's
+// progress away unasked: the job fails, naming the step it had reached.
+TEST_F(MultiHostJobsE2eTest,
+       CheckpointsLostOnEveryHostFailTheJobNamingTheStep) {
+  const Recovery recovery =
+      LoseTheWorkerThenRecover(hosts_.get(), dir_, [](HostCluster& c) {
+        for (const std::string task : {"chief:0", "worker:0"}) {
+          const std::string copies = c.StateDir(task) + "/checkpoints";
+          ASSERT_FALSE(CheckpointData(copies, -1).empty()) << task;
+          std::filesystem::remove_all(copies);
+        }
+      });
+  const v1::JobStatus& status = recovery.status;
+  ASSERT_EQ(status.state(), v1::JOB_FAILED) << status.ShortDebugString();
+  EXPECT_THAT(status.error(),
+              ContainsRegex("checkpointed step [1-9][0-9]*00, but no agent "
+                            "holds a copy of any of its checkpoints"));
+}
+
+// A worker's local copy that cannot be made (a disk full, read-only, or a
+// file in the way) may be a host that the next attempt replaces: the job
+// is retried, not failed at once as a bad checkpoint_dir of its own is.
+TEST_F(MultiHostJobsE2eTest, AWorkersUnwritableCopyIsRetriedNotFatal) {
+  absl::StatusOr<std::unique_ptr<HostCluster>> cluster =
+      HostCluster::Start(hosts_.get(), &dir_,
+                         {.coordinator_host = 1,
+                          .tasks = {{"chief", 0, 2}, {"worker", 0, 3}},
+                          .agent_flags = {"--cpu_devices=2"}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  HostCluster& c = **cluster;
+  const std::string copies = c.StateDir("worker:0") + "/checkpoints";
+  std::filesystem::remove_all(copies);
+  ASSERT_TRUE(WriteFileAtomically(copies, "in the way").ok());
+  JobSpec spec = SlowLinearJob(StrategyKind::kMultiWorkerMirrored, 50, 0);
+  spec.max_restarts = 2;
+  spec.checkpoint_dir = c.StateDir("chief:0") + "/job-checkpoints";
+  absl::StatusOr<std::string> id = c.client().SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  const v1::JobStatus status =
+      WaitForJobEnd(c.client(), *id, absl::Seconds(120));
+  ASSERT_EQ(status.state(), v1::JOB_FAILED) << status.ShortDebugString();
+  EXPECT_EQ(status.restarts_size(), 2) << status.ShortDebugString();
+  EXPECT_THAT(status.error(), HasSubstr("the local checkpoint copy " + copies));
+  EXPECT_THAT(status.error(), HasSubstr("no restarts left"));
 }
 
 }  // namespace cohort::testing
