@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Configures and builds Cohort into build/ (CUDA and NCCL support: AUTO, found
 # under /usr/local/cuda). Extra arguments go to cmake's configure step, e.g.
-# tools/build.sh -DCOHORT_WITH_CUDA=OFF.
+# tools/build.sh -DCOHORT_WITH_CUDA=OFF. COHORT_BUILD_TARGET builds one target
+# instead of all, e.g. COHORT_BUILD_TARGET=cohort-runtime (the daemons only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${COHORT_BUILD_DIR:-build}"
 cmake -S . -B "$build_dir" -G Ninja "$@"
-cmake --build "$build_dir"
+cmake --build "$build_dir" ${COHORT_BUILD_TARGET:+--target "$COHORT_BUILD_TARGET"}
