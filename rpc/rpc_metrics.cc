@@ -1,8 +1,11 @@
 #include "rpc/rpc_metrics.h"
 
+#include <google/protobuf/descriptor.h>
+
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "common/metrics.h"
 
@@ -14,11 +17,33 @@ constexpr char kInFlight[] = "cohort_rpc_server_in_flight";
 
 using grpc::experimental::InterceptionHookPoints;
 
+// The method label of a call: its path when the method is one this binary
+// knows (compiled-in protos, gRPC's health service), else "unknown", so that
+// a client calling made-up methods cannot grow the registry without bound.
+std::string MethodLabel(const char* method) {
+  if (method == nullptr) return "unknown";
+  const absl::string_view path(method);
+  if (path == "/grpc.health.v1.Health/Check" ||
+      path == "/grpc.health.v1.Health/Watch") {
+    return std::string(path);
+  }
+  // "/package.Service/Method" names the method "package.Service.Method".
+  const size_t slash = path.rfind('/');
+  if (path.size() < 2 || path[0] != '/' || slash == 0) return "unknown";
+  std::string full_name(path.substr(1));
+  full_name[slash - 1] = '.';
+  if (google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(
+          full_name) == nullptr) {
+    return "unknown";
+  }
+  return std::string(path);
+}
+
 // One per call; gRPC owns and destroys it.
 class DurationInterceptor final : public grpc::experimental::Interceptor {
  public:
   explicit DurationInterceptor(const char* method)
-      : method_(method == nullptr ? "unknown" : method), start_(absl::Now()) {
+      : method_(MethodLabel(method)), start_(absl::Now()) {
     MetricRegistry::Default().Add(kInFlight, {{"method", method_}}, 1);
   }
   // gRPC destroys the interceptor when the call is over, streams included:

@@ -4,7 +4,8 @@
 // every call's handling time into cohort_rpc_server_duration_seconds, by
 // method ("/cohort.v1.Admin/GetClusterState") and status code ("OK").
 // Streams count from their start to their status. cohort_rpc_server_in_flight
-// counts, by method, the calls that arrived and are not over.
+// counts, by method, the calls that arrived and are not over. Methods this
+// binary does not know share the label "unknown".
 
 #include <grpcpp/support/server_interceptor.h>
 
