@@ -200,7 +200,8 @@ absl::StatusOr<int> VariableStore::Create(
       }
       new_bytes += HeldBytes(spec, elements[i]);
     }
-    const int64_t kept_bytes = replace ? 0 : held_bytes_;
+    const int64_t kept_bytes =
+        replace ? 0 : held_bytes_ + worker_value_bytes_.load();
     if (kept_bytes + new_bytes > options_.max_shard_bytes) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "ps shard ", options_.shard_id, " would hold ",
@@ -431,17 +432,21 @@ absl::Status VariableStore::Apply(const std::string& job_id,
               options_.max_workers, " workers; refusing '", worker, "'"));
         }
         // Workers' values count against the shard's limit as well: they are
-        // held, and snapshotted, beside the values and slots.
-        const int64_t held = held_bytes_ + worker_value_bytes_.load();
+        // held, and snapshotted, beside the values and slots. Pushes to other
+        // variables add theirs concurrently, hence check and add as one.
         const int64_t added = WorkerValueBytes(worker, variable.bytes);
-        if (held + added > options_.max_shard_bytes) {
-          return absl::ResourceExhaustedError(
-              absl::StrCat("ps shard ", options_.shard_id, " would hold ",
-                           held + added, " bytes with worker '", worker,
-                           "''s value of aggregated variable '", name,
-                           "', over its limit of ", options_.max_shard_bytes));
-        }
-        worker_value_bytes_.fetch_add(added);
+        int64_t others = worker_value_bytes_.load();
+        do {
+          const int64_t held = held_bytes_ + others + added;
+          if (held > options_.max_shard_bytes) {
+            return absl::ResourceExhaustedError(absl::StrCat(
+                "ps shard ", options_.shard_id, " would hold ", held,
+                " bytes with worker '", worker,
+                "''s value of aggregated variable '", name,
+                "', over its limit of ", options_.max_shard_bytes));
+          }
+        } while (
+            !worker_value_bytes_.compare_exchange_weak(others, others + added));
         variable.worker_values.emplace(worker, std::string(bytes));
       } else {
         it->second.assign(bytes.data(), bytes.size());

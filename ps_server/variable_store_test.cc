@@ -356,6 +356,11 @@ TEST(VariableStoreTest, WorkersValuesCountAgainstTheShardLimit) {
   EXPECT_EQ(long_name.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(long_name.message(),
               HasSubstr("names a worker of 300 bytes; at most 256"));
+  // A create counts the workers' values too: without worker:0's, another
+  // variable of one element and its keeping would fit.
+  const absl::Status create =
+      store.Create("job", 1, List({Spec("b", {1})})).status();
+  EXPECT_EQ(create.code(), absl::StatusCode::kResourceExhausted) << create;
 }
 
 TEST(VariableStoreTest, AShapeCountsAgainstTheShardLimit) {
