@@ -70,16 +70,17 @@ absl::Status PullAssembler::Add(const v1::TensorChunk& chunk) {
                      chunk.total_bytes(), " bytes, this worker expects ", size,
                      " (was it created with another shape?)"));
   }
-  if (chunk.offset() < 0 || chunk.offset() > size - len ||
-      it->received + len > size) {
-    return absl::InternalError(absl::StrCat(
-        "pull of \"", chunk.name(), "\": chunk [", chunk.offset(), ", +", len,
-        ") is out of range or repeats bytes of ", size));
+  const int64_t begin = chunk.offset();
+  if (begin < 0 || begin > size - len ||
+      it->filled.Overlaps(begin, begin + len)) {
+    return absl::InternalError(
+        absl::StrCat("pull of \"", chunk.name(), "\": chunk [", begin, ", +",
+                     len, ") is out of range or repeats bytes of ", size));
   }
-  if (len > 0)
-    std::memcpy(it->slice.bytes.data() + chunk.offset(), chunk.data().data(),
-                len);
+  if (len == 0) return absl::OkStatus();
+  std::memcpy(it->slice.bytes.data() + begin, chunk.data().data(), len);
   it->received += len;
+  it->filled.Add(begin, begin + len);
   return absl::OkStatus();
 }
 

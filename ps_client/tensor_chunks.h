@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "cohort/v1/ps.pb.h"
+#include "ps_client/byte_ranges.h"
 
 namespace cohort::ps {
 
@@ -59,7 +60,8 @@ class PullAssembler {
   explicit PullAssembler(std::vector<PullSlice> slices);
 
   // Copies `chunk` into place. INTERNAL, naming the variable, for a chunk of
-  // a name not asked for, of the wrong total size, or out of range.
+  // a name not asked for, of the wrong total size, out of range, or
+  // overlapping bytes an earlier chunk wrote.
   absl::Status Add(const v1::TensorChunk& chunk);
 
   // INTERNAL, naming the variable, unless every buffer got all its bytes.
@@ -69,6 +71,7 @@ class PullAssembler {
   struct Target {
     PullSlice slice;
     int64_t received = 0;
+    ByteRanges filled;
   };
   std::vector<Target> targets_;  // few per stream: found by a linear scan
 };

@@ -118,5 +118,21 @@ TEST(PullAssemblerTest, RejectsWhatWasNotAskedForOrDoesNotFit) {
               HasSubstr("repeats"));
 }
 
+TEST(PullAssemblerTest, AChunkOverlappingAnotherIsRefused) {
+  // The second chunk repeats byte 1 and would leave byte 3 unwritten with
+  // the count of bytes received complete.
+  std::string a(4, '.');
+  PullAssembler assembler({{"a", absl::MakeSpan(a)}});
+  ASSERT_TRUE(assembler.Add(Chunk("a", 0, 4, "ab")).ok());
+  EXPECT_THAT(std::string(assembler.Add(Chunk("a", 1, 4, "bc")).message()),
+              HasSubstr("repeats"));
+  ASSERT_TRUE(assembler.Add(Chunk("a", 3, 4, "d")).ok());
+  EXPECT_THAT(std::string(assembler.Add(Chunk("a", 1, 4, "bcd")).message()),
+              HasSubstr("repeats"));
+  ASSERT_TRUE(assembler.Add(Chunk("a", 2, 4, "c")).ok());
+  ASSERT_TRUE(assembler.Finish().ok());
+  EXPECT_EQ(a, "abcd");
+}
+
 }  // namespace
 }  // namespace cohort::ps
