@@ -1,7 +1,6 @@
 #include "ps_server/push_assembler.h"
 
 #include <cstring>
-#include <iterator>
 
 #include "absl/strings/str_cat.h"
 
@@ -93,6 +92,15 @@ absl::Status PushAssembler::Add(v1::TensorChunk* chunk) {
     buffered_bytes_ += layout->bytes;
   }
   Pending& pending = it->second;
+  if (static_cast<int64_t>(pending.bytes.size()) != layout->bytes) {
+    // Created anew by the job's next attempt: the bytes buffered so far are
+    // of another variable, and this chunk's range is not theirs.
+    return absl::AbortedError(
+        absl::StrCat("push of '", name,
+                     "': the variable was created anew during the push; '",
+                     name, "' is now ", layout->bytes,
+                     " bytes, the push began with ", pending.bytes.size()));
+  }
   if (absl::Status claimed = Claim(name, offset, offset + size, &pending);
       !claimed.ok()) {
     return claimed;
@@ -116,36 +124,20 @@ absl::Status PushAssembler::Add(v1::TensorChunk* chunk) {
 
 absl::Status PushAssembler::Claim(const std::string& name, int64_t offset,
                                   int64_t end, Pending* pending) {
-  auto next = pending->ranges.lower_bound(offset);
-  const bool overlaps_next = next != pending->ranges.end() && next->first < end;
-  const bool overlaps_previous =
-      next != pending->ranges.begin() && std::prev(next)->second > offset;
-  if (overlaps_next || overlaps_previous) {
+  if (pending->ranges.Overlaps(offset, end)) {
     return absl::InvalidArgumentError(
         absl::StrCat("push chunk of '", name, "' at bytes [", offset, ", ", end,
                      ") overlaps bytes already received"));
   }
-  // Pieces that touch are one range: chunks sent in order, however small,
-  // keep a single one. Only pieces apart count against the bound, which
-  // keeps a stream's bookkeeping small next to the bytes it buffers.
-  const bool joins_previous =
-      next != pending->ranges.begin() && std::prev(next)->second == offset;
-  const bool joins_next = next != pending->ranges.end() && next->first == end;
-  if (joins_next) {
-    end = next->second;
-    next = pending->ranges.erase(next);
-  }
-  if (joins_previous) {
-    std::prev(next)->second = end;
-    return absl::OkStatus();
-  }
-  if (!joins_next &&
-      pending->ranges.size() >= static_cast<size_t>(kMaxPushPieces)) {
+  // Only pieces apart count against the bound, which keeps a stream's
+  // bookkeeping small next to the bytes it buffers.
+  if (!pending->ranges.Touches(offset, end) &&
+      pending->ranges.pieces() >= static_cast<size_t>(kMaxPushPieces)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "push chunks of '", name, "' arrived as more than ", kMaxPushPieces,
         " pieces apart; a sender sends a variable's chunks in order"));
   }
-  pending->ranges.emplace(offset, end);
+  pending->ranges.Add(offset, end);
   return absl::OkStatus();
 }
 

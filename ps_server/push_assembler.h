@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "cohort/v1/ps.pb.h"
+#include "ps_client/byte_ranges.h"
 #include "ps_server/variable_store.h"
 
 namespace cohort::ps {
@@ -34,9 +35,10 @@ class PushAssembler {
 
   // Takes one chunk (its data may be cleared) and applies its variable when
   // complete. INVALID_ARGUMENT for a malformed chunk (too big, wrong total,
-  // out of range, overlapping, of a variable already applied), and the
-  // store's errors (NOT_FOUND,
-  // PERMISSION_DENIED) for a variable the sender may not push.
+  // out of range, overlapping, of a variable already applied), ABORTED for
+  // a variable created anew with another size during the push, and the
+  // store's errors (NOT_FOUND, PERMISSION_DENIED) for a variable the sender
+  // may not push.
   absl::Status Add(v1::TensorChunk* chunk);
 
   // The end of the stream: INVALID_ARGUMENT before Begin, naming a variable
@@ -49,7 +51,7 @@ class PushAssembler {
  private:
   struct Pending {
     std::string bytes;                  // the variable's size, filled in
-    std::map<int64_t, int64_t> ranges;  // received [offset, end), by offset
+    ByteRanges ranges;                  // received
     int64_t received = 0;
   };
 

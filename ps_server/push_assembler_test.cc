@@ -71,6 +71,25 @@ TEST_F(PushAssemblerTest, ChunksInAnyOrderApplyOnceComplete) {
   EXPECT_EQ(store_.updates(), 0);
 }
 
+TEST_F(PushAssemblerTest, AVariableCreatedAnewWithAnotherSizeMidPushIsRefused) {
+  PushAssembler assembler(&store_, 200);
+  ASSERT_TRUE(assembler.Begin("job", "worker:0", 1).ok());
+  ASSERT_TRUE(Add(assembler, Chunk("w", 0, std::string(200, 'a'), 512)).ok());
+  // The job's next attempt declares w twice as large.
+  google::protobuf::RepeatedPtrField<v1::PsVariableSpec> specs;
+  v1::PsVariableSpec* w = specs.Add();
+  w->set_name("w");
+  w->add_shape(16);
+  w->add_shape(16);
+  w->set_dtype(v1::PS_INT32);
+  ASSERT_TRUE(store_.Create("job", 2, specs).ok());
+  const absl::Status status =
+      Add(assembler, Chunk("w", 800, std::string(200, 'b'), 1024));
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+  EXPECT_THAT(status.message(), HasSubstr("'w' is now 1024 bytes"));
+  EXPECT_EQ(Value("w"), std::string(1024, '\0'));
+}
+
 TEST_F(PushAssemblerTest, AVariableUpdatedTwiceInOnePushIsRefused) {
   // A second update of it would apply its gradient twice.
   PushAssembler assembler(&store_, 1024);
