@@ -222,10 +222,11 @@ absl::Status PsClient::Pull(absl::Span<const PullBuffer> variables) {
       const std::vector<std::vector<PullSlice>> by_shard,
       (SliceByShard<PullSlice>(d->by_name, num_shards(), variables, "Pull")));
   return ForEachShard(NonEmpty(by_shard), [&](Shard& shard) {
-    return RunWithRecovery(
-        shard, Op::kPull, *d->requests[shard.id], [&](bool* restarted) {
-          return PullOnce(shard, by_shard[shard.id], restarted);
-        });
+    return RunWithRecovery(shard, Op::kPull, *d->requests[shard.id],
+                           [&](uint64_t /*incarnation*/, bool* restarted) {
+                             return PullOnce(shard, by_shard[shard.id],
+                                             restarted);
+                           });
   });
 }
 
@@ -241,10 +242,11 @@ absl::Status PsClient::Push(absl::Span<const PushBuffer> variables) {
       const std::vector<std::vector<PushSlice>> by_shard,
       (SliceByShard<PushSlice>(d->by_name, num_shards(), variables, "Push")));
   return ForEachShard(NonEmpty(by_shard), [&](Shard& shard) {
-    return RunWithRecovery(
-        shard, Op::kPush, *d->requests[shard.id], [&](bool* restarted) {
-          return PushOnce(shard, by_shard[shard.id], restarted);
-        });
+    return RunWithRecovery(shard, Op::kPush, *d->requests[shard.id],
+                           [&](uint64_t incarnation, bool* restarted) {
+                             return PushOnce(shard, by_shard[shard.id],
+                                             incarnation, restarted);
+                           });
   });
 }
 
@@ -311,7 +313,7 @@ absl::Status PsClient::PullOnce(Shard& shard,
 
 absl::Status PsClient::PushOnce(Shard& shard,
                                 const std::vector<PushSlice>& slices,
-                                bool* restarted) {
+                                uint64_t incarnation, bool* restarted) {
   std::unique_ptr<grpc::ClientContext> context =
       shard.connection.NewContext(options_.rpc_timeout);
   v1::PushResponse response;
@@ -321,7 +323,10 @@ absl::Status PsClient::PushOnce(Shard& shard,
                       options_.worker);
   v1::PushRequest request;
   bool half_closed = false;
+  bool first = true;
   while (chunker.Next(&request)) {
+    if (first) request.set_incarnation(incarnation);
+    first = false;
     // The last message half-closes the stream with it, saving a frame.
     const bool last = chunker.Done();
     const bool written =

@@ -161,21 +161,25 @@ class PsClient {
   explicit PsClient(PsClientOptions options);
 
   // One attempt of a shard's Pull, Push or CreateVariables. `restarted` is
-  // set when the answer showed a new incarnation.
+  // set when the answer showed a new incarnation. A push is meant for
+  // `incarnation` (0: any) and refused unapplied (ABORTED) by another.
   absl::Status PullOnce(Shard& shard, const std::vector<PullSlice>& slices,
                         bool* restarted);
   absl::Status PushOnce(Shard& shard, const std::vector<PushSlice>& slices,
-                        bool* restarted);
+                        uint64_t incarnation, bool* restarted);
   absl::Status CreateOnce(Shard& shard,
                           const v1::CreateVariablesRequest& request,
                           absl::Duration timeout);
 
   // Runs a Pull or Push on one shard with the recovery rules above;
-  // `create` is what probes and recreates the shard.
+  // `create` is what probes and recreates the shard. `attempt` is given the
+  // incarnation the call is meant for, and whether the answer showed a
+  // restart is written to its second argument.
   enum class Op { kPull, kPush };
   absl::Status RunWithRecovery(
       Shard& shard, Op op, const v1::CreateVariablesRequest& create,
-      const std::function<absl::Status(bool*)>& attempt);
+      const std::function<absl::Status(uint64_t incarnation, bool* restarted)>&
+          attempt);
   // CreateVariables on one shard, retried while it is unavailable.
   absl::Status CreateWithRetry(Shard& shard,
                                const v1::CreateVariablesRequest& request);

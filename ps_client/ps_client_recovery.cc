@@ -47,7 +47,8 @@ absl::Status PsClient::Named(const Shard& shard, const absl::Status& status) {
 
 absl::Status PsClient::RunWithRecovery(
     Shard& shard, Op op, const v1::CreateVariablesRequest& create,
-    const std::function<absl::Status(bool* restarted)>& attempt) {
+    const std::function<absl::Status(uint64_t incarnation, bool* restarted)>&
+        attempt) {
   uint64_t sent_to = incarnation(shard.id);
   bool recreated = false;
   std::optional<absl::Time> deadline;  // set by the first unavailability
@@ -56,7 +57,7 @@ absl::Status PsClient::RunWithRecovery(
   // recreating missing variables.
   for (;;) {
     bool restarted = false;
-    const absl::Status status = attempt(&restarted);
+    const absl::Status status = attempt(sent_to, &restarted);
     if (status.ok()) {
       if (restarted) RecreateAfterRestart(shard, create);
       return status;
@@ -64,7 +65,13 @@ absl::Status PsClient::RunWithRecovery(
     if (status.code() == absl::StatusCode::kCancelled) {
       return Named(shard, status);
     }
-    if (IsMissingVariables(status) && !recreated) {
+    // A push refused as meant for another incarnation: the shard restarted
+    // unseen and applied none of it. Either way the shard is told the
+    // variables (the create shows its incarnation too), and the call is
+    // sent again if the shard is another incarnation than it was sent to.
+    const bool other_incarnation =
+        op == Op::kPush && status.code() == absl::StatusCode::kAborted;
+    if ((IsMissingVariables(status) || other_incarnation) && !recreated) {
       recreated = true;
       const absl::Status again = CreateWithRetry(shard, create);
       if (!again.ok()) {

@@ -169,6 +169,14 @@ class PushReader final : public grpc::ServerReadReactor<v1::PushRequest> {
       first_ = false;
       job_id_ = request_.job_id();
       worker_ = request_.worker();
+      const uint64_t expected = request_.incarnation();
+      if (expected != 0 && expected != service_->incarnation()) {
+        return absl::AbortedError(
+            absl::StrCat("ps shard ", service_->store()->shard_id(),
+                         " restarted: the push was meant for incarnation ",
+                         expected, ", this is incarnation ",
+                         service_->incarnation(), "; none of it was applied"));
+      }
       if (absl::Status begun =
               assembler_.Begin(job_id_, worker_, request_.num_variables());
           !begun.ok()) {

@@ -44,6 +44,7 @@ class PsService final : public v1::ParameterServer::CallbackService {
   // Who answers: shard, incarnation (random and nonzero, chosen when the
   // service is made, so that a restarted ps task is told apart), updates.
   v1::PsShardState ShardState() const;
+  uint64_t incarnation() const { return incarnation_; }
 
   VariableStore* store() const { return store_; }
   SnapshotLoop* snapshots() const { return snapshots_; }

@@ -95,7 +95,7 @@ absl::Status PushAssembler::Add(v1::TensorChunk* chunk) {
   if (static_cast<int64_t>(pending.bytes.size()) != layout->bytes) {
     // Created anew by the job's next attempt: the bytes buffered so far are
     // of another variable, and this chunk's range is not theirs.
-    return absl::AbortedError(
+    return absl::FailedPreconditionError(
         absl::StrCat("push of '", name,
                      "': the variable was created anew during the push; '",
                      name, "' is now ", layout->bytes,

@@ -35,10 +35,10 @@ class PushAssembler {
 
   // Takes one chunk (its data may be cleared) and applies its variable when
   // complete. INVALID_ARGUMENT for a malformed chunk (too big, wrong total,
-  // out of range, overlapping, of a variable already applied), ABORTED for
-  // a variable created anew with another size during the push, and the
-  // store's errors (NOT_FOUND, PERMISSION_DENIED) for a variable the sender
-  // may not push.
+  // out of range, overlapping, of a variable already applied),
+  // FAILED_PRECONDITION for a variable created anew with another size during
+  // the push, and the store's errors (NOT_FOUND, PERMISSION_DENIED) for a
+  // variable the sender may not push.
   absl::Status Add(v1::TensorChunk* chunk);
 
   // The end of the stream: INVALID_ARGUMENT before Begin, naming a variable

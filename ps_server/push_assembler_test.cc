@@ -85,7 +85,7 @@ TEST_F(PushAssemblerTest, AVariableCreatedAnewWithAnotherSizeMidPushIsRefused) {
   ASSERT_TRUE(store_.Create("job", 2, specs).ok());
   const absl::Status status =
       Add(assembler, Chunk("w", 800, std::string(200, 'b'), 1024));
-  EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
   EXPECT_THAT(status.message(), HasSubstr("'w' is now 1024 bytes"));
   EXPECT_EQ(Value("w"), std::string(1024, '\0'));
 }

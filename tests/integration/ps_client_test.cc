@@ -325,6 +325,37 @@ TEST(PsClientTest, ARestartedShardIsReportedAndKeepsItsSnapshot) {
   EXPECT_TRUE(client->TakeRecoveryEvents().empty());
 }
 
+TEST(PsClientTest, APushToAShardThatRestartedUnseenGoesToItsNewIncarnation) {
+  ScratchDir dir;
+  Shards shards(2, dir.path());
+  Model model(2);
+  std::unique_ptr<PsClient> client = NewClient(shards.addresses());
+  ASSERT_TRUE(model.Create(*client).ok());
+  const std::vector<float> emb_grad(40, 1.0f);
+  const PushBuffer push[] = {{"emb", In(emb_grad)}};
+  ASSERT_TRUE(client->Push(push).ok());
+  const uint64_t before = client->incarnation(1);
+
+  // Restarted from its snapshot, which holds the push; the client has not
+  // heard from it since. Its next push is refused, unapplied, as meant for
+  // the old incarnation, and sent again to the new one.
+  shards.Stop(1);
+  shards.Start(1);
+  const absl::Status pushed = client->Push(push);
+  ASSERT_TRUE(pushed.ok()) << pushed;
+  EXPECT_NE(client->incarnation(1), before);
+
+  Pulled pulled;
+  ASSERT_TRUE(pulled.From(*client).ok());
+  // Two pushes of 1.0 at a learning rate of 0.5, each applied once.
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(pulled.emb[i], model.emb[i] - 1.0f);
+  std::vector<PsRecoveryEvent> events = client->TakeRecoveryEvents();
+  ASSERT_THAT(events, SizeIs(1));
+  EXPECT_EQ(events[0].shard, 1);
+  EXPECT_EQ(events[0].old_incarnation, before);
+  EXPECT_EQ(events[0].lost, 0);
+}
+
 TEST(PsClientTest, AShardBackWithoutSnapshotGetsTheVariablesAgain) {
   Shards shards(2);  // no state dir: a restart loses everything
   Model model(2);

@@ -158,10 +158,12 @@ class PsShardHarness {
     return pulled;
   }
 
-  // Sends `chunks`, `per_message` to a message.
+  // Sends `chunks`, `per_message` to a message, meant for `incarnation`
+  // (0: any).
   absl::StatusOr<v1::PushResponse> Push(
       const std::string& job, const std::string& worker,
-      const std::vector<v1::TensorChunk>& chunks, size_t per_message = 1) {
+      const std::vector<v1::TensorChunk>& chunks, size_t per_message = 1,
+      uint64_t incarnation = 0) {
     auto context = Context();
     v1::PushResponse response;
     std::unique_ptr<grpc::ClientWriter<v1::PushRequest>> writer =
@@ -172,6 +174,7 @@ class PsShardHarness {
     std::set<std::string> names;
     for (const v1::TensorChunk& chunk : chunks) names.insert(chunk.name());
     request.set_num_variables(static_cast<int32_t>(names.size()));
+    request.set_incarnation(incarnation);
     for (size_t i = 0; i < chunks.size(); ++i) {
       *request.add_chunks() = chunks[i];
       if (request.chunks_size() == static_cast<int>(per_message) ||
@@ -288,6 +291,32 @@ TEST_F(PsIntegrationTest, PushAppliesTheOptimizerAndPullSeesIt) {
   EXPECT_EQ(pulled->versions["w"], 1);
   EXPECT_EQ(pulled->messages, 1);  // small variables share one message
   EXPECT_EQ(pulled->shard.updates(), 1);
+}
+
+TEST_F(PsIntegrationTest, APushMeantForAnotherIncarnationIsRefusedUnapplied) {
+  absl::StatusOr<Pulled> before = shard_.Pull("job-a", {"w"});
+  ASSERT_TRUE(before.ok()) << before.status();
+  const uint64_t incarnation = before->shard.incarnation();
+  const std::vector<v1::TensorChunk> gradient = {
+      Chunk("w", 0, Bytes(std::vector<float>(128, 0.5f)), 512)};
+
+  // What a sender that last heard from an earlier incarnation sends.
+  absl::StatusOr<v1::PushResponse> refused =
+      shard_.Push("job-a", "worker:0", gradient, 1, incarnation + 1);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr(absl::StrCat("meant for incarnation ", incarnation + 1,
+                                     ", this is incarnation ", incarnation,
+                                     "; none of it was applied")));
+  absl::StatusOr<Pulled> after = shard_.Pull("job-a", {"w"});
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->values["w"], before->values["w"]);
+  EXPECT_EQ(after->shard.updates(), 0);
+
+  absl::StatusOr<v1::PushResponse> pushed =
+      shard_.Push("job-a", "worker:0", gradient, 1, incarnation);
+  ASSERT_TRUE(pushed.ok()) << pushed.status();
+  EXPECT_EQ(pushed->applied(), 1);
 }
 
 TEST_F(PsIntegrationTest, PullOfAnUnknownVariableIsNotFound) {
