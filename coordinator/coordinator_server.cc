@@ -430,10 +430,12 @@ absl::Status CoordinatorServer::StartMetrics() {
       metrics_, rpc::MetricsHttpServer::Start(
                     {.listen = config_.metrics_listen,
                      .token = config_.server.security.token,
+                     // Not metrics_->address(): pages are served before
+                     // metrics_ is set, and while it is reset.
                      .json_pages = {{"/sd",
-                                     [this] {
+                                     [this](const std::string& address) {
                                        return ServiceDiscoveryJson(
-                                           metrics_->address(),
+                                           address,
                                            manager_->Snapshot(absl::Now()));
                                      }}}},
                     &MetricRegistry::Default()));

@@ -61,12 +61,14 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     response.set_content(registry->Render(),
                          "text/plain; version=0.0.4; charset=utf-8");
   });
+  // Set before the serving thread starts, and outlives it.
+  const std::string* address = &server->address_;
   for (auto& [path, page] : options.json_pages) {
     http.Get(path,
-             [page = std::move(page), token](const httplib::Request& request,
-                                             httplib::Response& response) {
+             [page = std::move(page), token, address](
+                 const httplib::Request& request, httplib::Response& response) {
                if (!Authorized(request, response, token)) return;
-               response.set_content(page(), "application/json");
+               response.set_content(page(*address), "application/json");
              });
   }
   int port = listen->port;

@@ -26,8 +26,10 @@ namespace cohort::rpc {
 struct MetricsHttpOptions {
   std::string listen;  // HOST:PORT; port 0 picks a free one
   std::optional<std::string> token;
-  // Path -> page body (application/json), computed per request.
-  std::map<std::string, std::function<std::string()>> json_pages;
+  // Path -> page body (application/json), computed per request from the
+  // server's address as bound (the port picked when 0 was asked for).
+  std::map<std::string, std::function<std::string(const std::string& address)>>
+      json_pages;
 };
 
 // Serves on threads of its own until destroyed. The registry is not owned

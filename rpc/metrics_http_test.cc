@@ -8,6 +8,7 @@ namespace cohort::rpc {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class MetricsHttpTest : public ::testing::Test {
  protected:
@@ -29,10 +30,13 @@ class MetricsHttpTest : public ::testing::Test {
 
 TEST_F(MetricsHttpTest, ServesTheRegistryAndJsonPages) {
   absl::StatusOr<std::unique_ptr<MetricsHttpServer>> started =
-      MetricsHttpServer::Start(
-          {.listen = "127.0.0.1:0",
-           .json_pages = {{"/sd", [] { return std::string("[]"); }}}},
-          &registry_);
+      MetricsHttpServer::Start({.listen = "127.0.0.1:0",
+                                .json_pages = {{"/sd",
+                                                [](const std::string& address) {
+                                                  return absl::StrCat(
+                                                      "[\"", address, "\"]");
+                                                }}}},
+                               &registry_);
   ASSERT_TRUE(started.ok()) << started.status();
   server_ = *std::move(started);
   httplib::Result metrics = Get("/metrics");
@@ -43,7 +47,9 @@ TEST_F(MetricsHttpTest, ServesTheRegistryAndJsonPages) {
   EXPECT_THAT(metrics->body, HasSubstr("cohort_pages_total 1\n"));
   httplib::Result sd = Get("/sd");
   ASSERT_TRUE(sd);
-  EXPECT_EQ(sd->body, "[]");
+  // The page is given the address as bound, its port picked.
+  EXPECT_EQ(sd->body, absl::StrCat("[\"", server_->address(), "\"]"));
+  EXPECT_THAT(server_->address(), Not(HasSubstr(":0")));
 }
 
 TEST_F(MetricsHttpTest, WithATokenEveryPageWantsIt) {
