@@ -1,10 +1,14 @@
 #include "rpc/security.h"
 
 #include <grpcpp/security/server_credentials.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <sys/stat.h>
 
+#include <memory>
+
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
@@ -23,9 +27,10 @@ absl::StatusOr<std::string> ReadFlagFile(absl::string_view flag,
   return contents;
 }
 
-// The flag's file as PEM holding `what` ("CERTIFICATE", "PRIVATE KEY"):
-// gRPC would take anything and fail only at its first handshake or bind,
-// naming neither the file nor the flag.
+// The flag's file as PEM holding a block labelled `what` ("CERTIFICATE",
+// "PRIVATE KEY"; for a key, "RSA PRIVATE KEY" and "EC PRIVATE KEY" too): gRPC
+// would take anything, a certificate request say, and fail only at its first
+// handshake or bind, naming neither the file nor the flag.
 absl::StatusOr<std::string> ReadPemFlagFile(absl::string_view flag,
                                             const std::string& path,
                                             absl::string_view what) {
@@ -33,17 +38,69 @@ absl::StatusOr<std::string> ReadPemFlagFile(absl::string_view flag,
   constexpr char kBegin[] = "-----BEGIN ";
   for (size_t at = pem.find(kBegin); at != std::string::npos;
        at = pem.find(kBegin, at + 1)) {
-    const size_t label = at + sizeof(kBegin) - 1;
-    const size_t end = pem.find("-----", label);
+    const size_t start = at + sizeof(kBegin) - 1;
+    const size_t end = pem.find("-----", start);
     if (end == std::string::npos) break;
-    if (absl::StrContains(absl::string_view(pem).substr(label, end - label),
-                          what)) {
+    const absl::string_view label =
+        absl::string_view(pem).substr(start, end - start);
+    if (label == what ||
+        (what == "PRIVATE KEY" &&
+         (label == "RSA PRIVATE KEY" || label == "EC PRIVATE KEY"))) {
       return pem;
     }
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--", flag, ": ", path, " holds no PEM ", absl::AsciiStrToLower(what),
-      " (a \"-----BEGIN ...", what, "-----\" block)"));
+      " (a \"-----BEGIN ", what, "-----\" block)"));
+}
+
+struct BioFree {
+  void operator()(BIO* bio) const { BIO_free(bio); }
+};
+struct X509Free {
+  void operator()(X509* cert) const { X509_free(cert); }
+};
+struct KeyFree {
+  void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
+};
+
+std::unique_ptr<BIO, BioFree> ReadOnlyBio(const std::string& pem) {
+  return std::unique_ptr<BIO, BioFree>(
+      BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+}
+
+// Refuses rather than prompts for a passphrase on the terminal.
+int NoPassphrase(char*, int, int, void*) { return -1; }
+
+// That the key is the certificate's: a mismatched pair makes gRPC fail to
+// bind, reported as an address in use.
+absl::Status CheckKeyPair(const SecurityFiles& files,
+                          const std::string& cert_pem,
+                          const std::string& key_pem) {
+  std::unique_ptr<X509, X509Free> cert(PEM_read_bio_X509(
+      ReadOnlyBio(cert_pem).get(), nullptr, nullptr, nullptr));
+  std::unique_ptr<EVP_PKEY, KeyFree> key(PEM_read_bio_PrivateKey(
+      ReadOnlyBio(key_pem).get(), nullptr, NoPassphrase, nullptr));
+  const bool paired = cert != nullptr && key != nullptr &&
+                      X509_check_private_key(cert.get(), key.get()) == 1;
+  ERR_clear_error();  // what failed is said below, not left to gRPC's log
+  if (cert == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls_cert_file: ", files.tls_cert_file,
+                     ": its first certificate cannot be read (damaged?)"));
+  }
+  if (key == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tls_key_file: ", files.tls_key_file,
+        ": its private key cannot be read (damaged, or encrypted: give it "
+        "without a passphrase)"));
+  }
+  if (!paired) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tls_key_file: ", files.tls_key_file,
+        " is not the key of the certificate in ", files.tls_cert_file));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -89,6 +146,8 @@ absl::StatusOr<Security> Security::Load(const SecurityFiles& files) {
     COHORT_ASSIGN_OR_RETURN(
         security.key_pem,
         ReadPemFlagFile("tls_key_file", files.tls_key_file, "PRIVATE KEY"));
+    COHORT_RETURN_IF_ERROR(
+        CheckKeyPair(files, security.cert_pem, security.key_pem));
   }
   if (!files.tls_ca_file.empty()) {
     COHORT_ASSIGN_OR_RETURN(

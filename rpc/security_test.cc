@@ -46,6 +46,33 @@ TEST(SecurityTest, FilesThatHoldNoPemBlockOfTheirKindAreNamed) {
                                      " holds no PEM certificate")));
 }
 
+// gRPC would accept both and fail at bind, as if the port were in use.
+TEST(SecurityTest, ARequestOrAKeyOfAnotherCertificateIsRefusedByName) {
+  testing::ScratchDir dir;
+  absl::StatusOr<testing::TestPki> ours = testing::MakeTestPki(dir, "ours");
+  ASSERT_TRUE(ours.ok()) << ours.status();
+  absl::StatusOr<testing::TestPki> theirs = testing::MakeTestPki(dir, "theirs");
+  ASSERT_TRUE(theirs.ok()) << theirs.status();
+
+  const std::string request = dir.path() + "/ours-node.csr";
+  absl::Status status =
+      Security::Load({.tls_cert_file = request, .tls_key_file = ours->key})
+          .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr(absl::StrCat("--tls_cert_file: ", request,
+                                     " holds no PEM certificate")));
+
+  status =
+      Security::Load({.tls_cert_file = ours->cert, .tls_key_file = theirs->key})
+          .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr(absl::StrCat("--tls_key_file: ", theirs->key,
+                                     " is not the key of the certificate in ",
+                                     ours->cert)));
+}
+
 // gRPC aborts a client whose header value holds any other byte, writing
 // the value, the token, into its log: refused when loaded, without
 // repeating it.
