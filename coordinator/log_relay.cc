@@ -82,9 +82,25 @@ class Upstream final : public grpc::ClientReadReactor<v1::LogChunk> {
     dropped_ = 0;
   }
   std::optional<grpc::Status> Ended() {
+    {
+      absl::MutexLock lock(&mu_);
+      // Lines still held are not lost because the call ended: Take them
+      // first.
+      if (!lines_.empty()) return std::nullopt;
+      if (status_.has_value() || !request_.follow() ||
+          absl::Now() - last_heard_ < rpc::kStreamSilence) {
+        return status_;
+      }
+      // A followed task sends at least a keepalive every kStreamKeepalive.
+      status_ = grpc::Status(
+          grpc::StatusCode::UNAVAILABLE,
+          absl::StrCat("the log of ", task_, " at ", connection_.address(),
+                       ": nothing heard for ",
+                       absl::FormatDuration(rpc::kStreamSilence),
+                       "; the task or its host is unreachable"));
+    }
+    Cancel();
     absl::MutexLock lock(&mu_);
-    // Lines still held are not lost because the call ended: Take them first.
-    if (!lines_.empty()) return std::nullopt;
     return status_;
   }
   void Cancel() { context_->TryCancel(); }
@@ -93,6 +109,7 @@ class Upstream final : public grpc::ClientReadReactor<v1::LogChunk> {
     if (!ok) return;  // the call is over; OnDone follows
     {
       absl::MutexLock lock(&mu_);
+      last_heard_ = absl::Now();
       dropped_ += chunk_.dropped();
       for (v1::LogLine& line : *chunk_.mutable_lines()) {
         line.set_task(task_);
@@ -112,6 +129,7 @@ class Upstream final : public grpc::ClientReadReactor<v1::LogChunk> {
   void OnDone(const grpc::Status& status) override {
     std::shared_ptr<Upstream> keep = std::move(self_);
     absl::MutexLock lock(&mu_);
+    if (status_.has_value()) return;  // ended for silence, then cancelled
     if (status.ok() || status.error_code() == grpc::StatusCode::CANCELLED) {
       status_ = status;
     } else {
@@ -130,7 +148,8 @@ class Upstream final : public grpc::ClientReadReactor<v1::LogChunk> {
         clock_offset_ms_(clock_offset_ms),
         connection_(address, security),
         stub_(v1::Logs::NewStub(connection_.channel())),
-        // A follower has no deadline: it ends when the relay cancels it.
+        // A follower has no deadline: it ends when the relay cancels it, or
+        // when the task falls silent (Ended).
         context_(connection_.NewContext(
             request.follow() ? absl::InfiniteDuration() : absl::Seconds(30))),
         request_(std::move(request)) {}
@@ -149,6 +168,7 @@ class Upstream final : public grpc::ClientReadReactor<v1::LogChunk> {
   std::vector<v1::LogLine> lines_ ABSL_GUARDED_BY(mu_);
   int64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<grpc::Status> status_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_heard_ ABSL_GUARDED_BY(mu_) = absl::Now();
 };
 
 class RemoteLogSource final : public LogSource {

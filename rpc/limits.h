@@ -40,5 +40,9 @@ inline constexpr absl::Duration kStoreReplyGrace = absl::Seconds(1);
 // sends at least this often, so that its reader can tell a quiet stream from
 // a server that went away.
 inline constexpr absl::Duration kStreamKeepalive = absl::Seconds(2);
+// A reader that has heard nothing, not even a keepalive, for this long takes
+// the server as unreachable: a host whose link is cut sends no reset, and
+// its connection would otherwise look open for many minutes.
+inline constexpr absl::Duration kStreamSilence = absl::Seconds(10);  // 5 keepalives
 
 }  // namespace cohort::rpc

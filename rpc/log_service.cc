@@ -1,6 +1,7 @@
 #include "rpc/log_service.h"
 
 #include "absl/time/clock.h"
+#include "rpc/limits.h"
 #include "rpc/status_conversion.h"
 
 namespace cohort::rpc {
@@ -16,12 +17,18 @@ class LogReader final : public PumpedWriter<v1::LogChunk> {
   Step Next() override {
     int64_t dropped = 0;
     const std::vector<LogEntry> entries = cursor_.Next(&dropped);
+    const absl::Time now = absl::Now();
     Step step;
     if (!entries.empty() || dropped > 0) {
       v1::LogChunk chunk;
       AppendLogLines(entries, &chunk);
       chunk.set_dropped(dropped);
       step.message = std::move(chunk);
+      last_sent_ = now;
+    } else if (follow_ && now - last_sent_ >= kStreamKeepalive) {
+      // Nothing new: an empty chunk tells the follower this task is there.
+      step.message = v1::LogChunk();
+      last_sent_ = now;
     }
     // Without follow, the call ends once it has caught up.
     if (!follow_ && cursor_.CaughtUp()) step.finish = grpc::Status::OK;
@@ -30,6 +37,7 @@ class LogReader final : public PumpedWriter<v1::LogChunk> {
 
   LogCursor cursor_;  // pump thread only
   const bool follow_;
+  absl::Time last_sent_ = absl::Now();  // pump thread only
 };
 
 }  // namespace

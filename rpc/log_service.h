@@ -1,7 +1,8 @@
 #pragma once
 
 // cohort.v1.Logs on every daemon: its recent log lines (LogBuffer), and with
-// `follow` each new one, streamed through a StreamPump.
+// `follow` each new one, streamed through a StreamPump; a follower gets an
+// empty chunk at least every kStreamKeepalive.
 
 #include "cohort/v1/logs.grpc.pb.h"
 #include "common/log_buffer.h"

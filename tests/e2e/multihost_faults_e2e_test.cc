@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <future>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -78,6 +80,17 @@ TEST_F(MultiHostFaultsE2eTest,
   ASSERT_TRUE(id.ok()) << id.status();
   ASSERT_EQ(WaitForStep(c.client(), *id, 150, absl::Seconds(60)).state(),
             v1::JOB_RUNNING);
+  // Someone follows worker:1's log through the coordinator.
+  std::atomic<int> chunks{0};
+  std::atomic<bool> leave{false};
+  std::future<absl::Status> followed = std::async(std::launch::async, [&] {
+    return c.client().StreamLogs("worker:1", {.follow = true},
+                                 [&](const v1::LogChunk&) {
+                                   ++chunks;
+                                   return !leave.load();
+                                 });
+  });
+  ASSERT_TRUE(WaitUntil([&] { return chunks.load() > 0; }, absl::Seconds(30)));
 
   const absl::Time cut = absl::Now();
   ASSERT_TRUE(hosts_->SetLink(4, false).ok());
@@ -100,6 +113,16 @@ TEST_F(MultiHostFaultsE2eTest,
     EXPECT_LE(*failed - cut, kHeartbeatTimeout + absl::Seconds(1)) << survivor;
   }
   EXPECT_EQ(c.TaskState("worker", 1), v1::DEAD);
+  // A cut link sends no reset: the follower ends because worker:1 fell
+  // silent, not only once TCP gives up many minutes later.
+  const bool ended =
+      followed.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  leave = true;  // otherwise it leaves at the relay's next keepalive
+  const absl::Status follow = followed.get();
+  EXPECT_TRUE(ended) << "following worker:1's log did not end";
+  EXPECT_EQ(follow.code(), absl::StatusCode::kUnavailable) << follow;
+  EXPECT_THAT(follow.message(), HasSubstr("the log of worker:1 at "));
+  EXPECT_THAT(follow.message(), HasSubstr("nothing heard for 10s"));
   const v1::JobStatus restarting = WaitForJob(
       c.client(), *id,
       [](const v1::JobStatus& s) { return s.restarts_size() >= 1; },
