@@ -242,9 +242,17 @@ int SubmitCommand(const CommonOptions& options) {
   }
   std::unique_ptr<Client> client = ConnectOrReport(options);
   if (client == nullptr) return kUsageError;
+  // Chosen here, so that a submission whose answer was lost can be named.
+  if (spec->submission_id.empty()) spec->submission_id = NewSubmissionId();
   absl::StatusOr<std::string> job_id = client->SubmitJob(*spec);
   if (!job_id.ok()) {
     PrintError(job_id.status());
+    if (job_id.status().code() == absl::StatusCode::kUnavailable ||
+        job_id.status().code() == absl::StatusCode::kDeadlineExceeded) {
+      std::cerr << "cohortctl: to try again without risking a second job, "
+                   "run the same command with --submission_id="
+                << spec->submission_id << "\n";
+    }
     // A spec the client or the coordinator rejected, a missing library, or
     // a submission id already given to another spec, is the caller's to fix.
     const absl::StatusCode code = job_id.status().code();

@@ -67,14 +67,6 @@ v1::Communication ToProto(Communication communication) {
   return v1::COMMUNICATION_AUTO;
 }
 
-// 128 random bits: unique to one submission for any practical purpose.
-std::string RandomSubmissionId() {
-  absl::BitGen bits;
-  return absl::StrCat(
-      absl::Hex(absl::Uniform<uint64_t>(bits), absl::kZeroPad16),
-      absl::Hex(absl::Uniform<uint64_t>(bits), absl::kZeroPad16));
-}
-
 // The checks that need no coordinator; the coordinator repeats them and adds
 // its own (registered names, placement).
 absl::Status ValidateSpec(const JobSpec& spec) {
@@ -220,6 +212,13 @@ absl::StatusOr<std::string> ReadLibrary(const std::string& path) {
 
 }  // namespace
 
+std::string NewSubmissionId() {
+  absl::BitGen bits;
+  return absl::StrCat(
+      absl::Hex(absl::Uniform<uint64_t>(bits), absl::kZeroPad16),
+      absl::Hex(absl::Uniform<uint64_t>(bits), absl::kZeroPad16));
+}
+
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     const std::string& address, const ClientOptions& options) {
   if (address.empty()) {
@@ -321,7 +320,7 @@ absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
   proto.set_checkpoint_dir(spec.checkpoint_dir);
   proto.set_collective_timeout_ms(
       absl::ToInt64Milliseconds(spec.collective_timeout));
-  proto.set_submission_id(spec.submission_id.empty() ? RandomSubmissionId()
+  proto.set_submission_id(spec.submission_id.empty() ? NewSubmissionId()
                                                      : spec.submission_id);
   if (!spec.early_stopping.metric.empty()) {
     v1::EarlyStopping& rule = *proto.mutable_early_stopping();
@@ -360,9 +359,17 @@ absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
         status.error_code() == grpc::StatusCode::UNAVAILABLE ||
         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
     if (!answer_lost || attempt == kSubmitRetries) {
-      COHORT_RETURN_IF_ERROR(
-          impl_->connection.Annotate("Jobs.SubmitJob", status));
-      break;
+      absl::Status failed =
+          impl_->connection.Annotate("Jobs.SubmitJob", status);
+      if (failed.ok()) break;
+      if (!answer_lost) return failed;
+      return absl::Status(
+          failed.code(),
+          absl::StrCat(failed.message(), " (", attempt + 1,
+                       " tries); if one reached the coordinator, the job "
+                       "exists: submitting again with submission id ",
+                       proto.submission_id(),
+                       " returns it instead of making a second one"));
     }
     absl::SleepFor(kSubmitRetryPause);
   }

@@ -390,6 +390,21 @@ TEST(CohortctlE2eTest, StatusAgainstNothingIsAClearError) {
   EXPECT_THAT(result.output, HasSubstr("; last error: Jobs.WatchJob to "
                                        "127.0.0.1:1: failed to connect"));
 
+  // A submission that got no answer may have reached the coordinator: the
+  // error names the id to submit again with, which cannot make two jobs.
+  result = RunCommand(
+      {Binary("cohortctl"), "--coordinator=127.0.0.1:1", "--timeout=1s",
+       "submit", "--library=" + ExampleLibrary("cohort_example_linear"),
+       "--init=linear_init", "--step=linear_step", "--dataset=linear_data",
+       "--steps=10", "--global_batch=8", "--submission_id=nightly-7"});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("(3 tries); if one reached the "
+                                       "coordinator, the job exists: "
+                                       "submitting again with submission id "
+                                       "nightly-7 returns it"));
+  EXPECT_THAT(result.output,
+              HasSubstr("run the same command with --submission_id=nightly-7"));
+
   result = RunCommand({Binary("cohortctl"), "frobnicate"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.output, HasSubstr("unknown command \"frobnicate\""));

@@ -147,6 +147,10 @@ struct JobSpec {
   std::string submission_id;
 };
 
+// A new submission id: 128 random bits, unique to one intended job for any
+// practical purpose.
+std::string NewSubmissionId();
+
 // A tensor in host memory: one saved in a checkpoint, or a ParameterServer
 // variable's value read from the ps tasks.
 struct HostTensor {
@@ -199,7 +203,8 @@ class Client {
   // the coordinator), NOT_FOUND for a missing library file. A call that
   // ends UNAVAILABLE or DEADLINE_EXCEEDED, which may have reached the
   // coordinator, is tried again (twice at most) with the same
-  // submission_id, so it never makes two jobs.
+  // submission_id, so it never makes two jobs; when the last try ends so
+  // too, the error names the submission id to submit again with.
   absl::StatusOr<std::string> SubmitJob(const JobSpec& spec) const;
   absl::StatusOr<v1::JobStatus> GetJob(const std::string& job_id) const;
   absl::StatusOr<std::vector<v1::JobStatus>> ListJobs() const;
