@@ -4,8 +4,10 @@
 
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/metrics.h"
 
@@ -17,25 +19,38 @@ constexpr char kInFlight[] = "cohort_rpc_server_in_flight";
 
 using grpc::experimental::InterceptionHookPoints;
 
-// The method label of a call: its path when the method is one this binary
-// knows (compiled-in protos, gRPC's health service), else "unknown", so that
-// a client calling made-up methods cannot grow the registry without bound.
-std::string MethodLabel(const char* method) {
-  if (method == nullptr) return "unknown";
-  const absl::string_view path(method);
+// Whether `path` ("/package.Service/Method") names a method this binary
+// knows: one of a compiled-in proto, or of gRPC's health service.
+bool IsKnownMethod(absl::string_view path) {
   if (path == "/grpc.health.v1.Health/Check" ||
       path == "/grpc.health.v1.Health/Watch") {
-    return std::string(path);
+    return true;
   }
-  // "/package.Service/Method" names the method "package.Service.Method".
   const size_t slash = path.rfind('/');
-  if (path.size() < 2 || path[0] != '/' || slash == 0) return "unknown";
+  if (path.size() < 2 || path[0] != '/' || slash == 0) return false;
   std::string full_name(path.substr(1));
   full_name[slash - 1] = '.';
-  if (google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(
-          full_name) == nullptr) {
-    return "unknown";
+  return google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(
+             full_name) != nullptr;
+}
+
+// The method label of a call: its path when the method is known, else
+// "unknown", so that a client calling made-up methods cannot grow the
+// registry without bound. Known paths are remembered (they are few), since
+// the descriptor pool's lookup takes a process-wide lock.
+std::string MethodLabel(const char* method) {
+  static absl::Mutex mu;
+  static auto* const known =
+      new absl::flat_hash_set<std::string>();  // ABSL_GUARDED_BY(mu)
+  if (method == nullptr) return "unknown";
+  const absl::string_view path(method);
+  {
+    absl::ReaderMutexLock lock(&mu);
+    if (known->contains(path)) return std::string(path);
   }
+  if (!IsKnownMethod(path)) return "unknown";
+  absl::MutexLock lock(&mu);
+  known->emplace(path);
   return std::string(path);
 }
 
