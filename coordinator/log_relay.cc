@@ -1,6 +1,7 @@
 #include "coordinator/log_relay.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <utility>
 
@@ -87,11 +88,12 @@ class Upstream final : public grpc::ClientReadReactor<v1::LogChunk> {
       // Lines still held are not lost because the call ended: Take them
       // first.
       if (!lines_.empty()) return std::nullopt;
-      if (status_.has_value() || !request_.follow() ||
-          absl::Now() - last_heard_ < rpc::kStreamSilence) {
+      if (status_.has_value() || !keeps_alive_ ||
+          std::chrono::steady_clock::now() - last_heard_ <
+              absl::ToChronoSeconds(rpc::kStreamSilence)) {
         return status_;
       }
-      // A followed task sends at least a keepalive every kStreamKeepalive.
+      // A task that keeps alive sends a chunk every kStreamKeepalive.
       status_ = grpc::Status(
           grpc::StatusCode::UNAVAILABLE,
           absl::StrCat("the log of ", task_, " at ", connection_.address(),
@@ -101,6 +103,7 @@ class Upstream final : public grpc::ClientReadReactor<v1::LogChunk> {
     }
     Cancel();
     absl::MutexLock lock(&mu_);
+    if (!lines_.empty()) return std::nullopt;  // arrived meanwhile
     return status_;
   }
   void Cancel() { context_->TryCancel(); }
@@ -109,7 +112,8 @@ class Upstream final : public grpc::ClientReadReactor<v1::LogChunk> {
     if (!ok) return;  // the call is over; OnDone follows
     {
       absl::MutexLock lock(&mu_);
-      last_heard_ = absl::Now();
+      last_heard_ = std::chrono::steady_clock::now();
+      keeps_alive_ = keeps_alive_ || chunk_.keeps_alive();
       dropped_ += chunk_.dropped();
       for (v1::LogLine& line : *chunk_.mutable_lines()) {
         line.set_task(task_);
@@ -168,7 +172,11 @@ class Upstream final : public grpc::ClientReadReactor<v1::LogChunk> {
   std::vector<v1::LogLine> lines_ ABSL_GUARDED_BY(mu_);
   int64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<grpc::Status> status_ ABSL_GUARDED_BY(mu_);
-  absl::Time last_heard_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  // When the last chunk came (a steady clock: a step of the wall clock is
+  // no silence), and whether the task promised keepalives.
+  std::chrono::steady_clock::time_point last_heard_ ABSL_GUARDED_BY(mu_) =
+      std::chrono::steady_clock::now();
+  bool keeps_alive_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 class RemoteLogSource final : public LogSource {

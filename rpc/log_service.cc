@@ -30,6 +30,9 @@ class LogReader final : public PumpedWriter<v1::LogChunk> {
       step.message = v1::LogChunk();
       last_sent_ = now;
     }
+    if (step.message.has_value() && follow_) {
+      step.message->set_keeps_alive(true);
+    }
     // Without follow, the call ends once it has caught up.
     if (!follow_ && cursor_.CaughtUp()) step.finish = grpc::Status::OK;
     return step;
