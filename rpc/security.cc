@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
@@ -27,10 +28,9 @@ absl::StatusOr<std::string> ReadFlagFile(absl::string_view flag,
   return contents;
 }
 
-// The flag's file as PEM holding a block labelled `what` ("CERTIFICATE",
-// "PRIVATE KEY"; for a key, "RSA PRIVATE KEY" and "EC PRIVATE KEY" too): gRPC
-// would take anything, a certificate request say, and fail only at its first
-// handshake or bind, naming neither the file nor the flag.
+// The flag's file as PEM holding a block of `what` ("CERTIFICATE", "PRIVATE
+// KEY"): gRPC would take anything, a certificate request say, and fail only
+// at its first handshake or bind, naming neither the file nor the flag.
 absl::StatusOr<std::string> ReadPemFlagFile(absl::string_view flag,
                                             const std::string& path,
                                             absl::string_view what) {
@@ -43,11 +43,12 @@ absl::StatusOr<std::string> ReadPemFlagFile(absl::string_view flag,
     if (end == std::string::npos) break;
     const absl::string_view label =
         absl::string_view(pem).substr(start, end - start);
-    if (label == what ||
-        (what == "PRIVATE KEY" &&
-         (label == "RSA PRIVATE KEY" || label == "EC PRIVATE KEY"))) {
-      return pem;
-    }
+    // Keys: "PRIVATE KEY", "RSA PRIVATE KEY", "ENCRYPTED PRIVATE KEY"
+    // (refused below, by name). Certificates: not "CERTIFICATE REQUEST".
+    const bool matches = what == "PRIVATE KEY"
+                             ? absl::EndsWith(label, what)
+                             : label == what || label == "TRUSTED CERTIFICATE";
+    if (matches) return pem;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--", flag, ": ", path, " holds no PEM ", absl::AsciiStrToLower(what),
@@ -77,7 +78,7 @@ int NoPassphrase(char*, int, int, void*) { return -1; }
 absl::Status CheckKeyPair(const SecurityFiles& files,
                           const std::string& cert_pem,
                           const std::string& key_pem) {
-  std::unique_ptr<X509, X509Free> cert(PEM_read_bio_X509(
+  std::unique_ptr<X509, X509Free> cert(PEM_read_bio_X509_AUX(
       ReadOnlyBio(cert_pem).get(), nullptr, nullptr, nullptr));
   std::unique_ptr<EVP_PKEY, KeyFree> key(PEM_read_bio_PrivateKey(
       ReadOnlyBio(key_pem).get(), nullptr, NoPassphrase, nullptr));

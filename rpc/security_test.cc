@@ -71,6 +71,23 @@ TEST(SecurityTest, ARequestOrAKeyOfAnotherCertificateIsRefusedByName) {
               HasSubstr(absl::StrCat("--tls_key_file: ", theirs->key,
                                      " is not the key of the certificate in ",
                                      ours->cert)));
+
+  // gRPC cannot ask for a passphrase.
+  const std::string encrypted = dir.path() + "/encrypted.key";
+  const testing::CommandResult made = testing::RunCommand(
+      {"/usr/bin/openssl", "pkey", "-in", ours->key, "-aes256", "-passout",
+       "pass:secret", "-out", encrypted},
+      absl::Seconds(30));
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  status =
+      Security::Load({.tls_cert_file = ours->cert, .tls_key_file = encrypted})
+          .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr(absl::StrCat("--tls_key_file: ", encrypted,
+                                     ": its private key cannot be read "
+                                     "(damaged, or encrypted: give it "
+                                     "without a passphrase)")));
 }
 
 // gRPC aborts a client whose header value holds any other byte, writing
