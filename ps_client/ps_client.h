@@ -23,6 +23,10 @@
 //     variables: restarted without a snapshot while no call of this client
 //     was looking) re-issues CreateVariables there once; the call is retried
 //     if that shows a new incarnation.
+//   - A Push names the incarnation it is meant for; one refused with ABORTED
+//     (the shard restarted since, and applied none of it) re-issues
+//     CreateVariables there once, which shows the new incarnation, and is
+//     sent again to it.
 //   - Other errors return at once, naming the shard: "ps:1: ...".
 //
 // Pushes are at most once per incarnation. A Push that fails UNAVAILABLE is

@@ -93,8 +93,9 @@ absl::Status PushAssembler::Add(v1::TensorChunk* chunk) {
   }
   Pending& pending = it->second;
   if (static_cast<int64_t>(pending.bytes.size()) != layout->bytes) {
-    // Created anew by the job's next attempt: the bytes buffered so far are
-    // of another variable, and this chunk's range is not theirs.
+    // Created anew by a job that replaced this one: the bytes buffered so
+    // far are of another variable, and this chunk's range is not theirs. (A
+    // replacement of the same size is not told apart here.)
     return absl::FailedPreconditionError(
         absl::StrCat("push of '", name,
                      "': the variable was created anew during the push; '",

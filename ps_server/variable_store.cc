@@ -206,8 +206,8 @@ absl::StatusOr<int> VariableStore::Create(
       return absl::ResourceExhaustedError(absl::StrCat(
           "ps shard ", options_.shard_id, " would hold ",
           kept_bytes + new_bytes,
-          " bytes of variables, their slots and their keeping, over its ",
-          "limit of ", options_.max_shard_bytes,
+          " bytes of variables, their slots, their keeping and workers' ",
+          "values, over its ", "limit of ", options_.max_shard_bytes,
           options_.max_shard_bytes_reason.empty()
               ? ""
               : absl::StrCat(" (", options_.max_shard_bytes_reason, ")"),
