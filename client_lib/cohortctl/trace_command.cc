@@ -41,14 +41,17 @@ int TraceCommand(const CommonOptions& options, const std::string& job_id) {
   for (const v1::ReplicaTrace& replica : trace->replicas()) {
     spans += replica.spans_size();
   }
-  std::printf(
-      "wrote %lld spans of %d replica tracks to %s "
-      "(open it in https://ui.perfetto.dev or chrome://tracing)\n",
-      static_cast<long long>(spans), trace->replicas_size(), out.c_str());
+  // On stderr: stdout may be where the trace went.
+  std::fprintf(stderr,
+               "wrote %lld spans of %d replica tracks to %s "
+               "(open it in https://ui.perfetto.dev or chrome://tracing)\n",
+               static_cast<long long>(spans), trace->replicas_size(),
+               out.c_str());
   for (const v1::ClockOffset& clock : trace->clocks()) {
-    std::printf("  %s: clock %+.3f ms from the coordinator's (+/- %.3f ms)\n",
-                clock.task().c_str(), clock.offset_ns() / 1e6,
-                clock.uncertainty_ns() / 1e6);
+    std::fprintf(stderr,
+                 "  %s: clock %+.3f ms from the coordinator's (+/- %.3f ms)\n",
+                 clock.task().c_str(), clock.offset_ns() / 1e6,
+                 clock.uncertainty_ns() / 1e6);
   }
   return 0;
 }

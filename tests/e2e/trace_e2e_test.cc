@@ -71,6 +71,21 @@ TEST_F(TraceE2eTest, ATracedJobsTimelineNestsPerReplicaWithEveryStepsCollectives
   EXPECT_THAT(unwritable.output, HasSubstr("cannot write " + nowhere +
                                            ": No such file or directory"));
 
+  // To stdout, the trace alone: what it wrote is said on stderr.
+  const std::string piped = cluster_->dir.path() + "/piped.json";
+  const CommandResult to_stdout = RunCommand(
+      {"/bin/sh", "-c",
+       absl::StrCat("'", Binary("cohortctl"), "' --coordinator=",
+                    cluster_->coordinator->address(), " trace ", *id,
+                    " --out=/dev/stdout 2>/dev/null >'", piped, "'")},
+      absl::Seconds(60));
+  ASSERT_EQ(to_stdout.exit_code, 0) << to_stdout.output;
+  std::ifstream piped_file(piped);
+  EXPECT_TRUE(nlohmann::json::parse(piped_file, nullptr,
+                                    /*allow_exceptions=*/false)
+                  .is_object())
+      << "the trace on stdout does not parse";
+
   std::ifstream file(out);
   const nlohmann::json trace =
       nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
