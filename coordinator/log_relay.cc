@@ -320,8 +320,10 @@ LogRelay::Step LogRelay::Next() {
     dropped_ = 0;
     step.message = std::move(chunk);
     last_sent_ = now;
-  } else if (plan_.follow && now - last_sent_ >= rpc::kStreamKeepalive) {
-    // Nothing new: an empty chunk tells the reader the relay is alive.
+  } else if (now - last_sent_ >= rpc::kStreamKeepalive) {
+    // Nothing new: an empty chunk tells the reader the relay is alive, also
+    // while a read without follow waits (up to 30 s) for a task that does
+    // not answer.
     step.message = v1::LogChunk();
     last_sent_ = now;
   }

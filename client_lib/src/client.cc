@@ -515,8 +515,8 @@ absl::Status Client::StreamLogs(
   request.set_target(target);
   request.set_tail_lines(options.tail_lines);
   request.set_follow(options.follow);
-  // Without follow the whole backlog is one short call; with it, the
-  // coordinator's keepalives show that it is still there.
+  // The coordinator's keepalives show that it is still there, with follow
+  // and while a read without it waits for a task that does not answer.
   const absl::Duration silence_limit = SilenceLimit(impl_->rpc_timeout);
   StreamReader<v1::LogChunk> reader(
       impl_->connection.NewContext(absl::InfiniteDuration()));
