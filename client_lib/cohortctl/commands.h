@@ -2,8 +2,9 @@
 
 // cohortctl's subcommands. Each returns the process exit code: 0 success,
 // 1 failure reported by a server or a child (or a job that did not
-// succeed), kUsageError (2) bad usage, kOutcomeUnknown (3) a watched job
-// whose end was not seen (the coordinator went silent).
+// succeed), kUsageError (2) bad usage or a job the cluster cannot take,
+// kOutcomeUnknown (3) a watched job whose end was not seen (the coordinator
+// went silent) or a submission whose answer was lost.
 
 #include <memory>
 #include <optional>

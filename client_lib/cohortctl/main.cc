@@ -24,8 +24,9 @@ ABSL_FLAG(std::string, coordinator, "",
           "started in --state_dir when that is given, else "
           "$COHORT_COORDINATOR, else the default local cluster.");
 ABSL_FLAG(bool, json, false,
-          "Print JSON instead of text. With submit --wait and watch: the "
-          "final JobStatus, the live view going to stderr.");
+          "status, submit, watch, jobs, job, cancel, variables, logs: print "
+          "JSON instead of text. With submit --wait and watch: the final "
+          "JobStatus, the live view going to stderr.");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5), "Deadline of each RPC.");
 ABSL_DECLARE_FLAG(std::string, state_dir);  // up_command.cc
 
@@ -60,7 +61,7 @@ constexpr char kUsage[] =
     "  watch JOB [--json] show a job live until it ends\n"
     "  jobs [--json]      every job, oldest first\n"
     "  job JOB [--json]   one job: progress, metrics, placement, restarts\n"
-    "  cancel JOB         cancel a job; prints its state\n"
+    "  cancel JOB [--json] cancel a job; prints its state\n"
     "  variables JOB [--names=A,B] [--json]\n"
     "                     a ParameterServer job's variables, read from its\n"
     "                     ps tasks while it runs or after it ended\n"
@@ -76,9 +77,10 @@ constexpr char kUsage[] =
     "                     host; --follow keeps printing new ones\n"
     "\n"
     "Exit codes: 0 success, 1 a failure (or a job that did not succeed),\n"
-    "2 bad usage, 3 a watched job's end not seen (the coordinator went\n"
-    "silent; the job may still run: submit it again only with the same\n"
-    "--submission_id).\n"
+    "2 bad usage (or a job this cluster cannot run), 3 a job's fate\n"
+    "unknown: a submission whose answer was lost, or a watched job whose\n"
+    "end was not seen (the coordinator went silent; the job may still run:\n"
+    "submit it again only with the same --submission_id).\n"
     "\n"
     "Examples:\n"
     "  cohortctl up\n"

@@ -247,19 +247,23 @@ int SubmitCommand(const CommonOptions& options) {
   absl::StatusOr<std::string> job_id = client->SubmitJob(*spec);
   if (!job_id.ok()) {
     PrintError(job_id.status());
-    if (job_id.status().code() == absl::StatusCode::kUnavailable ||
-        job_id.status().code() == absl::StatusCode::kDeadlineExceeded) {
+    const absl::StatusCode code = job_id.status().code();
+    if (code == absl::StatusCode::kUnavailable ||
+        code == absl::StatusCode::kDeadlineExceeded) {
+      // The answer was lost, not the job: it may exist and run.
       std::cerr << "cohortctl: to try again without risking a second job, "
                    "run the same command with --submission_id="
                 << spec->submission_id << "\n";
+      return kOutcomeUnknown;
     }
-    // A spec the client or the coordinator rejected, a missing library, or
-    // a submission id already given to another spec, is the caller's to fix.
-    const absl::StatusCode code = job_id.status().code();
+    // A spec the client or the coordinator rejected, one the cluster cannot
+    // run (no ps tasks for ParameterServer), a missing library, or a
+    // submission id already given to another spec, is the caller's to fix.
     return code == absl::StatusCode::kInvalidArgument ||
+                   code == absl::StatusCode::kFailedPrecondition ||
                    code == absl::StatusCode::kNotFound ||
                    code == absl::StatusCode::kAlreadyExists
-               ? 2
+               ? kUsageError
                : 1;
   }
   if (!absl::GetFlag(FLAGS_wait)) {

@@ -115,6 +115,17 @@ int CoordinatorEnded(const ExitStatus& exit) {
   return exit.exited() && exit.exit_code() == 0 ? 0 : 1;
 }
 
+// The flags another cohortctl needs to reach this cluster as this one
+// does: the same token and TLS files.
+std::string SecurityFlags() {
+  std::string flags;
+  for (const std::string& flag :
+       rpc::Security::ToFlags(rpc::SecurityFilesFromFlags())) {
+    absl::StrAppend(&flags, " ", flag);
+  }
+  return flags;
+}
+
 }  // namespace
 
 std::string DefaultLocalStateDir() {
@@ -260,7 +271,6 @@ int UpCommand(const CommonOptions& options) {
 
   absl::StatusOr<std::unique_ptr<Client>> client =
       Client::Connect(address, options.client);
-  const std::string& token_file = options.client.auth_token_file;
   if (client.ok()) {
     bool interrupted = false;
     absl::StatusOr<v1::ClusterState> state = (*client)->WaitForReady(
@@ -279,10 +289,7 @@ int UpCommand(const CommonOptions& options) {
     if (state.ok()) {
       std::cout << "\n"
                 << ClusterStateToTable(*state) << "\nall tasks READY. "
-                << "Try: cohortctl --coordinator=" << address
-                << (token_file.empty()
-                        ? ""
-                        : absl::StrCat(" --auth_token_file=", token_file))
+                << "Try: cohortctl --coordinator=" << address << SecurityFlags()
                 << " status   (Ctrl-C stops the cluster)" << std::endl;
     } else {
       PrintError(state.status());

@@ -397,7 +397,7 @@ TEST(CohortctlE2eTest, StatusAgainstNothingIsAClearError) {
        "submit", "--library=" + ExampleLibrary("cohort_example_linear"),
        "--init=linear_init", "--step=linear_step", "--dataset=linear_data",
        "--steps=10", "--global_batch=8", "--submission_id=nightly-7"});
-  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_EQ(result.exit_code, 3) << result.output;
   EXPECT_THAT(result.output, HasSubstr("(3 tries); if one reached the "
                                        "coordinator, the job exists: "
                                        "submitting again with submission id "
@@ -443,6 +443,27 @@ TEST(CohortctlE2eTest, ACoordinatorBehindASlowLinkIsReached) {
               HasSubstr("relaying a connection to port"));
 }
 
+TEST(CohortctlE2eTest, AJobTheClusterCannotRunExitsTwoNamingWhy) {
+  // A ParameterServer job on a cluster without ps tasks: the coordinator
+  // refuses it, and the fix is the caller's, like bad flags.
+  ScratchDir dir;
+  const std::string spec = dir.Write("cluster.json", LocalSpec(1, 0));
+  auto coordinator = CoordinatorProcess::Start(
+      dir, {absl::StrCat("--cluster_spec=", spec), "--launch=none"});
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  const CommandResult result = RunCommand(
+      {Binary("cohortctl"),
+       absl::StrCat("--coordinator=", (*coordinator)->address()), "submit",
+       "--library=" + ExampleLibrary("cohort_example_linear"),
+       "--init=linear_init", "--step=linear_step", "--dataset=linear_data",
+       "--steps=10", "--global_batch=8", "--strategy=parameter_server"});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("FAILED_PRECONDITION: "));
+  EXPECT_THAT(result.output,
+              HasSubstr("strategy ParameterServer needs ps tasks, and the "
+                        "cluster spec has none"));
+}
+
 TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
   struct Case {
     std::vector<std::string> argv;
@@ -484,6 +505,10 @@ TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
        "--wait is for `cohortctl submit`, not `cohortctl jobs`"},
       {{Binary("cohortctl"), "cancel", "1", "--follow"},
        "--follow is for `cohortctl logs`, not `cohortctl cancel`"},
+      // A trace is JSON already; --json would be ignored without a word.
+      {{Binary("cohortctl"), "trace", "1", "--json"},
+       "--json is for `cohortctl status` and `cohortctl submit` and "},
+      {{Binary("cohortctl"), "up", "--json"}, ", not `cohortctl up`"},
       {{Binary("cohortctl"), "cancel", "abc"},
        "cohortctl cancel: \"abc\" is not a job id: job ids are positive "
        "integers"},
