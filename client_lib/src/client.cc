@@ -224,6 +224,11 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   if (address.empty()) {
     return absl::InvalidArgumentError("no coordinator address given");
   }
+  if (options.rpc_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rpc_timeout must be positive, got ",
+                     absl::FormatDuration(options.rpc_timeout)));
+  }
   // Else gRPC would dial "localhost" at port 443, and wait there.
   if (absl::StatusOr<HostPort> parsed = ParseHostPort(address); !parsed.ok()) {
     return absl::InvalidArgumentError(

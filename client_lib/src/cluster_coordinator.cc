@@ -40,17 +40,22 @@ absl::StatusOr<v1::GetCallsResponse> GetCallsBy(const Client& client,
   }
 }
 
-}  // namespace
-
-absl::StatusOr<v1::CallStatus> RemoteValue::Poll() const {
-  absl::StatusOr<v1::GetCallsResponse> calls =
-      client_->GetCalls(job_id_, {id_});
+// The one call a GetCalls for one id answers with; INTERNAL for an answer
+// that holds another number (a coordinator of another version).
+absl::StatusOr<v1::CallStatus> TheOneCall(
+    const absl::StatusOr<v1::GetCallsResponse>& calls) {
   if (!calls.ok()) return calls.status();
   if (calls->calls_size() != 1) {
     return absl::InternalError(absl::StrCat(
         "Jobs.GetCalls returned ", calls->calls_size(), " calls for one id"));
   }
   return calls->calls(0);
+}
+
+}  // namespace
+
+absl::StatusOr<v1::CallStatus> RemoteValue::Poll() const {
+  return TheOneCall(client_->GetCalls(job_id_, {id_}));
 }
 
 absl::StatusOr<std::map<std::string, double>> RemoteValue::Fetch(
@@ -60,8 +65,9 @@ absl::StatusOr<std::map<std::string, double>> RemoteValue::Fetch(
   while (true) {
     absl::StatusOr<v1::GetCallsResponse> calls =
         GetCallsBy(*client_, job_id_, {id_}, deadline);
-    if (!calls.ok()) return calls.status();
-    const v1::CallStatus& call = calls->calls(0);
+    absl::StatusOr<v1::CallStatus> one = TheOneCall(calls);
+    if (!one.ok()) return one.status();
+    const v1::CallStatus& call = *one;
     switch (call.state()) {
       case v1::CallStatus::DONE:
         return std::map<std::string, double>(call.result().values().begin(),

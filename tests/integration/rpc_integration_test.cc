@@ -126,6 +126,19 @@ TEST(RpcServerTest, MissingTokenFileIsAClearClientError) {
               HasSubstr("--auth_token_file: /nonexistent/token"));
 }
 
+TEST(RpcServerTest, ANonPositiveRpcTimeoutIsRefused) {
+  // Else every call would fail at once with DEADLINE_EXCEEDED, which reads
+  // like a slow coordinator.
+  for (absl::Duration timeout : {absl::ZeroDuration(), absl::Seconds(-1)}) {
+    auto client = Client::Connect("127.0.0.1:1", {.rpc_timeout = timeout});
+    ASSERT_FALSE(client.ok());
+    EXPECT_EQ(client.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(client.status().message()),
+                HasSubstr("rpc_timeout must be positive, got " +
+                          absl::FormatDuration(timeout)));
+  }
+}
+
 v1::TaskReport WorkerReport() {
   v1::TaskReport report;
   report.mutable_task()->set_type("worker");

@@ -42,7 +42,7 @@ struct ClientOptions {
   std::string tls_ca_file;      // verify the coordinator (enables TLS)
   std::string tls_cert_file;    // client certificate, for mutual TLS
   std::string tls_key_file;
-  absl::Duration rpc_timeout = absl::Seconds(5);
+  absl::Duration rpc_timeout = absl::Seconds(5);  // positive
 };
 
 // How replicas all-reduce. kAuto picks NCCL for CUDA replicas, else
@@ -221,6 +221,10 @@ class Client {
       const std::string& job_id,
       const std::function<bool(const v1::JobStatus&)>& on_update) const;
 
+  // A traced job's timeline (JobSpec::trace_steps), every replica's spans
+  // on the coordinator's clock. NOT_FOUND for an unknown or untraced job.
+  absl::StatusOr<v1::TraceData> GetTrace(const std::string& job_id) const;
+
   // Log lines of `target`: "coordinator", a task ("worker:0"), or a job id
   // (the lines its tasks logged while it ran), read through the
   // coordinator. Calls `on_chunk` with each chunk until the stream ends
@@ -229,10 +233,6 @@ class Client {
   // caller stops, for a job until it has ended. NOT_FOUND for an unknown
   // target; UNAVAILABLE naming a task out of reach, or when the
   // coordinator goes silent.
-  // A traced job's timeline (JobSpec::trace_steps), every replica's spans
-  // on the coordinator's clock. NOT_FOUND for an unknown or untraced job.
-  absl::StatusOr<v1::TraceData> GetTrace(const std::string& job_id) const;
-
   struct LogOptions {
     int tail_lines = 0;  // > 0: only the last this many lines of each task
     bool follow = false;
