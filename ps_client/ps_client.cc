@@ -320,13 +320,10 @@ absl::Status PsClient::PushOnce(Shard& shard,
   std::unique_ptr<grpc::ClientWriter<v1::PushRequest>> writer =
       shard.stub->Push(context.get(), &response);
   PushChunker chunker(&slices, options_.max_chunk_bytes, options_.job_id,
-                      options_.worker);
+                      options_.worker, incarnation);
   v1::PushRequest request;
   bool half_closed = false;
-  bool first = true;
   while (chunker.Next(&request)) {
-    if (first) request.set_incarnation(incarnation);
-    first = false;
     // The last message half-closes the stream with it, saving a frame.
     const bool last = chunker.Done();
     const bool written =

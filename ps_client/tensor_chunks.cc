@@ -9,11 +9,12 @@ namespace cohort::ps {
 
 PushChunker::PushChunker(const std::vector<PushSlice>* slices,
                          int64_t max_chunk_bytes, std::string job_id,
-                         std::string worker)
+                         std::string worker, uint64_t incarnation)
     : slices_(slices),
       max_chunk_bytes_(std::max<int64_t>(1, max_chunk_bytes)),
       job_id_(std::move(job_id)),
-      worker_(std::move(worker)) {}
+      worker_(std::move(worker)),
+      incarnation_(incarnation) {}
 
 bool PushChunker::Next(v1::PushRequest* request) {
   request->Clear();
@@ -21,6 +22,7 @@ bool PushChunker::Next(v1::PushRequest* request) {
   if (first_) {
     request->set_job_id(job_id_);
     request->set_worker(worker_);
+    request->set_incarnation(incarnation_);
     request->set_num_variables(static_cast<int32_t>(slices_->size()));
     first_ = false;
   }
