@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -37,21 +37,22 @@ bool IsKnownMethod(absl::string_view path) {
 // The method label of a call: its path when the method is known, else
 // "unknown", so that a client calling made-up methods cannot grow the
 // registry without bound. Known paths are remembered (they are few), since
-// the descriptor pool's lookup takes a process-wide lock.
-std::string MethodLabel(const char* method) {
+// the descriptor pool's lookup takes a process-wide lock; the set's nodes
+// never move, so the label is returned by reference, uncopied.
+const std::string& MethodLabel(const char* method) {
+  static const std::string* const kUnknown = new std::string("unknown");
   static absl::Mutex mu;
   static auto* const known =
-      new absl::flat_hash_set<std::string>();  // ABSL_GUARDED_BY(mu)
-  if (method == nullptr) return "unknown";
+      new absl::node_hash_set<std::string>();  // ABSL_GUARDED_BY(mu)
+  if (method == nullptr) return *kUnknown;
   const absl::string_view path(method);
   {
     absl::ReaderMutexLock lock(&mu);
-    if (known->contains(path)) return std::string(path);
+    if (auto it = known->find(path); it != known->end()) return *it;
   }
-  if (!IsKnownMethod(path)) return "unknown";
+  if (!IsKnownMethod(path)) return *kUnknown;
   absl::MutexLock lock(&mu);
-  known->emplace(path);
-  return std::string(path);
+  return *known->emplace(path).first;
 }
 
 // One per call; gRPC owns and destroys it.
@@ -82,7 +83,7 @@ class DurationInterceptor final : public grpc::experimental::Interceptor {
   }
 
  private:
-  const std::string method_;
+  const std::string& method_;  // MethodLabel's, which lives forever
   const absl::Time start_;
 };
 
