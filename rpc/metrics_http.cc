@@ -1,40 +1,155 @@
 #include "rpc/metrics_http.h"
 
-#include <httplib.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/host_port.h"
 #include "rpc/auth.h"
+#include "rpc/http_request.h"
 #include "spdlog/spdlog.h"
 
 namespace cohort::rpc {
 namespace {
 
-// Scrapes are rare and small: two threads, not httplib's one per core.
-constexpr int kThreads = 2;
+// A head longer than this is refused (431): a scrape's is a few hundred
+// bytes, and the longest real header is the bearer token.
+constexpr size_t kMaxHead = 16 * 1024;
 
-// Answers 401 naming what is wrong unless the request carries the token.
-bool Authorized(const httplib::Request& request, httplib::Response& response,
-                const std::optional<std::string>& token) {
-  // A copy: get_header_value returns by value, and a view of that
-  // temporary would dangle.
-  std::optional<std::string> value;
-  if (request.has_header("Authorization")) {
-    value = request.get_header_value("Authorization");
+const char* Reason(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Error";
   }
-  const absl::Status status = CheckBearerToken(
-      value.has_value() ? std::optional<absl::string_view>(*value)
-                        : std::nullopt,
-      token);
-  if (status.ok()) return true;
-  response.status = 401;
-  response.set_header("WWW-Authenticate", "Bearer");
-  response.set_content(std::string(status.message()) + "\n", "text/plain");
-  return false;
+}
+
+// Milliseconds left until `deadline`, for poll(): at least 0.
+int MillisLeft(absl::Time deadline) {
+  return static_cast<int>(
+      std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now())));
+}
+
+// Waits until `fd` is ready for `events` or `deadline` passes; false then.
+bool WaitFor(int fd, short events, absl::Time deadline) {
+  while (true) {
+    pollfd p{.fd = fd, .events = events, .revents = 0};
+    const int ready = poll(&p, 1, MillisLeft(deadline));
+    if (ready > 0) return true;
+    if (ready == 0 || errno != EINTR) return false;
+  }
+}
+
+// Sends all of `data` on the non-blocking `fd` by `deadline`; false when
+// the client stopped taking it or went away.
+bool SendAll(int fd, absl::string_view data, absl::Time deadline) {
+  while (!data.empty()) {
+    const ssize_t sent = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (sent > 0) {
+      data.remove_prefix(static_cast<size_t>(sent));
+    } else if (sent < 0 && errno == EINTR) {
+      continue;
+    } else if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!WaitFor(fd, POLLOUT, deadline)) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string Render(int status, absl::string_view content_type,
+                   absl::string_view extra_headers, absl::string_view body,
+                   bool with_body) {
+  return absl::StrCat("HTTP/1.1 ", status, " ", Reason(status),
+                      "\r\nContent-Type: ", content_type,
+                      "\r\nContent-Length: ", body.size(),
+                      "\r\nConnection: close\r\n", extra_headers, "\r\n",
+                      with_body ? body : "");
+}
+
+std::string TextAnswer(int status, absl::string_view message) {
+  return Render(status, "text/plain; charset=utf-8", "",
+                absl::StrCat(message, "\n"), /*with_body=*/true);
+}
+
+// A listening socket on `listen` (port 0: one the kernel picks), and the
+// port it got.
+absl::StatusOr<std::pair<int, int>> Listen(const HostPort& listen,
+                                           const std::string& flag_value) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string port = absl::StrCat(listen.port);
+  if (const int error =
+          getaddrinfo(listen.host.c_str(), port.c_str(), &hints, &found);
+      error != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--metrics_listen: host \"", listen.host, "\" of ", flag_value,
+        " does not resolve (", gai_strerror(error), ")"));
+  }
+  int first_error = 0;
+  int fd = -1;
+  for (const addrinfo* at = found; at != nullptr && fd < 0; at = at->ai_next) {
+    fd = socket(at->ai_family, at->ai_socktype | SOCK_CLOEXEC, at->ai_protocol);
+    if (fd < 0) continue;
+    // No SO_REUSEPORT: two daemons must not silently share one port.
+    const int on = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+    if (bind(fd, at->ai_addr, at->ai_addrlen) != 0 || ::listen(fd, 64) != 0) {
+      if (first_error == 0) first_error = errno;
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  if (fd < 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "--metrics_listen: cannot bind ", flag_value, ": ",
+        first_error == EADDRINUSE ? "the port is in use"
+        : first_error == EADDRNOTAVAIL
+            ? "not an address of this host"
+            : std::strerror(first_error != 0 ? first_error : EINVAL)));
+  }
+  sockaddr_storage bound{};
+  socklen_t length = sizeof(bound);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
+  const int bound_port =
+      ntohs(bound.ss_family == AF_INET6
+                ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  return std::make_pair(fd, bound_port);
 }
 
 }  // namespace
+
+MetricsHttpServer::MetricsHttpServer(MetricsHttpOptions options,
+                                     MetricRegistry* registry)
+    : options_(std::move(options)), registry_(registry) {}
 
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     MetricsHttpOptions options, MetricRegistry* registry) {
@@ -44,59 +159,180 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     return absl::InvalidArgumentError(
         absl::StrCat("--metrics_listen: ", listen.status().message()));
   }
-  auto server = std::unique_ptr<MetricsHttpServer>(new MetricsHttpServer());
-  server->http_ = std::make_unique<httplib::Server>();
-  httplib::Server& http = *server->http_;
-  http.new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
-  // httplib's default also sets SO_REUSEPORT, with which two daemons could
-  // silently share one port.
-  http.set_socket_options([](int socket) {
-    int yes = 1;
-    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  const std::optional<std::string> token = options.token;
-  http.Get("/metrics", [registry, token](const httplib::Request& request,
-                                         httplib::Response& response) {
-    if (!Authorized(request, response, token)) return;
-    response.set_content(registry->Render(),
-                         "text/plain; version=0.0.4; charset=utf-8");
-  });
-  // Set before the serving thread starts, and outlives it.
-  const std::string* address = &server->address_;
-  for (auto& [path, page] : options.json_pages) {
-    http.Get(path,
-             [page = std::move(page), token, address](
-                 const httplib::Request& request, httplib::Response& response) {
-               if (!Authorized(request, response, token)) return;
-               response.set_content(page(*address), "application/json");
-             });
+  if (options.request_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "metrics request_timeout must be positive");
   }
-  int port = listen->port;
-  if (port == 0) {
-    port = http.bind_to_any_port(listen->host);
-  } else if (!http.bind_to_port(listen->host, port)) {
-    port = -1;
+  absl::StatusOr<std::pair<int, int>> bound = Listen(*listen, options.listen);
+  if (!bound.ok()) return bound.status();
+  const int wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd < 0) {
+    close(bound->first);
+    return absl::InternalError(
+        absl::StrCat("--metrics_listen: eventfd: ", std::strerror(errno)));
   }
-  if (port <= 0) {
-    return absl::UnavailableError(
-        absl::StrCat("--metrics_listen: cannot bind ", options.listen,
-                     " (in use, or not an address of this host)"));
-  }
-  server->address_ = HostPort{listen->host, port}.ToString();
-  server->thread_ = std::thread([&http] { http.listen_after_bind(); });
-  // stop() is a no-op until the loop runs; wait for it so that the
-  // destructor cannot miss it.
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (!http.is_running() && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
+  auto server = std::unique_ptr<MetricsHttpServer>(
+      new MetricsHttpServer(std::move(options), registry));
+  server->listen_fd_ = bound->first;
+  server->wake_fd_ = wake_fd;
+  server->address_ = HostPort{listen->host, bound->second}.ToString();
+  server->acceptor_ = std::thread([s = server.get()] { s->AcceptLoop(); });
   spdlog::info("metrics on http://{}/metrics", server->address_);
   return server;
 }
 
 MetricsHttpServer::~MetricsHttpServer() {
-  if (http_ != nullptr) http_->stop();
-  if (thread_.joinable()) thread_.join();
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    // Their workers see the end of the stream at once and close them.
+    for (int fd : serving_) shutdown(fd, SHUT_RDWR);
+  }
+  const uint64_t one = 1;
+  if (write(wake_fd_, &one, sizeof(one)) < 0) {
+    spdlog::warn("metrics server: waking its accept loop: {}",
+                 std::strerror(errno));
+  }
+  if (acceptor_.joinable()) acceptor_.join();
+  workers_.Shutdown();  // queued connections are closed unserved
+  close(listen_fd_);
+  close(wake_fd_);
+}
+
+size_t MetricsHttpServer::serving() {
+  absl::MutexLock lock(&mu_);
+  return serving_.size();
+}
+
+void MetricsHttpServer::AcceptLoop() {
+  while (true) {
+    pollfd fds[2] = {{.fd = listen_fd_, .events = POLLIN, .revents = 0},
+                     {.fd = wake_fd_, .events = POLLIN, .revents = 0}};
+    // No deadline: this waits for clients, and the stop wakes it.
+    if (poll(fds, 2, -1) < 0 && errno != EINTR) {
+      spdlog::error("metrics server: poll: {}", std::strerror(errno));
+      return;
+    }
+    if (fds[1].revents != 0) return;
+    if (fds[0].revents == 0) continue;
+    const int fd =
+        accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) continue;  // the client left already, or fds ran out
+    if (workers_.Queued() >= static_cast<size_t>(kMaxWaiting)) {
+      // A short answer fits the socket's buffer: sending it cannot block.
+      SendAll(fd,
+              TextAnswer(503, "too many metrics requests at once; try again"),
+              absl::Now());
+      close(fd);
+      continue;
+    }
+    workers_.Post([this, fd] { ServeAndClose(fd); });
+  }
+}
+
+void MetricsHttpServer::ServeAndClose(int fd) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) {
+      close(fd);
+      return;
+    }
+    serving_.insert(fd);
+  }
+  Serve(fd);
+  absl::MutexLock lock(&mu_);
+  serving_.erase(fd);
+  close(fd);
+}
+
+void MetricsHttpServer::Serve(int fd) {
+  // One deadline for the whole head, not one per read: a client that
+  // drips a byte at a time cannot hold a worker for longer.
+  const absl::Time deadline = absl::Now() + options_.request_timeout;
+  std::string received;
+  std::optional<size_t> head_end;
+  std::string answer;
+  char buffer[4096];
+  while (true) {
+    head_end = RequestHeadEnd(received);
+    // Whole or not: a long head may end within the read that took it past
+    // the limit.
+    if (head_end.value_or(received.size()) > kMaxHead) {
+      answer = TextAnswer(
+          431, absl::StrCat("the request's head is over ", kMaxHead, " bytes"));
+      break;
+    }
+    if (head_end.has_value()) {
+      answer = Respond(received.substr(0, *head_end));
+      break;
+    }
+    if (!WaitFor(fd, POLLIN, deadline)) {
+      answer = TextAnswer(
+          408, absl::StrCat("the request was not complete within ",
+                            absl::FormatDuration(options_.request_timeout)));
+      break;
+    }
+    const ssize_t got = recv(fd, buffer, sizeof(buffer), 0);
+    if (got == 0) return;  // the client left (or the server stops)
+    if (got < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      return;
+    }
+    received.append(buffer, static_cast<size_t>(got));
+  }
+  // The answer gets a deadline of its own: a large /metrics page to a slow
+  // scraper is fine, one that stops reading is not.
+  const absl::Time answer_deadline = absl::Now() + options_.request_timeout;
+  if (!SendAll(fd, answer, answer_deadline)) return;
+  // Closing with bytes unread (a body, the rest of an oversized head) would
+  // reset the connection, and the client could lose the answer: half-close,
+  // then read what it still sends until it closes too, within the deadline.
+  shutdown(fd, SHUT_WR);
+  size_t drained = 0;
+  while (drained < kMaxHead && WaitFor(fd, POLLIN, answer_deadline)) {
+    const ssize_t got = recv(fd, buffer, sizeof(buffer), 0);
+    if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) return;
+    if (got > 0) drained += static_cast<size_t>(got);
+  }
+}
+
+std::string MetricsHttpServer::Respond(absl::string_view head) const {
+  absl::StatusOr<HttpRequestHead> request = ParseRequestHead(head);
+  if (!request.ok()) return TextAnswer(400, request.status().message());
+  const bool head_only = request->method == "HEAD";
+  if (request->method != "GET" && !head_only) {
+    return Render(405, "text/plain; charset=utf-8", "Allow: GET, HEAD\r\n",
+                  absl::StrCat("method ", request->method,
+                               " is not served here; pages are read with "
+                               "GET\n"),
+                  /*with_body=*/true);
+  }
+  const bool metrics = request->path == "/metrics";
+  const auto page = options_.json_pages.find(request->path);
+  if (!metrics && page == options_.json_pages.end()) {
+    std::string known = "/metrics";
+    for (const auto& [path, unused] : options_.json_pages) {
+      absl::StrAppend(&known, ", ", path);
+    }
+    return TextAnswer(404, absl::StrCat("no page ", request->path,
+                                        " here; the pages are ", known));
+  }
+  if (const absl::Status allowed = CheckBearerToken(
+          request->authorization.has_value()
+              ? std::optional<absl::string_view>(*request->authorization)
+              : std::nullopt,
+          options_.token);
+      !allowed.ok()) {
+    return Render(401, "text/plain; charset=utf-8",
+                  "WWW-Authenticate: Bearer\r\n",
+                  absl::StrCat(allowed.message(), "\n"), /*with_body=*/true);
+  }
+  if (metrics) {
+    return Render(200, "text/plain; version=0.0.4; charset=utf-8", "",
+                  registry_->Render(), !head_only);
+  }
+  return Render(200, "application/json", "", page->second(address_),
+                !head_only);
 }
 
 }  // namespace cohort::rpc
