@@ -69,6 +69,7 @@ absl::StatusOr<v1::TraceData> CollectTrace(
   v1::TraceData merged;
   merged.set_job_id(job_id);
   std::vector<std::string> unreachable;
+  std::vector<std::string> missing;  // answered without spans
   bool any_answered = false;
   // One deadline for all: agents out of reach, asked in turn, must not add
   // up past the caller's own.
@@ -91,7 +92,12 @@ absl::StatusOr<v1::TraceData> CollectTrace(
     const grpc::Status status = stub->GetTrace(context.get(), request, &data);
     const int64_t received = absl::GetCurrentTimeNanos();
     if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+      // Untraced, or an agent restarted since the job ran there.
       any_answered = true;
+      missing.push_back(
+          absl::StrCat(task,
+                       " (it holds no trace of the job: restarted "
+                       "since it ran?)"));
       continue;
     }
     if (!status.ok()) {
@@ -127,6 +133,9 @@ absl::StatusOr<v1::TraceData> CollectTrace(
         "no agent holds a trace of ", job_id,
         ": submit it with tracing on (cohortctl submit --trace=STEPS)"));
   }
+  // A partial trace is still worth having, said to be partial.
+  for (std::string& task : unreachable) merged.add_missing(std::move(task));
+  for (std::string& task : missing) merged.add_missing(std::move(task));
   return merged;
 }
 

@@ -29,9 +29,9 @@ void ShiftToCoordinatorClock(const v1::ClockOffset& offset,
 
 // Asks each agent (task name, address) in turn, all within `timeout`, for
 // the spans of the job with this id and uid (JobStatus.uid). Agents that
-// hold no trace of the job are skipped; NOT_FOUND when none does. An agent
-// out of reach is skipped with a warning, unless none answered: UNAVAILABLE
-// naming them. Blocks: run it off gRPC threads.
+// hold no trace of the job, or are out of reach, are skipped and named in
+// TraceData.missing; NOT_FOUND when no agent holds one, UNAVAILABLE naming
+// them when none answered. Blocks: run it off gRPC threads.
 absl::StatusOr<v1::TraceData> CollectTrace(
     const std::vector<std::pair<std::string, std::string>>& agents,
     const rpc::Security& security, const std::string& job_id,

@@ -53,6 +53,10 @@ int TraceCommand(const CommonOptions& options, const std::string& job_id) {
                  clock.task().c_str(), clock.offset_ns() / 1e6,
                  clock.uncertainty_ns() / 1e6);
   }
+  for (const std::string& missing : trace->missing()) {
+    std::fprintf(stderr, "cohortctl: warning: no spans from %s\n",
+                 missing.c_str());
+  }
   return 0;
 }
 

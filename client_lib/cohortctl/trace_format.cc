@@ -143,7 +143,11 @@ nlohmann::json ChromeTrace(const v1::TraceData& trace) {
            {{"job_id", trace.job_id()},
             {"start_unix_ns", base},
             {"clock_offsets", std::move(clocks)},
-            {"spans_dropped", dropped}}}};
+            {"spans_dropped", dropped},
+            // Agents whose spans are not in it, and why.
+            {"missing_tasks",
+             nlohmann::json(std::vector<std::string>(
+                 trace.missing().begin(), trace.missing().end()))}}}};
 }
 
 }  // namespace cohort::ctl

@@ -56,6 +56,15 @@ TEST(ChromeTraceTest, SpansBecomeCompleteEventsOnAProcessPerAgent) {
   }
   EXPECT_EQ(process_names, 2);
   EXPECT_EQ(trace["otherData"]["start_unix_ns"], 1'000'000);
+  EXPECT_TRUE(trace["otherData"]["missing_tasks"].empty());
+}
+
+TEST(ChromeTraceTest, AgentsWithoutSpansAreNamedInTheFile) {
+  v1::TraceData data = TwoReplicas();
+  data.add_missing("worker:1 (failed to connect)");
+  const nlohmann::json trace = ChromeTrace(data);
+  EXPECT_EQ(trace["otherData"]["missing_tasks"],
+            nlohmann::json::array({"worker:1 (failed to connect)"}));
 }
 
 TEST(ChromeTraceTest, TheEarlierRankWaitsForTheLaterOneInsideItsCollective) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <set>
@@ -151,6 +152,30 @@ TEST_F(TraceE2eTest, AnUntracedJobSaysHowToTraceIt) {
   absl::StatusOr<v1::TraceData> trace = client_->GetTrace(*id);
   EXPECT_EQ(trace.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(trace.status().message(), HasSubstr("--trace"));
+}
+
+TEST_F(TraceE2eTest, ATraceLackingAnAgentsSpansNamesTheAgent) {
+  JobSpec spec = SlowLinearJob(StrategyKind::kMultiWorkerMirrored, 10,
+                               /*step_sleep_ms=*/0);
+  spec.trace_steps = 5;
+  absl::StatusOr<std::string> id = client_->SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(WaitForJobEnd(*client_, *id, absl::Seconds(120)).state(),
+            v1::JOB_SUCCEEDED);
+  // The worker's agent dies with its spans; relaunched, it holds none.
+  const v1::TaskStatus* worker = FindTask(cluster_->state, "worker", 0);
+  ASSERT_NE(worker, nullptr);
+  ASSERT_EQ(kill(static_cast<pid_t>(worker->pid()), SIGKILL), 0);
+  ASSERT_TRUE(WaitAllGone({worker->pid()}, absl::Seconds(30)));
+
+  const CommandResult ctl = RunCommand(
+      {Binary("cohortctl"), "--coordinator=" + cluster_->coordinator->address(),
+       "trace", *id, "--out=" + cluster_->dir.path() + "/partial.json"},
+      absl::Seconds(60));
+  EXPECT_EQ(ctl.exit_code, 0) << ctl.output;
+  EXPECT_THAT(ctl.output, HasSubstr("of 2 replica tracks"));
+  EXPECT_THAT(ctl.output, HasSubstr("cohortctl: warning: no spans from "
+                                    "worker:0 ("));
 }
 
 }  // namespace
