@@ -172,7 +172,14 @@ absl::StatusOr<std::map<std::string, double>> EvaluatorRunner::EvaluateOnce(
     }
     ctx.set_step(k);
     ctx.ClearMetrics();
-    Batch batch = pipeline_->BatchesForStep(k)[0];
+    absl::StatusOr<Batch> read = CallUserCode(
+        [&]() -> absl::StatusOr<Batch> {
+          return pipeline_->BatchesForStep(k)[0];
+        },
+        absl::StrCat("eval dataset \"", spec.eval_dataset_fn(), "\", at batch ",
+                     k, ","));
+    if (!read.ok()) return read.status();
+    Batch batch = *std::move(read);
     const int64_t left = pass - k * static_cast<int64_t>(batch.size());
     if (one_pass && left < static_cast<int64_t>(batch.size())) {
       std::vector<std::string_view> rest;

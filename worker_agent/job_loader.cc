@@ -156,11 +156,14 @@ absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
         std::unique_ptr<DataStream> stream,
         CallInputFunction<DataStream>(inputs.functions.stream, layout, job,
                                       "stream", names.dataset));
-    inputs.input_options = stream->options();
+    // The stream's own methods are the library's code too.
     absl::StatusOr<std::unique_ptr<StreamPipeline>> pipeline =
-        StreamPipeline::Create(std::move(stream), layout.pipeline,
-                               layout.num_pipelines, layout.local_batches,
-                               layout.global_batch_size);
+        CallUserCode([&]() -> absl::StatusOr<std::unique_ptr<StreamPipeline>> {
+          inputs.input_options = stream->options();
+          return StreamPipeline::Create(
+              std::move(stream), layout.pipeline, layout.num_pipelines,
+              layout.local_batches, layout.global_batch_size);
+        });
     if (!pipeline.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("stream function \"", names.dataset,
@@ -172,12 +175,16 @@ absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
         std::unique_ptr<Dataset> dataset,
         CallInputFunction<Dataset>(inputs.functions.dataset, layout, job,
                                    "dataset", names.dataset));
-    inputs.input_options = dataset->options();
-    COHORT_ASSIGN_OR_RETURN(
-        inputs.pipeline,
-        InputPipeline::Create(std::move(dataset), layout.pipeline,
-                              layout.num_pipelines, layout.local_batches,
-                              layout.global_batch_size, spec.seed()));
+    absl::StatusOr<std::unique_ptr<InputPipeline>> pipeline = CallUserCode(
+        [&]() -> absl::StatusOr<std::unique_ptr<InputPipeline>> {
+          inputs.input_options = dataset->options();
+          return InputPipeline::Create(
+              std::move(dataset), layout.pipeline, layout.num_pipelines,
+              layout.local_batches, layout.global_batch_size, spec.seed());
+        },
+        absl::StrCat("dataset function \"", names.dataset, "\": its data set"));
+    if (!pipeline.ok()) return pipeline.status();
+    inputs.pipeline = *std::move(pipeline);
   } else {
     return inputs;
   }

@@ -255,7 +255,17 @@ absl::StatusOr<v1::ClosureResult> PsJobRunner::RunClosure(
     return s;
   }
   if (pipeline_ != nullptr && batch_index >= 0) {
-    batch = pipeline_->BatchesForStep(batch_index)[0];
+    absl::StatusOr<Batch> read = CallUserCode(
+        [&]() -> absl::StatusOr<Batch> {
+          return pipeline_->BatchesForStep(batch_index)[0];
+        },
+        absl::StrCat("the job's dataset, at closure ", closure, ","));
+    // The job's own input failed: permanent, named.
+    if (!read.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(task_name_, ": ", read.status().message()));
+    }
+    batch = *std::move(read);
   }
   if (absl::Status s = CallUserCode([&] { return fn(context, batch); });
       !s.ok()) {
@@ -271,7 +281,8 @@ absl::StatusOr<v1::ClosureResult> PsJobRunner::RunClosure(
 
 absl::StatusOr<std::optional<Batch>> PsJobRunner::NextStreamBatch() {
   absl::MutexLock lock(&stream_mu_);
-  absl::StatusOr<std::optional<std::vector<Batch>>> next = stream_->NextStep();
+  absl::StatusOr<std::optional<std::vector<Batch>>> next = CallUserCode(
+      [&] { return stream_->NextStep(); }, "the job's input stream");
   if (!next.ok()) {
     // The job's own input failed: permanent, named.
     return absl::FailedPreconditionError(absl::StrCat(

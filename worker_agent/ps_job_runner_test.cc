@@ -157,5 +157,22 @@ TEST_F(PsJobRunnerTest, AnAttemptAbortedFromOutsideFailsWithTheReason) {
   EXPECT_FALSE(report.permanent());
 }
 
+TEST_F(PsJobRunnerTest, ADatasetThatThrowsFailsTheAttemptNotTheAgent) {
+  // Regression: the exception reached the top of the executor's thread,
+  // and std::terminate ended the agent with no word of why.
+  auto coordinator = std::make_shared<ClosureScript>(
+      std::deque<v1::ClosureResponse>{Closures({0})});
+  RunnerOptions options = Options(coordinator, 10);
+  options.assignment.mutable_spec()->set_dataset_fn("torn_data");
+  PsJobRunner runner(std::move(options));
+  const v1::AgentJobReport report = Finish(runner);
+  EXPECT_EQ(report.state(), v1::AgentJobReport::FAILED);
+  EXPECT_NE(report.error().find("threw an exception: record "),
+            std::string::npos)
+      << report.error();
+  EXPECT_NE(report.error().find("is torn"), std::string::npos)
+      << report.error();
+}
+
 }  // namespace
 }  // namespace cohort::agent

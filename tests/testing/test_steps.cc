@@ -156,6 +156,22 @@ absl::Status ColocatedInit(cohort::ReplicaContext& ctx) {
   return absl::OkStatus();
 }
 
+// A data set whose elements cannot be read: Get throws, as a reader of a
+// torn file written by a library that reports errors by exceptions might.
+class TornDataset final : public cohort::Dataset {
+ public:
+  int64_t size() const override { return 16; }
+  std::string_view Get(int64_t index) const override {
+    throw std::runtime_error(absl::StrCat("record ", index, " is torn"));
+  }
+  cohort::DatasetOptions options() const override { return {}; }
+};
+
+absl::StatusOr<std::unique_ptr<cohort::Dataset>> TornData(
+    const cohort::InputContext&) {
+  return std::make_unique<TornDataset>();
+}
+
 // distribute_datasets_from_function with the user's own batching: 6
 // batches, each one replica's whole batch of per_replica_batch_size int32
 // values, marked with the input pipeline that made it.
@@ -197,6 +213,7 @@ absl::Status BatchedStep(cohort::ReplicaContext& ctx,
 }  // namespace
 
 COHORT_REGISTER_DATASET("batched_data", BatchedData);
+COHORT_REGISTER_DATASET("torn_data", TornData);
 COHORT_REGISTER_STEP("batched_step", BatchedStep);
 COHORT_REGISTER_INIT("colocated_init", ColocatedInit);
 COHORT_REGISTER_STEP("control_step", ControlStep);
