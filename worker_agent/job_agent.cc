@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "absl/container/flat_hash_set.h"
@@ -26,6 +27,8 @@ constexpr absl::Duration kFirstSyncGrace = absl::Seconds(30);
 constexpr absl::Duration kFetchTimeout = absl::Seconds(60);
 // How often a stopping runner is asked whether it has stopped.
 constexpr absl::Duration kStopPoll = absl::Milliseconds(20);
+// Between tries of the report a leaving agent owes the coordinator.
+constexpr absl::Duration kLeaveReportPause = absl::Milliseconds(100);
 // A cached library unused for this long is removed (fetched again if a job
 // needs it), looked for every kLibrarySweep.
 constexpr absl::Duration kLibraryCacheGrace = absl::Hours(24);
@@ -101,8 +104,20 @@ void JobAgent::Leave() {
   }
   // The loop is stopped, so the coordinator would not otherwise hear how
   // the attempt ended: that an agent left, which costs the job no restart,
-  // even when this agent was the job's only one.
-  if (absl::Status sent = SyncOnce().status(); !sent.ok()) {
+  // even when this agent was the job's only one. A coordinator that blinks
+  // must not cost it one either: the report is tried again for what is left
+  // of the leave's time, and for one sync's time at least.
+  const absl::Time report_by = std::max(deadline, absl::Now() + kSyncTimeout);
+  absl::Status sent = SyncOnce().status();
+  for (int tries = 1; !sent.ok() && absl::Now() < report_by; ++tries) {
+    absl::SleepFor(std::min(kLeaveReportPause, report_by - absl::Now()));
+    sent = SyncOnce().status();
+    if (sent.ok()) {
+      spdlog::info("job {}: reported the checkpoint before leaving, at try {}",
+                   a.job_id(), tries + 1);
+    }
+  }
+  if (!sent.ok()) {
     spdlog::warn("job {}: cannot report the checkpoint before leaving: {}",
                  a.job_id(), sent.ToString());
   }

@@ -75,6 +75,12 @@ class FakeJobControl final : public JobControlClient {
     absl::MutexLock lock(&mu_);
     sync_error_ = std::move(error);
   }
+  // The next `n` reports of an agent that left fail with `error`.
+  void FailLeaveReports(int n, absl::Status error) {
+    absl::MutexLock lock(&mu_);
+    leave_failures_ = n;
+    leave_error_ = std::move(error);
+  }
   void Serve(std::string library) {
     absl::MutexLock lock(&mu_);
     library_ = std::move(library);
@@ -96,6 +102,10 @@ class FakeJobControl final : public JobControlClient {
                                              absl::Duration) override {
     absl::MutexLock lock(&mu_);
     ++syncs_;
+    if (report.agent_left() && leave_failures_ > 0) {
+      --leave_failures_;
+      return leave_error_;
+    }
     last_report_ = report;
     if (!sync_error_.ok()) return sync_error_;
     return response_;
@@ -115,6 +125,8 @@ class FakeJobControl final : public JobControlClient {
   mutable absl::Mutex mu_;
   v1::AgentSyncResponse response_ ABSL_GUARDED_BY(mu_);
   absl::Status sync_error_ ABSL_GUARDED_BY(mu_);
+  int leave_failures_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status leave_error_ ABSL_GUARDED_BY(mu_);
   std::string library_ ABSL_GUARDED_BY(mu_);
   int syncs_ ABSL_GUARDED_BY(mu_) = 0;
   int fetches_ ABSL_GUARDED_BY(mu_) = 0;
@@ -332,6 +344,20 @@ TEST_F(JobAgentTest, LeavingLetsTheAttemptEndOnItsOwnBeforeItIsStopped) {
   agent_->Shutdown();
   EXPECT_TRUE(log_->Destroyed(1));
   EXPECT_THAT(log_->StuckReports(), IsEmpty());
+}
+
+TEST_F(JobAgentTest, ALeavingAgentsReportRidesOutACoordinatorThatBlinks) {
+  // Regression: one failed try lost agent_left, and the coordinator charged
+  // the job a restart for a routine shutdown.
+  coordinator_->Assign("4", 1);
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
+  coordinator_->FailLeaveReports(
+      2, absl::UnavailableError("the coordinator is restarting"));
+  agent_->Leave();
+  EXPECT_TRUE(log_->Left(1));
+  const v1::AgentJobReport last = coordinator_->last_report();
+  EXPECT_TRUE(last.agent_left());
+  EXPECT_EQ(last.state(), v1::AgentJobReport::FAILED);
 }
 
 TEST_F(JobAgentTest, LeavingWaitsNoLongerThanItsTimeout) {
