@@ -12,14 +12,26 @@
 namespace cohort::rpc {
 
 std::optional<size_t> RequestHeadEnd(absl::string_view received) {
-  const size_t blank = received.find("\r\n\r\n");
-  if (blank == absl::string_view::npos) return std::nullopt;
-  return blank + 4;
+  // Lines end in CRLF, or in a bare LF, which servers may accept (RFC 9112
+  // section 2.2) and hand-typed requests send.
+  for (size_t lf = received.find('\n'); lf != absl::string_view::npos;
+       lf = received.find('\n', lf + 1)) {
+    const size_t next = lf + 1;
+    if (next < received.size() && received[next] == '\n') return next + 1;
+    if (next + 1 < received.size() && received[next] == '\r' &&
+        received[next + 1] == '\n') {
+      return next + 2;
+    }
+  }
+  return std::nullopt;
 }
 
 absl::StatusOr<HttpRequestHead> ParseRequestHead(absl::string_view head) {
-  std::vector<absl::string_view> lines =
-      absl::StrSplit(head, "\r\n", absl::SkipEmpty());
+  std::vector<absl::string_view> lines;
+  for (absl::string_view line : absl::StrSplit(head, '\n')) {
+    absl::ConsumeSuffix(&line, "\r");
+    if (!line.empty()) lines.push_back(line);
+  }
   if (lines.empty()) {
     return absl::InvalidArgumentError("an empty HTTP request");
   }

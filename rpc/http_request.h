@@ -18,7 +18,7 @@ struct HttpRequestHead {
 };
 
 // Where the head in `received` ends: the offset just past its blank line,
-// or nullopt while it has not ended.
+// or nullopt while it has not ended. Lines may end in CRLF or a bare LF.
 std::optional<size_t> RequestHeadEnd(absl::string_view received);
 
 // Parses a complete head (request line, header lines, blank line).

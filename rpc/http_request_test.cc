@@ -11,6 +11,8 @@ using ::testing::HasSubstr;
 TEST(RequestHeadEndTest, EndsJustPastTheBlankLine) {
   EXPECT_EQ(RequestHeadEnd("GET / HTTP/1.1\r\nHost: x\r\n"), std::nullopt);
   EXPECT_EQ(RequestHeadEnd("GET / HTTP/1.1\r\n\r\nbody"), 18u);
+  EXPECT_EQ(RequestHeadEnd("GET / HTTP/1.0\n\nbody"), 16u);
+  EXPECT_EQ(RequestHeadEnd("GET / HTTP/1.0\nA: b\n"), std::nullopt);
 }
 
 TEST(ParseRequestHeadTest, ReadsTheMethodPathAndAuthorization) {
@@ -21,6 +23,12 @@ TEST(ParseRequestHeadTest, ReadsTheMethodPathAndAuthorization) {
   EXPECT_EQ(head->method, "GET");
   EXPECT_EQ(head->path, "/metrics");
   EXPECT_EQ(head->authorization, "Bearer tok");
+
+  // As `printf 'GET /metrics HTTP/1.0\n\n' | nc` sends it.
+  head = ParseRequestHead("GET /metrics HTTP/1.0\nAuthorization: x\n\n");
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->path, "/metrics");
+  EXPECT_EQ(head->authorization, "x");
 
   head = ParseRequestHead("HEAD /sd HTTP/1.0\r\n\r\n");
   ASSERT_TRUE(head.ok()) << head.status();

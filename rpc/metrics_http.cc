@@ -6,8 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -22,6 +24,9 @@ namespace {
 // A head longer than this is refused (431): a scrape's is a few hundred
 // bytes, and the longest real header is the bearer token.
 constexpr size_t kMaxHead = 16 * 1024;
+
+// After an accept failed for want of fds or memory, before the next try.
+constexpr absl::Duration kAcceptRetryPause = absl::Milliseconds(100);
 
 const char* Reason(int status) {
   switch (status) {
@@ -49,7 +54,8 @@ const char* Reason(int status) {
 // Milliseconds left until `deadline`, for poll(): at least 0.
 int MillisLeft(absl::Time deadline) {
   return static_cast<int>(
-      std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now())));
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(deadline - absl::Now()), 0,
+                          std::numeric_limits<int>::max()));
 }
 
 // Waits until `fd` is ready for `events` or `deadline` passes; false then.
@@ -115,8 +121,13 @@ absl::StatusOr<std::pair<int, int>> Listen(const HostPort& listen,
   int first_error = 0;
   int fd = -1;
   for (const addrinfo* at = found; at != nullptr && fd < 0; at = at->ai_next) {
-    fd = socket(at->ai_family, at->ai_socktype | SOCK_CLOEXEC, at->ai_protocol);
-    if (fd < 0) continue;
+    // Non-blocking: an accept never blocks the loop, whatever the client.
+    fd = socket(at->ai_family, at->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                at->ai_protocol);
+    if (fd < 0) {
+      if (first_error == 0) first_error = errno;  // no IPv6 here, say
+      continue;
+    }
     // No SO_REUSEPORT: two daemons must not silently share one port.
     const int on = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
@@ -205,6 +216,7 @@ size_t MetricsHttpServer::serving() {
 }
 
 void MetricsHttpServer::AcceptLoop() {
+  bool short_of_fds = false;  // logged once until an accept succeeds
   while (true) {
     pollfd fds[2] = {{.fd = listen_fd_, .events = POLLIN, .revents = 0},
                      {.fd = wake_fd_, .events = POLLIN, .revents = 0}};
@@ -217,12 +229,34 @@ void MetricsHttpServer::AcceptLoop() {
     if (fds[0].revents == 0) continue;
     const int fd =
         accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) continue;  // the client left already, or fds ran out
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+          errno == ENOMEM) {
+        // The connection stays queued and poll() reports it again at once:
+        // without a pause this loop would spin on a core.
+        if (!short_of_fds) {
+          spdlog::warn("metrics server: cannot accept a connection: {}",
+                       std::strerror(errno));
+        }
+        short_of_fds = true;
+        pollfd wake{.fd = wake_fd_, .events = POLLIN, .revents = 0};
+        poll(&wake, 1,
+             static_cast<int>(absl::ToInt64Milliseconds(kAcceptRetryPause)));
+      }
+      continue;  // else the client left already
+    }
+    short_of_fds = false;
     if (workers_.Queued() >= static_cast<size_t>(kMaxWaiting)) {
       // A short answer fits the socket's buffer: sending it cannot block.
       SendAll(fd,
               TextAnswer(503, "too many metrics requests at once; try again"),
               absl::Now());
+      // Half-closed and drained of what the client sent already, so that
+      // the close does not reset the connection before the answer is read.
+      shutdown(fd, SHUT_WR);
+      char unread[4096];
+      for (int i = 0; i < 4 && recv(fd, unread, sizeof(unread), 0) > 0; ++i) {
+      }
       close(fd);
       continue;
     }
@@ -307,16 +341,7 @@ std::string MetricsHttpServer::Respond(absl::string_view head) const {
                                "GET\n"),
                   /*with_body=*/true);
   }
-  const bool metrics = request->path == "/metrics";
-  const auto page = options_.json_pages.find(request->path);
-  if (!metrics && page == options_.json_pages.end()) {
-    std::string known = "/metrics";
-    for (const auto& [path, unused] : options_.json_pages) {
-      absl::StrAppend(&known, ", ", path);
-    }
-    return TextAnswer(404, absl::StrCat("no page ", request->path,
-                                        " here; the pages are ", known));
-  }
+  // Before routing: a client without the token learns no page names.
   if (const absl::Status allowed = CheckBearerToken(
           request->authorization.has_value()
               ? std::optional<absl::string_view>(*request->authorization)
@@ -326,6 +351,16 @@ std::string MetricsHttpServer::Respond(absl::string_view head) const {
     return Render(401, "text/plain; charset=utf-8",
                   "WWW-Authenticate: Bearer\r\n",
                   absl::StrCat(allowed.message(), "\n"), /*with_body=*/true);
+  }
+  const bool metrics = request->path == "/metrics";
+  const auto page = options_.json_pages.find(request->path);
+  if (!metrics && page == options_.json_pages.end()) {
+    std::string known = "/metrics";
+    for (const auto& [path, unused] : options_.json_pages) {
+      absl::StrAppend(&known, ", ", path);
+    }
+    return TextAnswer(404, absl::StrCat("no page ", request->path,
+                                        " here; the pages are ", known));
   }
   if (metrics) {
     return Render(200, "text/plain; version=0.0.4; charset=utf-8", "",

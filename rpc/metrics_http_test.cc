@@ -125,6 +125,10 @@ TEST_F(MetricsHttpTest, WithATokenEveryPageWantsIt) {
   httplib::Result wrong = Get("/metrics", {{"Authorization", "Bearer nope"}});
   ASSERT_TRUE(wrong);
   EXPECT_EQ(wrong->status, 401);
+  // Nor does it learn which pages there are.
+  httplib::Result unknown = Get("/nope");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 401);
   httplib::Result right =
       Get("/metrics", {{"Authorization", "Bearer " + token}});
   ASSERT_TRUE(right);
