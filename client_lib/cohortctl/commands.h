@@ -22,6 +22,8 @@ inline constexpr int kOutcomeUnknown = 3;
 // Options common to every command, from the flags.
 struct CommonOptions {
   std::string coordinator;  // resolved: flag, $COHORT_COORDINATOR, or `up`'s
+  // "--coordinator", "$COHORT_COORDINATOR", or the port file `up` left.
+  std::string coordinator_source;
   ClientOptions client;
   bool json = false;
 };
@@ -64,7 +66,11 @@ std::string DefaultLocalStateDir();
 // keeps its host.
 std::optional<std::string> SavedCoordinatorHost(const std::string& state_dir);
 
-// Prints "cohortctl: CODE: message" to stderr.
+// Prints "cohortctl: CODE: message" to stderr, and for a coordinator that
+// could not be reached, a hint at why, in the terms of SetConnectionHints'
+// options: where its address came from, whether TLS was asked for.
 void PrintError(const absl::Status& status);
+// Called once, before any command runs.
+void SetConnectionHints(const CommonOptions& options);
 
 }  // namespace cohort::ctl

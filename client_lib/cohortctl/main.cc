@@ -134,19 +134,22 @@ std::string MisplacedFlag(const std::string& command) {
   return "";
 }
 
-std::string ResolveCoordinator() {
+// The coordinator's address, and where it came from into `*source`.
+std::string ResolveCoordinator(std::string* source) {
   std::string address = absl::GetFlag(FLAGS_coordinator);
+  *source = "--coordinator";
   if (!address.empty()) return address;
   // An explicit --state_dir names the cluster; the environment does not
   // override it.
   std::string state_dir = absl::GetFlag(FLAGS_state_dir);
   if (const char* env = std::getenv("COHORT_COORDINATOR");
       env != nullptr && state_dir.empty()) {
+    *source = "$COHORT_COORDINATOR";
     return env;
   }
   if (state_dir.empty()) state_dir = DefaultLocalStateDir();
-  absl::StatusOr<std::string> port_text =
-      ReadFile(state_dir + "/coordinator.port");
+  *source = state_dir + "/coordinator.port";
+  absl::StatusOr<std::string> port_text = ReadFile(*source);
   if (!port_text.ok() || port_text->empty()) return "";
   const int port = std::atoi(port_text->c_str());
   // The port file holds only the port. The host is the one the coordinator
@@ -168,7 +171,7 @@ int Main(int argc, char** argv) {
     return kUsageError;
   }
   CommonOptions options;
-  options.coordinator = ResolveCoordinator();
+  options.coordinator = ResolveCoordinator(&options.coordinator_source);
   const rpc::SecurityFiles files = rpc::SecurityFilesFromFlags();
   // On stderr, out of the way of output a script reads.
   for (const std::string& warning : rpc::SecretFileWarnings(files)) {
@@ -180,6 +183,7 @@ int Main(int argc, char** argv) {
                                  .tls_key_file = files.tls_key_file,
                                  .rpc_timeout = absl::GetFlag(FLAGS_timeout)};
   options.json = absl::GetFlag(FLAGS_json);
+  SetConnectionHints(options);
 
   const std::string& command = args[0];
   if (PositionalArguments(command) < 0) {

@@ -376,6 +376,19 @@ TEST(CohortctlE2eTest, StatusAgainstNothingIsAClearError) {
               HasSubstr("no coordinator answers there: is it running, and do "
                         "--coordinator or COHORT_COORDINATOR name it?"));
 
+  // An address `up` left behind is named as such: its cluster is gone.
+  std::filesystem::create_directories(dir.path() + "/state");
+  const std::string port_file = dir.Write("state/coordinator.port", "1");
+  result = RunCommand({Binary("cohortctl"),
+                       absl::StrCat("--state_dir=", dir.path(), "/state"),
+                       "--timeout=1s", "status"});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr(absl::StrCat(
+                                 "no coordinator answers there: the "
+                                 "address is the one `cohortctl up` left "
+                                 "in ",
+                                 port_file, "; is that cluster still up?")));
+
   // A watch retries for a while (a coordinator may be restarting), then
   // says what failed, not merely that nothing came. The job's fate is
   // unknown, not failed: a script must not submit it again.

@@ -99,6 +99,10 @@ TEST(SecurityE2eTest, MutualTlsRefusesPlaintextAndUnknownClients) {
       {Binary("cohortctl"), coordinator_flag, "--timeout=2s", "status"});
   EXPECT_EQ(plaintext.exit_code, 1) << plaintext.output;
   EXPECT_THAT(plaintext.output, HasSubstr("UNAVAILABLE"));
+  // Not "no coordinator answers": one does, in TLS.
+  EXPECT_THAT(plaintext.output,
+              HasSubstr("as one that serves TLS does to a plaintext client: "
+                        "pass --tls_ca_file"));
 
   // TLS, but no client certificate: mutual TLS refuses the handshake.
   CommandResult anonymous_tls =
