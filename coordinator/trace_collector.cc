@@ -92,12 +92,10 @@ absl::StatusOr<v1::TraceData> CollectTrace(
     const grpc::Status status = stub->GetTrace(context.get(), request, &data);
     const int64_t received = absl::GetCurrentTimeNanos();
     if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
-      // Untraced, or an agent restarted since the job ran there.
+      // Untraced, pushed out, or restarted since: the agent's message
+      // names itself and the reasons it can tell.
       any_answered = true;
-      missing.push_back(
-          absl::StrCat(task,
-                       " (it holds no trace of the job: restarted "
-                       "since it ran?)"));
+      missing.push_back(status.error_message());
       continue;
     }
     if (!status.ok()) {

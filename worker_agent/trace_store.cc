@@ -65,8 +65,8 @@ absl::StatusOr<v1::TraceData> TraceStore::Get(const std::string& job_id,
   if (replicas.empty()) {
     return absl::NotFoundError(absl::StrCat(
         task, " holds no trace of job ", job_id,
-        " (submitted without trace_steps, or pushed out by ", kJobsKept,
-        " newer traced jobs)"));
+        " (submitted without trace_steps, pushed out by ", kJobsKept,
+        " newer traced jobs, or its agent restarted since)"));
   }
   v1::TraceData data;
   data.set_job_id(job_id);

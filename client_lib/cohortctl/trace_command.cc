@@ -54,7 +54,7 @@ int TraceCommand(const CommonOptions& options, const std::string& job_id) {
                  clock.uncertainty_ns() / 1e6);
   }
   for (const std::string& missing : trace->missing()) {
-    std::fprintf(stderr, "cohortctl: warning: no spans from %s\n",
+    std::fprintf(stderr, "cohortctl: warning: not in the trace: %s\n",
                  missing.c_str());
   }
   return 0;
