@@ -27,7 +27,9 @@ constexpr absl::Duration kFirstSyncGrace = absl::Seconds(30);
 constexpr absl::Duration kFetchTimeout = absl::Seconds(60);
 // How often a stopping runner is asked whether it has stopped.
 constexpr absl::Duration kStopPoll = absl::Milliseconds(20);
-// Between tries of the report a leaving agent owes the coordinator.
+// The report a leaving agent owes the coordinator: how long it is tried,
+// and the pause between tries.
+constexpr absl::Duration kLeaveReportTime = absl::Seconds(4);  // two syncs
 constexpr absl::Duration kLeaveReportPause = absl::Milliseconds(100);
 // A cached library unused for this long is removed (fetched again if a job
 // needs it), looked for every kLibrarySweep.
@@ -105,11 +107,15 @@ void JobAgent::Leave() {
   // The loop is stopped, so the coordinator would not otherwise hear how
   // the attempt ended: that an agent left, which costs the job no restart,
   // even when this agent was the job's only one. A coordinator that blinks
-  // must not cost it one either: the report is tried again for what is left
-  // of the leave's time, and for one sync's time at least.
-  const absl::Time report_by = std::max(deadline, absl::Now() + kSyncTimeout);
+  // must not cost it one either: the report is tried again while the
+  // coordinator is out of reach, for a bounded while (a coordinator that
+  // was stopped for good must not hold the agent's own stop up long).
+  const absl::Time report_by = absl::Now() + kLeaveReportTime;
   absl::Status sent = SyncOnce().status();
-  for (int tries = 1; !sent.ok() && absl::Now() < report_by; ++tries) {
+  for (int tries = 1;
+       (absl::IsUnavailable(sent) || absl::IsDeadlineExceeded(sent)) &&
+       absl::Now() < report_by;
+       ++tries) {
     absl::SleepFor(std::min(kLeaveReportPause, report_by - absl::Now()));
     sent = SyncOnce().status();
     if (sent.ok()) {
