@@ -1,6 +1,5 @@
 #include "rpc/metrics_http.h"
 
-#include <netdb.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -16,6 +15,7 @@
 #include "common/host_port.h"
 #include "rpc/auth.h"
 #include "rpc/http_request.h"
+#include "rpc/tcp_bind.h"
 #include "spdlog/spdlog.h"
 
 namespace cohort::rpc {
@@ -101,61 +101,6 @@ std::string TextAnswer(int status, absl::string_view message) {
                 absl::StrCat(message, "\n"), /*with_body=*/true);
 }
 
-// A listening socket on `listen` (port 0: one the kernel picks), and the
-// port it got.
-absl::StatusOr<std::pair<int, int>> Listen(const HostPort& listen,
-                                           const std::string& flag_value) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string port = absl::StrCat(listen.port);
-  if (const int error =
-          getaddrinfo(listen.host.c_str(), port.c_str(), &hints, &found);
-      error != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--metrics_listen: host \"", listen.host, "\" of ", flag_value,
-        " does not resolve (", gai_strerror(error), ")"));
-  }
-  int first_error = 0;
-  int fd = -1;
-  for (const addrinfo* at = found; at != nullptr && fd < 0; at = at->ai_next) {
-    // Non-blocking: an accept never blocks the loop, whatever the client.
-    fd = socket(at->ai_family, at->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                at->ai_protocol);
-    if (fd < 0) {
-      if (first_error == 0) first_error = errno;  // no IPv6 here, say
-      continue;
-    }
-    // No SO_REUSEPORT: two daemons must not silently share one port.
-    const int on = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-    if (bind(fd, at->ai_addr, at->ai_addrlen) != 0 || ::listen(fd, 64) != 0) {
-      if (first_error == 0) first_error = errno;
-      close(fd);
-      fd = -1;
-    }
-  }
-  freeaddrinfo(found);
-  if (fd < 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "--metrics_listen: cannot bind ", flag_value, ": ",
-        first_error == EADDRINUSE ? "the port is in use"
-        : first_error == EADDRNOTAVAIL
-            ? "not an address of this host"
-            : std::strerror(first_error != 0 ? first_error : EINVAL)));
-  }
-  sockaddr_storage bound{};
-  socklen_t length = sizeof(bound);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
-  const int bound_port =
-      ntohs(bound.ss_family == AF_INET6
-                ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  return std::make_pair(fd, bound_port);
-}
-
 }  // namespace
 
 MetricsHttpServer::MetricsHttpServer(MetricsHttpOptions options,
@@ -174,19 +119,25 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     return absl::InvalidArgumentError(
         "metrics request_timeout must be positive");
   }
-  absl::StatusOr<std::pair<int, int>> bound = Listen(*listen, options.listen);
-  if (!bound.ok()) return bound.status();
+  // Non-blocking: an accept never blocks the loop, whatever the client.
+  absl::StatusOr<BoundSocket> bound =
+      BindTcp(*listen, SOCK_CLOEXEC | SOCK_NONBLOCK, /*backlog=*/64);
+  if (!bound.ok()) {
+    return absl::Status(
+        bound.status().code(),
+        absl::StrCat("--metrics_listen: ", bound.status().message()));
+  }
   const int wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd < 0) {
-    close(bound->first);
+    close(bound->fd);
     return absl::InternalError(
         absl::StrCat("--metrics_listen: eventfd: ", std::strerror(errno)));
   }
   auto server = std::unique_ptr<MetricsHttpServer>(
       new MetricsHttpServer(std::move(options), registry));
-  server->listen_fd_ = bound->first;
+  server->listen_fd_ = bound->fd;
   server->wake_fd_ = wake_fd;
-  server->address_ = HostPort{listen->host, bound->second}.ToString();
+  server->address_ = HostPort{listen->host, bound->port}.ToString();
   server->acceptor_ = std::thread([s = server.get()] { s->AcceptLoop(); });
   spdlog::info("metrics on http://{}/metrics", server->address_);
   return server;

@@ -4,12 +4,8 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/server_builder.h>
-#include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
@@ -18,6 +14,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "rpc/limits.h"
 #include "rpc/rpc_metrics.h"
+#include "rpc/tcp_bind.h"
 #include "rpc/tuning.h"
 
 namespace cohort::rpc {
@@ -40,61 +37,11 @@ class WithoutReflection final : public grpc::ServerBuilderOption {
 
 }  // namespace
 
-// Binds once itself as gRPC does (SO_REUSEADDR, so that connections of an
-// earlier run still in TIME_WAIT do not count), and passes where any of the
-// host's addresses binds, as gRPC needs only one.
 absl::Status CheckCanListen(const HostPort& listen) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string port = absl::StrCat(listen.port);
-  if (const int error =
-          getaddrinfo(listen.host.c_str(), port.c_str(), &hints, &found);
-      error != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot listen on ", listen.ToString(), ": host \"", listen.host,
-        "\" does not resolve (", gai_strerror(error), ")"));
-  }
-  int first_error = 0;
-  for (const addrinfo* at = found; at != nullptr; at = at->ai_next) {
-    const int fd = socket(at->ai_family, at->ai_socktype, at->ai_protocol);
-    if (fd < 0) continue;
-    const int on = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-    const bool bound = bind(fd, at->ai_addr, at->ai_addrlen) == 0;
-    if (!bound && first_error == 0) first_error = errno;
-    close(fd);
-    if (bound) {
-      freeaddrinfo(found);
-      return absl::OkStatus();
-    }
-  }
-  freeaddrinfo(found);
-  std::string why;
-  switch (first_error) {
-    case EADDRINUSE:
-      why = absl::StrCat("port ", listen.port,
-                         " is in use by another process (`ss -ltnp 'sport = :",
-                         listen.port, "'` shows which)");
-      break;
-    case EADDRNOTAVAIL:
-      why = absl::StrCat(listen.host, " is not an address of this host");
-      break;
-    case EACCES:
-      why = absl::StrCat("port ", listen.port, " needs privilege to bind");
-      break;
-    default:
-      why = first_error == 0 ? "no socket could be made for it"
-                             : std::strerror(first_error);
-  }
-  const std::string message =
-      absl::StrCat("cannot listen on ", listen.ToString(), ": ", why);
-  // A port in use may come free (an earlier instance still stopping); the
-  // other causes are the configuration's, and no retry fixes them.
-  return first_error == EADDRINUSE ? absl::UnavailableError(message)
-                                   : absl::FailedPreconditionError(message);
+  absl::StatusOr<BoundSocket> bound = BindTcp(listen, SOCK_CLOEXEC, 0);
+  if (!bound.ok()) return bound.status();
+  close(bound->fd);
+  return absl::OkStatus();
 }
 
 RpcServer::RpcServer(ServerOptions options) : options_(std::move(options)) {}

@@ -30,9 +30,9 @@ struct ServerOptions {
   bool async_only = false;
 };
 
-// Whether this host can bind `listen`; if not, why, in the terms of
-// RpcServer::Start (gRPC would log a long error tree and report only that
-// no address was added).
+// Whether this host can bind `listen` as gRPC does; if not, why, as BindTcp
+// says it (gRPC would log a long error tree and report only that no address
+// was added).
 absl::Status CheckCanListen(const HostPort& listen);
 
 // Owns the grpc::Server. Services are not owned and must outlive Shutdown().
