@@ -36,12 +36,18 @@ JobsService::JobsService(JobManager* manager, LibraryStore* libraries,
       ps_security_(std::move(ps_security)),
       pump_(pump) {}
 
-absl::Status JobsService::Persist(absl::string_view what) {
+absl::Status JobsService::Persist(
+    absl::FunctionRef<std::string(absl::string_view cause)> explain) {
   absl::Status saved = persist_ ? persist_() : absl::OkStatus();
   if (saved.ok()) return saved;
-  return absl::UnavailableError(
-      absl::StrCat("the job table could not be saved, so ", what,
-                   " not accepted (", saved.message(), ")"));
+  return absl::InternalError(explain(saved.message()));
+}
+
+absl::Status JobsService::PersistOrRefuse(absl::string_view what) {
+  return Persist([&](absl::string_view cause) {
+    return absl::StrCat("the job table could not be saved, so ", what,
+                        " not accepted (", cause, ")");
+  });
 }
 
 grpc::ServerUnaryReactor* JobsService::SubmitJob(
@@ -90,7 +96,7 @@ grpc::ServerUnaryReactor* JobsService::SubmitJob(
       return absl::OkStatus();
     }
     // Acknowledged means saved: a coordinator killed now still runs it.
-    if (absl::Status saved = Persist("the job was"); !saved.ok()) {
+    if (absl::Status saved = PersistOrRefuse("the job was"); !saved.ok()) {
       manager_->Withdraw(
           *id, absl::Now(),
           "not accepted: the job table could not be saved at submission");
@@ -148,16 +154,13 @@ grpc::ServerUnaryReactor* JobsService::CancelJob(
     // saved, the caller is told: the job loop retries the save, but a
     // restart before it succeeds would run the job again. Cancelling again
     // is harmless and saves again.
-    if (persist_) {
-      if (absl::Status saved = persist_(); !saved.ok()) {
-        return absl::UnavailableError(absl::StrCat(
-            "job ", request->job_id(),
-            " is cancelled, but the job table could not be saved (",
-            saved.message(),
-            "): a coordinator restarted before the next save would run it "
-            "again; cancel it again once the state dir is writable"));
-      }
-    }
+    COHORT_RETURN_IF_ERROR(Persist([&](absl::string_view cause) {
+      return absl::StrCat(
+          "job ", request->job_id(),
+          " is cancelled, but the job table could not be saved (", cause,
+          "): a coordinator restarted before the next save would run it "
+          "again; cancel it again once the state dir is writable");
+    }));
     *response->mutable_job() = *std::move(status);
     return absl::OkStatus();
   });
@@ -176,7 +179,7 @@ grpc::ServerUnaryReactor* JobsService::Schedule(
     if (!ids.ok()) return ids.status();
     // Not saved, the calls are taken back before any runs: the client is
     // told, and schedules them again without running them twice.
-    absl::Status saved = Persist("the calls were");
+    absl::Status saved = PersistOrRefuse("the calls were");
     manager_->ScheduleSaved(request->job_id(), saved.ok());
     if (!saved.ok()) return saved;
     for (int64_t id : *ids) response->add_ids(id);
@@ -205,17 +208,14 @@ grpc::ServerUnaryReactor* JobsService::FinishJob(
     if (!finished.ok()) return finished;
     // As a cancellation: it holds here at once, and across a restart once
     // saved. Finishing again is harmless and saves again.
-    if (persist_) {
-      if (absl::Status saved = persist_(); !saved.ok()) {
-        return absl::UnavailableError(absl::StrCat(
-            "job ", request->job_id(),
-            " has finished scheduling, but the job table could not be saved (",
-            saved.message(),
-            "): a coordinator restarted before the next save would wait for "
-            "more calls; finish it again once the state dir is writable"));
-      }
-    }
-    return absl::OkStatus();
+    return Persist([&](absl::string_view cause) {
+      return absl::StrCat(
+          "job ", request->job_id(),
+          " has finished scheduling, but the job table could not be saved (",
+          cause,
+          "): a coordinator restarted before the next save would wait for "
+          "more calls; finish it again once the state dir is writable");
+    });
   });
 }
 

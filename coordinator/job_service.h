@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "cohort/v1/job.grpc.pb.h"
 #include "common/executor.h"
@@ -65,9 +66,14 @@ class JobsService final : public v1::Jobs::CallbackService {
 
  private:
   // Saves the table, as an acknowledged call must survive a coordinator
-  // restart; UNAVAILABLE saying what was not accepted when it cannot.
-  // `what` comes with its verb: "the calls were".
-  absl::Status Persist(absl::string_view what);
+  // restart. When it cannot: INTERNAL with the message `explain` makes of
+  // the cause. Not UNAVAILABLE: the coordinator was reached and answered,
+  // and a client taking the answer as lost would send (and upload) again.
+  absl::Status Persist(
+      absl::FunctionRef<std::string(absl::string_view cause)> explain);
+  // Persist for a call not accepted unsaved; `what` comes with its verb:
+  // "the calls were".
+  absl::Status PersistOrRefuse(absl::string_view what);
 
   JobManager* const manager_;
   LibraryStore* const libraries_;

@@ -151,7 +151,7 @@ TEST_F(JobServiceTest, ACallWhoseCallerGaveUpInTheQueueIsNotRun) {
 TEST_F(JobServiceTest, ACancellationThatCouldNotBeSavedIsNotAcknowledged) {
   fail_saves_ = true;
   const grpc::Status unsaved = Cancel(absl::Seconds(30));
-  EXPECT_EQ(unsaved.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(unsaved.error_code(), grpc::StatusCode::INTERNAL);
   EXPECT_THAT(unsaved.error_message(),
               ::testing::HasSubstr("is cancelled, but the job table could not "
                                    "be saved (disk full)"));
@@ -172,7 +172,7 @@ TEST_F(JobServiceTest, CallsWhoseSaveFailedAreTakenBackNotRunWithTheirRetry) {
 
   fail_saves_ = true;
   absl::StatusOr<std::vector<int64_t>> refused = Schedule(*job, {"f", "g"});
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInternal);
   EXPECT_THAT(refused.status().message(),
               ::testing::HasSubstr("the calls were not accepted (disk full)"));
   v1::GetCallsRequest request;
@@ -190,8 +190,11 @@ TEST_F(JobServiceTest, ARetriedSubmissionMakesOneJobAndAnUnsavedOneNone) {
   v1::JobSpec spec = TestJobSpec(v1::MULTI_WORKER_MIRRORED, 10);
   spec.set_submission_id("nightly-42");
   fail_saves_ = true;
-  EXPECT_EQ(Submit(spec, "library bytes").status().code(),
-            absl::StatusCode::kUnavailable);
+  // Refused, not lost: INTERNAL, which the client does not send again.
+  absl::StatusOr<std::string> unsaved = Submit(spec, "library bytes");
+  EXPECT_EQ(unsaved.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(unsaved.status().message(),
+              ::testing::HasSubstr("the job was not accepted (disk full)"));
   fail_saves_ = false;
   absl::StatusOr<std::string> made = Submit(spec, "library bytes");
   ASSERT_TRUE(made.ok()) << made.status();
@@ -236,7 +239,7 @@ TEST_F(JobServiceTest, AFinishThatCouldNotBeSavedHoldsAndSavesWhenRepeated) {
   fail_saves_ = true;
   const grpc::Status unsaved = stub_->FinishJob(
       connection_->NewContext(absl::Seconds(30)).get(), request, &response);
-  EXPECT_EQ(unsaved.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(unsaved.error_code(), grpc::StatusCode::INTERNAL);
   EXPECT_THAT(unsaved.error_message(),
               ::testing::HasSubstr(absl::StrCat(
                   "job ", *job,
