@@ -7,6 +7,7 @@
 #include "common/file_util.h"
 #include "common/library_files.h"
 #include "common/status_macros.h"
+#include "spdlog/spdlog.h"
 
 namespace cohort::coordinator {
 
@@ -26,9 +27,17 @@ absl::Status LibraryStore::Put(const std::string& digest,
         "the uploaded library (", bytes.size(), " bytes) has SHA-256 ", actual,
         ", not the digest given in the spec (", digest, "): corrupted upload"));
   }
-  if (Use(digest)) return absl::OkStatus();
-  // A new file is renamed into place with a fresh mtime: its write needs
-  // no lock.
+  if (Use(digest)) {
+    // Checked against the verified bytes: a file damaged on disk (or badly
+    // restored) would fail every agent's hash check, and only an upload
+    // brings the right bytes back.
+    absl::StatusOr<std::string> stored = ReadFile(PathOf(digest));
+    if (stored.ok() && *stored == bytes) return absl::OkStatus();
+    spdlog::warn("library {}: the stored file {}; writing it again", digest,
+                 stored.ok() ? "differs from the bytes of its digest"
+                             : std::string(stored.status().message()));
+  }
+  // Renamed into place with a fresh mtime: the write needs no lock.
   COHORT_RETURN_IF_ERROR(MakeDirectories(dir_));
   return WriteFileAtomically(PathOf(digest), bytes);
 }

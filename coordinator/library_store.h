@@ -1,10 +1,10 @@
 #pragma once
 
 // Step libraries by content digest, as the coordinator received them: files
-// named <sha256>.so under one directory. A digest names exactly one content,
-// so a stored file is never rewritten. A library no job in the table uses
-// any more is removed once it has gone unused for a grace period: each
-// upload or submission naming it counts as a use.
+// named <sha256>.so under one directory. A digest names exactly one content;
+// a stored file is rewritten only when an upload finds it damaged. A library no
+// job in the table uses any more is removed once it has gone unused for a grace
+// period: each upload or submission naming it counts as a use.
 
 #include <string>
 #include <vector>
@@ -22,8 +22,8 @@ class LibraryStore {
  public:
   explicit LibraryStore(std::string dir) : dir_(std::move(dir)) {}
 
-  // Stores `bytes` (a use). INVALID_ARGUMENT when they do not hash to
-  // `digest`.
+  // Stores `bytes` (a use), writing them again over a stored file that
+  // differs. INVALID_ARGUMENT when they do not hash to `digest`.
   absl::Status Put(const std::string& digest, const std::string& bytes);
   // NOT_FOUND naming the digest when it was never stored.
   absl::StatusOr<std::string> Get(const std::string& digest) const;

@@ -40,6 +40,21 @@ class LibraryStoreTest : public ::testing::Test {
   std::string dir_;
 };
 
+TEST_F(LibraryStoreTest, AnUploadRepairsAStoredFileDamagedOnDisk) {
+  LibraryStore store(dir_);
+  const std::string bytes = "the step library";
+  const std::string digest = Sha256Hex(bytes);
+  ASSERT_OK(store.Put(digest, bytes));
+  const std::string path = absl::StrCat(dir_, "/", digest, ".so");
+  ASSERT_OK(WriteFileAtomically(path, "the step librarX"));
+  ASSERT_OK(store.Put(digest, bytes));
+  EXPECT_EQ(ReadFile(path).value_or(""), bytes);
+  // Truncated, too.
+  ASSERT_OK(WriteFileAtomically(path, ""));
+  ASSERT_OK(store.Put(digest, bytes));
+  EXPECT_EQ(*store.Get(digest), bytes);
+}
+
 TEST_F(LibraryStoreTest, ALibraryNoJobUsesGoesOnceItsGraceHasPassed) {
   LibraryStore store(dir_);
   const std::string used = Sha256Hex("used");
