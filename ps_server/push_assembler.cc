@@ -1,6 +1,7 @@
 #include "ps_server/push_assembler.h"
 
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -49,9 +50,15 @@ absl::Status PushAssembler::Add(v1::TensorChunk* chunk) {
   }
   const int64_t offset = chunk->offset();
   if (size == 0 || offset < 0 || offset > layout->bytes - size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "push chunk of '", name, "' covers bytes [", offset, ", ",
-        offset + size, "), not a non-empty range within its ", layout->bytes));
+    // The end as a sum only where it does not overflow (an offset from a
+    // corrupt or hostile message may be near the limit).
+    const std::string range =
+        offset <= std::numeric_limits<int64_t>::max() - size
+            ? absl::StrCat("bytes [", offset, ", ", offset + size, ")")
+            : absl::StrCat(size, " bytes from offset ", offset);
+    return absl::InvalidArgumentError(
+        absl::StrCat("push chunk of '", name, "' covers ", range,
+                     ", not a non-empty range within its ", layout->bytes));
   }
 
   if (applied_names_.contains(name)) {

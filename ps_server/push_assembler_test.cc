@@ -1,6 +1,7 @@
 #include "ps_server/push_assembler.h"
 
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -140,6 +141,12 @@ TEST_F(PushAssemblerTest, OverlapsAndOutOfRangeChunksAreRefused) {
   EXPECT_THAT(std::string(status.message()), HasSubstr("[500, 513)"));
   status = Add(assembler, Chunk("w", -1, std::string(1, 'x'), 512));
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  // An offset whose end overflows is named without the sum.
+  status = Add(assembler, Chunk("w", std::numeric_limits<int64_t>::max() - 1,
+                                std::string(8, 'x'), 512));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("covers 8 bytes from offset 9223372036854775806"));
 }
 
 TEST_F(PushAssemblerTest, TinyChunksInOrderApplyAndTinyChunksApartAreBounded) {
