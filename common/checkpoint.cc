@@ -331,13 +331,18 @@ absl::StatusOr<int64_t> LatestCheckpointStep(const std::string& dir) {
   return step;
 }
 
-absl::StatusOr<int64_t> NewestCheckpointStep(const std::string& dir) {
+absl::StatusOr<int64_t> NewestCheckpointStep(const std::string& dir,
+                                             absl::Status* damage) {
   absl::StatusOr<int64_t> latest = LatestCheckpointStep(dir);
   if (latest.ok() || absl::IsNotFound(latest.status())) return latest;
   const std::vector<int64_t> steps = CheckpointSteps(dir);
   if (steps.empty()) return latest.status();
-  spdlog::warn("{}; restoring from the newest checkpoint there, step {}",
-               latest.status().ToString(), steps.front());
+  if (damage != nullptr) {
+    *damage = latest.status();
+  } else {
+    spdlog::warn("{}; restoring from the newest checkpoint there, step {}",
+                 latest.status().ToString(), steps.front());
+  }
   return steps.front();
 }
 

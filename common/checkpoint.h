@@ -46,8 +46,11 @@ absl::StatusOr<int64_t> LatestCheckpointStep(const std::string& dir);
 // when `latest` is there but unreadable or holds no step (a torn write, a
 // disk that lied about fsync), the newest checkpoint with a manifest, whose
 // data ReadCheckpoint still checks. NOT_FOUND when there is no checkpoint;
-// `latest`'s error when it is damaged and no manifest is left.
-absl::StatusOr<int64_t> NewestCheckpointStep(const std::string& dir);
+// `latest`'s error when it is damaged and no manifest is left. The damage
+// passed over goes to `*damage` when given (a poller logs it once), else
+// to the log as a warning.
+absl::StatusOr<int64_t> NewestCheckpointStep(const std::string& dir,
+                                             absl::Status* damage = nullptr);
 
 // The steps of `dir`'s checkpoints that have a manifest, newest first,
 // whether or not their data is intact (ReadCheckpoint tells). Empty when

@@ -220,6 +220,10 @@ TEST_F(CheckpointTest, ADamagedLatestFallsBackToTheNewestManifest) {
   EXPECT_EQ(LatestCheckpointStep(dir_).status().code(),
             absl::StatusCode::kDataLoss);
   EXPECT_EQ(*NewestCheckpointStep(dir_), 20);
+  absl::Status damage;
+  EXPECT_EQ(*NewestCheckpointStep(dir_, &damage), 20);
+  EXPECT_EQ(damage.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(damage.message()), ::testing::HasSubstr("latest"));
   // With no manifest left, the damage is the answer: no silent fresh start.
   fs::remove(File(10, ".json"));
   fs::remove(File(20, ".json"));

@@ -87,8 +87,23 @@ bool EvaluatorRunner::Run() {
       options_.assignment.job_id(), job_.checkpoint_dir, spec.eval_fn(),
       eval_steps_, batch);
   int64_t evaluated = 0;
+  std::string damage_logged;  // each damage is logged once, not each poll
   while (!stop_.HasBeenNotified()) {
-    absl::StatusOr<int64_t> latest = LatestCheckpointStep(job_.checkpoint_dir);
+    // The step a restore would start with: past a damaged `latest` too.
+    absl::Status damage;
+    absl::StatusOr<int64_t> latest =
+        NewestCheckpointStep(job_.checkpoint_dir, &damage);
+    if (!latest.ok() && !absl::IsNotFound(latest.status())) {
+      damage = latest.status();
+    }
+    if (!damage.ok() && damage.message() != damage_logged) {
+      damage_logged = std::string(damage.message());
+      spdlog::warn("job {}: {}{}", options_.assignment.job_id(), damage_logged,
+                   latest.ok() ? absl::StrCat("; evaluating the newest "
+                                              "checkpoint there, step ",
+                                              *latest)
+                               : "; nothing to evaluate until it is rewritten");
+    }
     if (latest.ok() && *latest > evaluated) {
       v1::Evaluation evaluation = Evaluate(*latest);
       if (stop_.HasBeenNotified()) break;

@@ -568,7 +568,9 @@ TEST(ReplicaContextTest, CheckpointsEveryAgentLostFailTheJobNamingTheStep) {
   ExpectAllOk(fresh.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
     Optimizer* optimizer = nullptr;
     absl::StatusOr<int64_t> start = StartState(ctx, &optimizer);
-    if (start.ok()) EXPECT_EQ(*start, 0);
+    if (start.ok()) {
+      EXPECT_EQ(*start, 0);
+    }
     return start.status();
   }));
 }
