@@ -174,5 +174,16 @@ TEST_F(PsJobRunnerTest, ADatasetThatThrowsFailsTheAttemptNotTheAgent) {
       << report.error();
 }
 
+TEST_F(PsJobRunnerTest, AnAssignmentWithoutDevicesFailsNamingIt) {
+  // Regression: each executor took its device modulo a count of zero.
+  RunnerOptions options = Options(std::make_shared<NothingYet>(), 10);
+  options.assignment.clear_device_indices();
+  PsJobRunner runner(std::move(options));
+  const v1::AgentJobReport report = Finish(runner);
+  EXPECT_EQ(report.state(), v1::AgentJobReport::FAILED);
+  EXPECT_TRUE(report.permanent());
+  EXPECT_EQ(report.error(), "the assignment has no devices for the executors");
+}
+
 }  // namespace
 }  // namespace cohort::agent

@@ -149,6 +149,14 @@ absl::Status SyncJobRunner::CheckCheckpointDir() {
 
 absl::Status SyncJobRunner::Prepare() {
   const v1::AgentJobAssignment& a = options_.assignment;
+  // Each replica's logical devices are indexed below and in RunReplica.
+  const int logical = std::max(1, a.logical_devices_per_replica());
+  if (a.local_replicas() < 1 ||
+      a.device_indices_size() < a.local_replicas() * logical) {
+    return absl::InternalError(absl::StrCat(
+        "the assignment has ", a.device_indices_size(), " devices for ",
+        a.local_replicas(), " replicas of ", logical, " logical devices"));
+  }
   absl::StatusOr<LoadedJob> inputs =
       LoadJob(options_, job_,
               {.pipeline = a.node(),
@@ -165,7 +173,6 @@ absl::Status SyncJobRunner::Prepare() {
       .end_step = job_.steps,
       .prefetch_steps = inputs->input_options.prefetch_steps,
       .to_device = inputs->input_options.prefetch_to_device};
-  const int logical = std::max(1, a.logical_devices_per_replica());
   for (int local = 0; local < a.local_replicas(); ++local) {
     input.devices.push_back(
         options_.devices[a.device_indices(local * logical)]);
@@ -355,14 +362,7 @@ void SyncJobRunner::RunReplica(int local) {
   } streams;
   const int logical = std::max(1, a.logical_devices_per_replica());
   for (int k = 0; k < logical; ++k) {
-    const int slot = local * logical + k;
-    if (slot >= a.device_indices_size()) {
-      return Fail(absl::InternalError(absl::StrCat(
-                      "the assignment has ", a.device_indices_size(),
-                      " devices for ", a.local_replicas(), " replicas of ",
-                      logical, " logical devices")),
-                  true);
-    }
+    const int slot = local * logical + k;  // checked by Prepare
     Device d = options_.devices[a.device_indices(slot)];
     if (d.is_cuda()) {
       absl::StatusOr<void*> stream = CreateStream(d.index);
