@@ -90,11 +90,22 @@ absl::Status StoreManager::Set(const std::string& key, std::string value) {
   std::vector<GetCallback> waiting;
   {
     absl::MutexLock lock(&mu_);
-    if (!values_.contains(key) && values_.size() >= limits_.max_keys) {
+    const auto old = values_.find(key);
+    if (old == values_.end() && values_.size() >= limits_.max_keys) {
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot set store key \"", key, "\": the store holds ",
                        values_.size(), " keys, its limit"));
     }
+    const size_t replaced =
+        old == values_.end() ? 0 : key.size() + old->second.size();
+    const size_t total = total_bytes_ - replaced + key.size() + value.size();
+    if (total > limits_.max_total_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot set store key \"", key, "\" (", value.size(),
+                       " bytes): the store would hold ", total,
+                       " bytes, over its limit of ", limits_.max_total_bytes));
+    }
+    total_bytes_ = total;
     values_[key] = value;
     auto [begin, end] = readers_.equal_range(key);
     for (auto it = begin; it != end; ++it)
@@ -201,6 +212,9 @@ size_t StoreManager::ErasePrefix(const std::string& prefix) {
     ++end;
   }
   const size_t erased = std::distance(begin, end);
+  for (auto it = begin; it != end; ++it) {
+    total_bytes_ -= it->first.size() + it->second.size();
+  }
   values_.erase(begin, end);
   return erased;
 }

@@ -22,6 +22,9 @@ struct StoreLimits {
   size_t max_keys = 100000;
   size_t max_value_bytes = 1 << 20;
   size_t max_key_bytes = 1024;
+  // Keys and values together: one job's runaway sets must not take the
+  // coordinator's memory (and every other job) with them.
+  size_t max_total_bytes = size_t{256} << 20;
 };
 
 // Owns one expiry thread between Start() and Shutdown(), which fails waits
@@ -100,6 +103,7 @@ class StoreManager {
   const StoreLimits limits_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::string> values_ ABSL_GUARDED_BY(mu_);
+  size_t total_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // of values_' keys and values
   std::multimap<std::string, Reader> readers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, PendingBarrier> barriers_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -133,6 +133,20 @@ TEST(StoreManagerTest, LimitsAreEnforced) {
   EXPECT_EQ(store.num_keys(), 2);
 }
 
+TEST(StoreManagerTest, TheTotalOfKeysAndValuesIsBounded) {
+  StoreManager store({.max_total_bytes = 10});
+  EXPECT_TRUE(store.Set("a", "1234").ok());  // 5 bytes
+  EXPECT_EQ(store.Set("b", "12345"),
+            absl::ResourceExhaustedError(
+                "cannot set store key \"b\" (5 bytes): the store would hold "
+                "11 bytes, over its limit of 10"));
+  EXPECT_TRUE(store.Set("a", "123").ok());    // replacing frees the old value
+  EXPECT_TRUE(store.Set("b", "12345").ok());  // 4 + 6
+  EXPECT_EQ(store.ErasePrefix("a"), 1);
+  EXPECT_TRUE(store.Set("c", "123").ok());  // erased bytes count no more
+  EXPECT_EQ(store.num_keys(), 2);
+}
+
 TEST(StoreManagerTest, ShutdownFailsPendingWaits) {
   Result<absl::StatusOr<std::string>> got;
   Result<absl::Status> barrier;
