@@ -86,6 +86,9 @@ grpc::ServerUnaryReactor* JobsService::SubmitJob(
     // One submission at a time from here: a retry racing its original
     // finds the job saved, or withdrawn with its submission_id.
     absl::MutexLock lock(&submit_mu_);
+    // A caller who gave up while another submission was saved retries, or
+    // not: either way this one is not made.
+    COHORT_RETURN_IF_ERROR(rpc::StillWanted(*context));
     bool repeated = false;
     absl::StatusOr<std::string> id =
         manager_->Submit(spec, absl::Now(), &repeated);
@@ -173,6 +176,9 @@ grpc::ServerUnaryReactor* JobsService::Schedule(
   return rpc::OffloadUnary(context, auth_, slow_, [=, this]() -> absl::Status {
     // One batch of calls is held at a time, from scheduling to its save.
     absl::MutexLock lock(&schedule_mu_);
+    // The client was told a call that waited past its deadline failed, and
+    // schedules again: this one must not run besides.
+    COHORT_RETURN_IF_ERROR(rpc::StillWanted(*context));
     absl::StatusOr<std::vector<int64_t>> ids = manager_->Schedule(
         request->job_id(), {request->calls().begin(), request->calls().end()},
         absl::Now());

@@ -28,6 +28,9 @@ namespace {
 
 class JobServiceTest : public ::testing::Test {
  protected:
+  explicit JobServiceTest(int slow_threads = 1)
+      : slow_(slow_threads, "test-slow") {}
+
   void SetUp() override {
     server_.AddService(&service_);
     ASSERT_TRUE(server_.Start().ok());
@@ -86,22 +89,29 @@ class JobServiceTest : public ::testing::Test {
                       {}};
   LibraryStore libraries_{::testing::TempDir() + "/job-service-libraries"};
   rpc::Authenticator auth_{std::nullopt};
-  Executor slow_{1, "test-slow"};
+  Executor slow_;
   Executor fan_out_{1, "test-fan-out"};
   std::atomic<bool> fail_saves_{false};
+  // While set, each save waits for it (at most 30 s).
+  std::atomic<absl::Notification*> hold_saves_{nullptr};
+  std::atomic<int> saves_{0};
   rpc::StreamPump pump_{absl::Milliseconds(10), /*max_streams=*/2};
-  JobsService service_{&manager_,
-                       &libraries_,
-                       &auth_,
-                       &slow_,
-                       &fan_out_,
-                       [this]() -> absl::Status {
-                         if (fail_saves_)
-                           return absl::InternalError("disk full");
-                         return absl::OkStatus();
-                       },
-                       rpc::Security{},
-                       &pump_};
+  JobsService service_{
+      &manager_,
+      &libraries_,
+      &auth_,
+      &slow_,
+      &fan_out_,
+      [this]() -> absl::Status {
+        ++saves_;
+        if (absl::Notification* hold = hold_saves_) {
+          hold->WaitForNotificationWithTimeout(absl::Seconds(30));
+        }
+        if (fail_saves_) return absl::InternalError("disk full");
+        return absl::OkStatus();
+      },
+      rpc::Security{},
+      &pump_};
   rpc::RpcServer server_{{.listen = "127.0.0.1:0"}};
   std::unique_ptr<rpc::Connection> connection_;
   std::unique_ptr<v1::Jobs::Stub> stub_;
@@ -184,6 +194,63 @@ TEST_F(JobServiceTest, CallsWhoseSaveFailedAreTakenBackNotRunWithTheirRetry) {
   ASSERT_TRUE(retried.ok()) << retried.status();
   EXPECT_EQ(*retried, (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(manager_.GetCalls(request, absl::Now())->scheduled(), 2);
+}
+
+class JobServiceTwoThreadsTest : public JobServiceTest {
+ protected:
+  JobServiceTwoThreadsTest() : JobServiceTest(/*slow_threads=*/2) {}
+};
+
+TEST_F(JobServiceTwoThreadsTest, CallsWhoseCallerGaveUpBehindASaveAreNotRun) {
+  // Regression: a Schedule that waited past its deadline for another's save
+  // scheduled its calls, besides the retry of a client told it failed.
+  v1::JobSpec spec = TestJobSpec(v1::PARAMETER_SERVER, 0);
+  spec.mutable_ps()->set_schedule_from_client(true);
+  absl::StatusOr<std::string> job = manager_.Submit(spec, absl::Now());
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(connection_->channel()->WaitForConnected(
+      absl::ToChronoTime(absl::Now() + absl::Seconds(30))));
+  // One slow thread holds the schedule lock in a save, the other is busy.
+  absl::Notification release_save, busy, release_busy;
+  hold_saves_ = &release_save;
+  absl::StatusOr<std::vector<int64_t>> first;
+  std::thread holder([&] { first = Schedule(*job, {"f"}); });
+  ASSERT_TRUE(cohort::testing::WaitUntil([&] { return saves_ == 1; },
+                                         absl::Seconds(30)));
+  slow_.Post([&] {
+    busy.Notify();
+    release_busy.WaitForNotificationWithTimeout(absl::Seconds(30));
+  });
+  ASSERT_TRUE(busy.WaitForNotificationWithTimeout(absl::Seconds(30)));
+
+  // The late call is queued, so the server has read it: its deadline there
+  // is at most kTimeout from now. Freed, it waits for the lock.
+  constexpr absl::Duration kTimeout = absl::Seconds(2);
+  grpc::Status late;
+  std::thread caller([&] {
+    v1::ScheduleRequest request;
+    request.set_job_id(*job);
+    request.add_calls()->set_fn("g");
+    v1::ScheduleResponse response;
+    late = stub_->Schedule(connection_->NewContext(kTimeout).get(), request,
+                           &response);
+  });
+  ASSERT_TRUE(cohort::testing::WaitUntil([&] { return slow_.Queued() == 1; },
+                                         absl::Seconds(30)));
+  const absl::Time server_deadline_by = absl::Now() + kTimeout;
+  release_busy.Notify();
+  caller.join();
+  EXPECT_EQ(late.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  absl::SleepFor(server_deadline_by - absl::Now());  // passed there too
+
+  release_save.Notify();
+  holder.join();
+  ASSERT_TRUE(first.ok()) << first.status();
+  slow_.Shutdown();  // runs what is queued, then joins
+  v1::GetCallsRequest calls;
+  calls.set_job_id(*job);
+  EXPECT_EQ(manager_.GetCalls(calls, absl::Now())->scheduled(), 1);
+  EXPECT_EQ(saves_, 1);
 }
 
 TEST_F(JobServiceTest, ARetriedSubmissionMakesOneJobAndAnUnsavedOneNone) {

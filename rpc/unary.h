@@ -33,6 +33,18 @@ grpc::ServerUnaryReactor* HandleUnary(grpc::CallbackServerContext* context,
   return reactor;
 }
 
+// DEADLINE_EXCEEDED once the caller has given up (cancelled, or past its
+// deadline): a call that waited for its turn checks before it acts, as the
+// caller was told it failed.
+inline absl::Status StillWanted(const grpc::CallbackServerContext& context) {
+  if (context.IsCancelled() ||
+      std::chrono::system_clock::now() > context.deadline()) {
+    return absl::DeadlineExceededError(
+        "the caller gave up while the call waited to run; nothing was done");
+  }
+  return absl::OkStatus();
+}
+
 // For calls that wait (a store key, a barrier): authenticates, then hands
 // `start` a `finish(absl::Status)` to call exactly once, from any thread, when
 // the result is ready. `start` must not block; it parks the call.
@@ -64,14 +76,8 @@ grpc::ServerUnaryReactor* OffloadUnary(grpc::CallbackServerContext* context,
       context, auth,
       [context, executor, fn = std::forward<Fn>(fn)](auto finish) mutable {
         executor->Post([context, fn = std::move(fn), finish]() mutable {
-          if (context->IsCancelled() ||
-              std::chrono::system_clock::now() > context->deadline()) {
-            finish(absl::DeadlineExceededError(
-                "the caller gave up while the call waited to run; nothing "
-                "was done"));
-            return;
-          }
-          finish(fn());
+          absl::Status wanted = StillWanted(*context);
+          finish(wanted.ok() ? fn() : wanted);
         });
       });
 }
