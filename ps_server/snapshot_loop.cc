@@ -72,7 +72,7 @@ void SnapshotLoop::WhenDurable(int64_t updates, std::function<void()> then) {
   {
     absl::MutexLock lock(&mu_);
     const int64_t durable = last_.has_value() ? last_->updates : 0;
-    if (updates > durable && started_ && !stopping_) {
+    if (updates > durable && started_ && !stopping_ && failures_ == 0) {
       waiters_.push_back(
           {updates, absl::Now() + options_.max_wait, std::move(then)});
       wake_.Signal();
@@ -110,6 +110,14 @@ void SnapshotLoop::Run() {
     // already: ExpireWaiters.) "Nothing changed" is not a failure; told
     // apart by the flag, since a write's own errors carry errno's codes.
     const bool failed = !result.ok() && !unchanged;
+    if (failed && failures_++ == 0) {
+      spdlog::warn(
+          "pushes are acknowledged without waiting for a snapshot until one "
+          "is written again");
+    } else if (result.ok() && failures_ > 0) {
+      spdlog::info("snapshots written again, after {} failed", failures_);
+      failures_ = 0;
+    }
     std::vector<std::function<void()>> ready;
     const int64_t durable = last_.has_value() ? last_->updates : 0;
     for (auto it = waiters_.begin(); it != waiters_.end();) {
@@ -126,9 +134,16 @@ void SnapshotLoop::Run() {
       mu_.Lock();
     }
     if (failed && !stopping_) {
-      // A failing disk is not retried in a tight loop.
-      const absl::Time resume = absl::Now() + options_.retry_after_failure;
-      while (!stopping_ && absl::Now() < resume) {
+      // A failing disk is not retried in a tight loop, nor is the whole
+      // shard captured every second while it fails.
+      absl::Duration pause = options_.retry_after_failure;
+      for (int k = 1; k < failures_ && pause < options_.max_retry_after_failure;
+           ++k) {
+        pause *= 2;
+      }
+      const absl::Time resume =
+          absl::Now() + std::min(pause, options_.max_retry_after_failure);
+      while (!stopping_ && requests_.empty() && absl::Now() < resume) {
         wake_.WaitWithDeadline(&mu_, resume);
       }
     }

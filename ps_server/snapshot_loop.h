@@ -26,8 +26,11 @@ struct SnapshotLoopOptions {
   absl::Duration interval = absl::Seconds(10);
   int64_t every_updates = 100;                  // 0: by time only
   absl::Duration max_wait = absl::Seconds(10);  // of WhenDurable
-  // After a failed write, before the next attempt.
+  // After a failed write, before the next attempt; doubled after each
+  // further failure, up to max_retry_after_failure. A request (SnapshotNow)
+  // tries at once.
   absl::Duration retry_after_failure = absl::Seconds(1);
+  absl::Duration max_retry_after_failure = absl::Seconds(30);
   // Tests: runs on the writing thread before each capture, to hold a write
   // up as a slow disk would.
   std::function<void()> before_write;
@@ -77,7 +80,8 @@ class SnapshotLoop {
   // Acknowledging a push only then bounds what a crash loses to
   // every_updates. A failed write, shutdown, or `max_wait` passing calls
   // it too (logged), so that nothing waits forever on a slow or broken
-  // disk.
+  // disk; from a failed write until one succeeds, it calls `then` at once,
+  // as holding pushes would make them slower, not durable.
   void WhenDurable(int64_t updates, std::function<void()> then);
 
   // The newest snapshot written or restored; unset when none.
@@ -115,6 +119,7 @@ class SnapshotLoop {
   std::vector<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
   std::optional<SnapshotRecord> last_ ABSL_GUARDED_BY(mu_);
   int64_t written_generation_ ABSL_GUARDED_BY(mu_) = -1;
+  int failures_ ABSL_GUARDED_BY(mu_) = 0;  // writes failed in a row
   std::thread thread_;
   std::thread expirer_;
 };

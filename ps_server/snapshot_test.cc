@@ -340,6 +340,48 @@ TEST_F(SnapshotLoopTest, AWaitEndsAtMaxWaitWhileAWriteIsStillUnderWay) {
   EXPECT_EQ(loop.last()->updates, 1);
 }
 
+TEST_F(SnapshotLoopTest, WhileWritesFailPushesAreAcknowledgedAtOnce) {
+  // Regression: each push waited for the next attempt, a second or more
+  // away, and for the capture of the whole shard that it then failed.
+  const std::string blocked = temp_.path() + "/not-a-dir";
+  ASSERT_TRUE(WriteFileAtomically(blocked, "a file").ok());
+  SnapshotDir dir(blocked + "/snapshots");
+  SnapshotLoop loop(&store_, &dir,
+                    {.interval = absl::Hours(1),
+                     .every_updates = 100,
+                     .max_wait = absl::Hours(1),
+                     .retry_after_failure = absl::Hours(1)});
+  loop.Start(std::nullopt);
+  ASSERT_TRUE(
+      test_util::Push(store_, "job", "", "w", std::string(4, 'a')).ok());
+  absl::Notification failed;
+  loop.WhenDurable(1, [&] { failed.Notify(); });
+  ASSERT_TRUE(failed.WaitForNotificationWithTimeout(absl::Seconds(30)));
+
+  ASSERT_TRUE(
+      test_util::Push(store_, "job", "", "w", std::string(4, 'b')).ok());
+  bool at_once = false;
+  loop.WhenDurable(2, [&] { at_once = true; });
+  EXPECT_TRUE(at_once);
+
+  // The disk mended, a request writes at once, and waits are back.
+  ASSERT_TRUE(std::filesystem::remove(blocked));
+  absl::StatusOr<SnapshotRecord> written = SnapshotNow(loop);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(written->updates, 2);
+  ASSERT_TRUE(
+      test_util::Push(store_, "job", "", "w", std::string(4, 'c')).ok());
+  absl::Notification durable;
+  int64_t on_disk = -1;
+  loop.WhenDurable(3, [&] {
+    on_disk = loop.last().has_value() ? loop.last()->updates : -1;
+    durable.Notify();
+  });
+  ASSERT_TRUE(durable.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(on_disk, 3);
+  loop.Shutdown();
+}
+
 TEST_F(SnapshotLoopTest, APushCountedAfterASnapshotMakesTheNextOneDue) {
   // Regression: the count of a push whose variables a snapshot already held
   // changed nothing the loop checked, and a wait for it never ended.
