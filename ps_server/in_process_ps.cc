@@ -1,8 +1,8 @@
 #include "ps_server/in_process_ps.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/file_util.h"
 #include "common/status_macros.h"
+#include "ps_server/shard_restore.h"
 
 namespace cohort::ps {
 
@@ -24,22 +24,13 @@ absl::Status InProcessPs::Init() {
   config.daemon.server.listen = options_.listen;
   runtime_ = std::make_unique<task::TaskRuntime>("ps", config);
   store_ = std::make_unique<VariableStore>(
-      VariableStoreOptions{.shard_id = options_.shard_id});
+      ShardStoreOptions(options_.shard_id, !options_.state_dir.empty()));
 
   std::optional<SnapshotRecord> restored_record;
   if (!options_.state_dir.empty()) {
-    COHORT_RETURN_IF_ERROR(MakeDirectories(options_.state_dir));
     snapshot_dir_.emplace(options_.state_dir);
-    COHORT_ASSIGN_OR_RETURN(
-        RestoredSnapshot restored,
-        snapshot_dir_->Restore([this](const v1::PsSnapshot& snapshot) {
-          return store_->Restore(snapshot);
-        }));
-    if (restored.snapshot.has_value()) {
-      restored_record = SnapshotRecord{.path = restored.path,
-                                       .updates = restored.snapshot->updates(),
-                                       .unix_ms = restored.snapshot->unix_ms()};
-    }
+    COHORT_ASSIGN_OR_RETURN(restored_record,
+                            RestoreShard(*snapshot_dir_, *store_));
     snapshots_ = std::make_unique<SnapshotLoop>(store_.get(), &*snapshot_dir_,
                                                 options_.snapshots);
   }

@@ -1,7 +1,7 @@
 #include "ps_server/ps_server.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/file_util.h"
+#include "ps_server/shard_restore.h"
 #include "rpc/limits.h"
 #include "spdlog/spdlog.h"
 
@@ -44,27 +44,9 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Create(
   return server;
 }
 
-namespace {
-
-// A snapshot is one protobuf message, which protobuf caps at 2 GiB; room is
-// left for the names, specs and aggregated variables' per-worker values.
-constexpr int64_t kMaxSnapshottedShardBytes = int64_t{1792} << 20;
-
-VariableStoreOptions StoreOptions(const task::TaskConfig& config,
-                                  const PsServerOptions& options) {
-  VariableStoreOptions store{.shard_id = config.task.index};
-  if (!options.state_dir.empty()) {
-    store.max_shard_bytes = kMaxSnapshottedShardBytes;
-    store.max_shard_bytes_reason = "what one snapshot holds";
-  }
-  return store;
-}
-
-}  // namespace
-
 PsServer::PsServer(task::TaskConfig config, PsServerOptions options)
     : options_(std::move(options)),
-      store_(StoreOptions(config, options_)),
+      store_(ShardStoreOptions(config.task.index, !options_.state_dir.empty())),
       runtime_("ps", std::move(config)) {}
 
 absl::Status PsServer::Restore() {
@@ -75,32 +57,11 @@ absl::Status PsServer::Restore() {
         "its variables");
     return absl::OkStatus();
   }
-  auto named = [&dir](const absl::Status& s) {
-    return absl::Status(s.code(),
-                        absl::StrCat("--state_dir ", dir, ": ", s.message()));
-  };
-  if (absl::Status made = MakeDirectories(dir); !made.ok()) {
-    return named(made);
-  }
   snapshot_dir_.emplace(dir);
-  absl::StatusOr<RestoredSnapshot> restored =
-      snapshot_dir_->Restore([this](const v1::PsSnapshot& snapshot) {
-        return store_.Restore(snapshot);
-      });
-  if (!restored.ok()) return named(restored.status());
-  if (restored->snapshot.has_value()) {
-    const v1::PsSnapshot& snapshot = *restored->snapshot;
-    spdlog::info(
-        "restored {} ({} updates, job '{}', {} variables); skipped {} "
-        "unusable newer snapshots",
-        restored->path, snapshot.updates(), snapshot.job_id(),
-        snapshot.variables_size(), restored->skipped.size());
-    restored_ = SnapshotRecord{.path = restored->path,
-                               .updates = snapshot.updates(),
-                               .unix_ms = snapshot.unix_ms()};
-  } else {
-    spdlog::info("no usable snapshot in {}: the shard starts fresh", dir);
-  }
+  absl::StatusOr<std::optional<SnapshotRecord>> restored =
+      RestoreShard(*snapshot_dir_, store_);
+  if (!restored.ok()) return restored.status();
+  restored_ = *std::move(restored);
   snapshots_ = std::make_unique<SnapshotLoop>(&store_, &*snapshot_dir_,
                                               options_.snapshots);
   return absl::OkStatus();

@@ -203,6 +203,22 @@ TEST(PsClientTest, ShardedVariablesSpreadOverBothShardsAndTrain) {
   EXPECT_EQ(again.emb, pulled.emb);
 }
 
+TEST(PsClientTest, AShardInProcessWithAStateDirHoldsWhatOneSnapshotHolds) {
+  // Regression: an in-process shard kept the unsnapshotted cap, and made
+  // shards no snapshot could hold, where cohort-ps refuses them.
+  ScratchDir state;
+  Shards shards(1, state.path());
+  // 2 GiB of float32: refused before anything is allocated.
+  absl::StatusOr<Placement> placement = PlaceVariables(
+      {{"w", {int64_t{256} << 20}, 4}, {"v", {int64_t{256} << 20}, 4}}, 1, {});
+  ASSERT_TRUE(placement.ok()) << placement.status();
+  std::unique_ptr<PsClient> client = NewClient(shards.addresses());
+  const absl::Status refused = client->CreateVariables(*placement, {{}, {}});
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("what one snapshot holds"));
+}
+
 TEST(PsClientTest, ConcurrentWorkersShareOneClient) {
   Shards shards(2);
   absl::StatusOr<Placement> placement = PlaceVariables(
