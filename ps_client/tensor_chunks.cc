@@ -53,17 +53,21 @@ bool PushChunker::Next(v1::PushRequest* request) {
 
 PullAssembler::PullAssembler(std::vector<PullSlice> slices) {
   targets_.reserve(slices.size());
-  for (PullSlice& s : slices) targets_.push_back({std::move(s), 0});
+  index_.reserve(slices.size());
+  for (PullSlice& s : slices) {
+    // A name asked for twice: its first buffer, as the scan this replaced.
+    index_.try_emplace(s.name, targets_.size());
+    targets_.push_back({std::move(s), 0});
+  }
 }
 
 absl::Status PullAssembler::Add(const v1::TensorChunk& chunk) {
-  auto it = std::find_if(
-      targets_.begin(), targets_.end(),
-      [&](const Target& t) { return t.slice.name == chunk.name(); });
-  if (it == targets_.end()) {
+  const auto found = index_.find(chunk.name());
+  if (found == index_.end()) {
     return absl::InternalError(
         absl::StrCat("pull returned \"", chunk.name(), "\", not asked for"));
   }
+  Target* it = &targets_[found->second];
   const int64_t size = static_cast<int64_t>(it->slice.bytes.size());
   const int64_t len = static_cast<int64_t>(chunk.data().size());
   if (chunk.total_bytes() != size) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "cohort/v1/ps.pb.h"
@@ -75,7 +76,9 @@ class PullAssembler {
     int64_t received = 0;
     ByteRanges filled;
   };
-  std::vector<Target> targets_;  // few per stream: found by a linear scan
+  std::vector<Target> targets_;
+  // Each name's target: a shard may hold tens of thousands of variables.
+  absl::flat_hash_map<std::string, size_t> index_;
 };
 
 }  // namespace cohort::ps

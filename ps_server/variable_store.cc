@@ -316,11 +316,14 @@ absl::StatusOr<std::vector<v1::PullResponse>> VariableStore::Pull(
   max_chunk_bytes = std::max<int64_t>(1, max_chunk_bytes);
   size_t first = next != nullptr ? *next : 0;
   // Each name is copied into the reply: a repeated one would multiply it.
-  absl::flat_hash_set<absl::string_view> seen;
-  for (const std::string& name : names) {
-    if (!seen.insert(name).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the pull names variable '", name, "' twice"));
+  // Checked with the first batch, not again with each of the stream's next.
+  if (first == 0) {
+    absl::flat_hash_set<absl::string_view> seen;
+    for (const std::string& name : names) {
+      if (!seen.insert(name).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the pull names variable '", name, "' twice"));
+      }
     }
   }
   std::vector<v1::PullResponse> messages;
