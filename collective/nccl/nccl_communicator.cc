@@ -68,7 +68,12 @@ absl::StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(
                      options.size));
   }
   std::unique_ptr<NcclCommunicator> comm(new NcclCommunicator(options));
-  COHORT_RETURN_IF_ERROR(comm->Init(store));
+  if (absl::Status init = comm->Init(store); !init.ok()) {
+    // Not finalized as if healthy: a communicator still initialising, or in
+    // error, is aborted.
+    comm->Abort(init);
+    return init;
+  }
   return comm;
 }
 
@@ -126,10 +131,14 @@ NcclCommunicator::~NcclCommunicator() {
     // Finalize is asynchronous on a non-blocking communicator: wait for it
     // (bounded), and abort instead if it does not finish.
     if (healthy) {
-      const ncclResult_t r = ncclCommFinalize(comm_);
+      const ncclResult_t r = [&] {
+        absl::MutexLock lock(&comm_mu_);
+        return ncclCommFinalize(comm_);
+      }();
       healthy = (r == ncclSuccess || r == ncclInProgress) &&
                 WaitForComm(absl::Now() + absl::Seconds(10)).ok();
     }
+    absl::MutexLock lock(&comm_mu_);
     if (healthy) {
       ncclCommDestroy(comm_);
     } else if (!aborted_.exchange(true)) {
@@ -140,17 +149,23 @@ NcclCommunicator::~NcclCommunicator() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
+absl::Status NcclCommunicator::AsyncState(ncclResult_t* state) {
+  absl::MutexLock lock(&comm_mu_);
+  if (aborted_.load()) {
+    return absl::AbortedError("the communicator was aborted");
+  }
+  if (ncclResult_t r = ncclCommGetAsyncError(comm_, state); r != ncclSuccess) {
+    return NcclError("ncclCommGetAsyncError", r);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status NcclCommunicator::WaitForComm(absl::Time deadline) {
   while (true) {
     ncclResult_t state = ncclSuccess;
-    if (ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
-        r != ncclSuccess) {
-      return NcclError("ncclCommGetAsyncError", r);
-    }
+    COHORT_RETURN_IF_ERROR(AsyncState(&state));
     if (state == ncclSuccess) return absl::OkStatus();
     if (state != ncclInProgress) return NcclError("NCCL communicator", state);
-    if (aborted_.load())
-      return absl::AbortedError("the communicator was aborted");
     if (absl::Now() >= deadline) {
       return absl::DeadlineExceededError(
           absl::StrCat("NCCL group \"", options_.group,
@@ -168,25 +183,37 @@ absl::Status NcclCommunicator::Run(const char* what, Launch launch) {
     if (!failed_.ok()) return failed_;
   }
   const absl::Time deadline = absl::Now() + options_.communicator.timeout;
-  absl::Status status;
-  if (ncclResult_t r = launch(); r != ncclSuccess && r != ncclInProgress) {
-    status = NcclError(what, r);
-  }
+  absl::Status status = [&] {
+    absl::MutexLock lock(&comm_mu_);
+    if (aborted_.load()) {
+      return absl::AbortedError(
+          absl::StrCat(what, ": the communicator was aborted"));
+    }
+    const ncclResult_t r = launch();
+    return r == ncclSuccess || r == ncclInProgress ? absl::OkStatus()
+                                                   : NcclError(what, r);
+  }();
   if (status.ok()) status = WaitForComm(deadline);
   while (status.ok()) {
     const cudaError_t done = cudaStreamQuery(stream_);
-    if (done == cudaSuccess) break;
+    if (done == cudaSuccess) {
+      // Kernels an abort cut short end too: their output is not a result.
+      if (aborted_.load()) {
+        status = absl::AbortedError(
+            absl::StrCat(what, ": the communicator was aborted"));
+      }
+      break;
+    }
     if (done != cudaErrorNotReady) {
       status = CudaError(what, done);
       break;
     }
     ncclResult_t state = ncclSuccess;
-    ncclCommGetAsyncError(comm_, &state);
-    if (state != ncclSuccess && state != ncclInProgress) {
+    if (absl::Status polled = AsyncState(&state); !polled.ok()) {
+      status = absl::Status(polled.code(),
+                            absl::StrCat(what, ": ", polled.message()));
+    } else if (state != ncclSuccess && state != ncclInProgress) {
       status = NcclError(what, state);
-    } else if (aborted_.load()) {
-      status = absl::AbortedError(
-          absl::StrCat(what, ": the communicator was aborted"));
     } else if (absl::Now() >= deadline) {
       status = absl::DeadlineExceededError(
           absl::StrCat(what, " on NCCL group \"", options_.group,
@@ -260,6 +287,8 @@ void NcclCommunicator::Abort(const absl::Status& status) {
     absl::MutexLock lock(&mu_);
     if (failed_.ok()) failed_ = status;
   }
+  // Waits for a poll under way; the poller then sees aborted_ and stops.
+  absl::MutexLock lock(&comm_mu_);
   if (comm_ != nullptr && !aborted_.exchange(true)) ncclCommAbort(comm_);
 }
 

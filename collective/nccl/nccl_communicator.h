@@ -66,6 +66,9 @@ class NcclCommunicator final : public Communicator {
   // Polls until the communicator is no longer in progress or `deadline`.
   absl::Status WaitForComm(absl::Time deadline);
 
+  // Polls the communicator's state; ABORTED once it was aborted.
+  absl::Status AsyncState(ncclResult_t* state);
+
   const NcclOptions options_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
@@ -73,6 +76,10 @@ class NcclCommunicator final : public Communicator {
 
   absl::Mutex mu_;
   absl::Status failed_ ABSL_GUARDED_BY(mu_);
+  // Held across each NCCL call on comm_ once it exists: ncclCommAbort frees
+  // the communicator, and an Abort from another thread must not do so under
+  // the operation thread's poll. Set under it, aborted_ says comm_ is gone.
+  absl::Mutex comm_mu_;
   std::atomic<bool> aborted_{false};
 };
 
