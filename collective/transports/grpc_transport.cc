@@ -51,8 +51,6 @@ constexpr char kRingOpened[] = "opened";
 // to a peer (the direct path's, or a 2-rank ring's) would stay lent, and
 // the reclaim would wait out the collective's timeout.
 constexpr size_t kMinLentBytes = 128 << 10;
-// How long gRPC may take to drop the frames of a closed connection.
-constexpr absl::Duration kCancelGrace = absl::Seconds(30);
 // Once the group is aborted, how long a reclaim still waits for peers to
 // take what they were sent before it closes their streams.
 constexpr absl::Duration kAbortedReclaimGrace = absl::Milliseconds(250);

@@ -17,9 +17,6 @@ namespace {
 // come, and a batch of them would hold back the work on the first.
 constexpr size_t kMaxBatchBytes = 1 << 20;
 
-// How long a cancelled stream may take to end.
-constexpr absl::Duration kCancelGrace = absl::Seconds(30);
-
 // How long the call that asks why a peer was never reached may take.
 constexpr absl::Duration kProbeTimeout = absl::Seconds(1);
 

@@ -23,6 +23,9 @@
 
 namespace cohort::collective {
 
+// How long gRPC may take to end a cancelled stream and drop its frames.
+inline constexpr absl::Duration kCancelGrace = absl::Seconds(30);
+
 // Thread-safe. Close() or Disconnect() before destruction (the destructor
 // closes), and before `cq` shuts down.
 class PeerSender final {
