@@ -281,8 +281,15 @@ SyncJobRunner::Connect(int local, const Device& device) {
           a.communication() == v1::COMMUNICATION_HIERARCHICAL
               ? collective::LocalReduction::kAllReduce
               : collective::LocalReduction::kToLeader;
+      // A local wait spans the leader's step across nodes, whose deadline
+      // must come first: its error names the remote rank, and reaches the
+      // local ranks through the abort. On one node there is no such step.
+      collective::CommunicatorOptions local_options = comm_options;
+      if (a.num_nodes() > 1) {
+        local_options.timeout = 2 * comm_options.timeout + absl::Seconds(5);
+      }
       auto local_comm = std::make_unique<collective::AlgorithmicCommunicator>(
-          hub_->Connect(local), comm_options);
+          hub_->Connect(local), local_options);
       if (a.local_replicas() > 1) {
         AddLink("local", rank, a.first_rank() + a.local_replicas(),
                 "in-process", a.first_rank());
