@@ -14,6 +14,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "common/host_info.h"
 #include "gmock/gmock.h"
@@ -88,6 +89,27 @@ TEST(CohortctlE2eTest, UpWithNoArgumentsBringsUpTheDefaultCluster) {
       absl::Seconds(5), {{"XDG_STATE_HOME", dir.path() + "/elsewhere"}});
   EXPECT_EQ(by_dir.exit_code, 0) << by_dir.output;
   EXPECT_THAT(by_dir.output, HasSubstr("3/3 tasks ready"));
+  // The command `up` suggests works as printed, from anywhere.
+  std::vector<std::string> suggested;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const std::string log = ReadFile(dir.path() + "/up.log").value_or("");
+        const size_t at = log.find("Try: cohortctl ");
+        const size_t end = log.find("   (Ctrl-C", at);
+        if (at == std::string::npos || end == std::string::npos) return false;
+        suggested = absl::StrSplit(log.substr(at + 5, end - at - 5), ' ',
+                                   absl::SkipEmpty());
+        return true;
+      },
+      absl::Seconds(30)))
+      << ReadFile(dir.path() + "/up.log").value_or("");
+  ASSERT_GE(suggested.size(), 3u);
+  EXPECT_EQ(suggested.back(), "status");
+  suggested.front() = Binary("cohortctl");
+  CommandResult tried = RunCommand(suggested, absl::Seconds(5),
+                                   {{"XDG_STATE_HOME", dir.path() + "/none"}});
+  EXPECT_EQ(tried.exit_code, 0) << tried.output;
+  EXPECT_THAT(tried.output, HasSubstr("3/3 tasks ready"));
   // A second `up` of the same state dir is refused, and leaves the first
   // findable.
   CommandResult again =
