@@ -87,7 +87,8 @@ grpc::ServerUnaryReactor* JobsService::SubmitJob(
     // finds the job saved, or withdrawn with its submission_id.
     absl::MutexLock lock(&submit_mu_);
     // A caller who gave up while another submission was saved retries, or
-    // not: either way this one is not made.
+    // not: either way this one is not made (its library, stored above, is
+    // kept as any unused one is, for the grace period).
     COHORT_RETURN_IF_ERROR(rpc::StillWanted(*context));
     bool repeated = false;
     absl::StatusOr<std::string> id =
@@ -176,8 +177,9 @@ grpc::ServerUnaryReactor* JobsService::Schedule(
   return rpc::OffloadUnary(context, auth_, slow_, [=, this]() -> absl::Status {
     // One batch of calls is held at a time, from scheduling to its save.
     absl::MutexLock lock(&schedule_mu_);
-    // The client was told a call that waited past its deadline failed, and
-    // schedules again: this one must not run besides.
+    // A client told that a call which waited past its deadline failed may
+    // schedule again: the calls are not made. (A deadline that passes
+    // during the save itself is not seen: the window narrows, no more.)
     COHORT_RETURN_IF_ERROR(rpc::StillWanted(*context));
     absl::StatusOr<std::vector<int64_t>> ids = manager_->Schedule(
         request->job_id(), {request->calls().begin(), request->calls().end()},

@@ -22,8 +22,8 @@ struct StoreLimits {
   size_t max_keys = 100000;
   size_t max_value_bytes = 1 << 20;
   size_t max_key_bytes = 1024;
-  // Keys and values together: one job's runaway sets must not take the
-  // coordinator's memory (and every other job) with them.
+  // Keys and values together, over all jobs: runaway sets fail, named,
+  // instead of taking the coordinator's memory (and every job) with them.
   size_t max_total_bytes = size_t{256} << 20;
 };
 

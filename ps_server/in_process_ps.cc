@@ -30,7 +30,7 @@ absl::Status InProcessPs::Init() {
   if (!options_.state_dir.empty()) {
     snapshot_dir_.emplace(options_.state_dir);
     COHORT_ASSIGN_OR_RETURN(restored_record,
-                            RestoreShard(*snapshot_dir_, *store_));
+                            RestoreShard(*snapshot_dir_, *store_, "state_dir"));
     snapshots_ = std::make_unique<SnapshotLoop>(store_.get(), &*snapshot_dir_,
                                                 options_.snapshots);
   }

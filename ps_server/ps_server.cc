@@ -59,7 +59,7 @@ absl::Status PsServer::Restore() {
   }
   snapshot_dir_.emplace(dir);
   absl::StatusOr<std::optional<SnapshotRecord>> restored =
-      RestoreShard(*snapshot_dir_, store_);
+      RestoreShard(*snapshot_dir_, store_, "--state_dir");
   if (!restored.ok()) return restored.status();
   restored_ = *std::move(restored);
   snapshots_ = std::make_unique<SnapshotLoop>(&store_, &*snapshot_dir_,

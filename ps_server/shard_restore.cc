@@ -25,10 +25,10 @@ VariableStoreOptions ShardStoreOptions(int shard_id, bool snapshotted) {
 }
 
 absl::StatusOr<std::optional<SnapshotRecord>> RestoreShard(
-    SnapshotDir& dir, VariableStore& store) {
-  auto named = [&dir](const absl::Status& s) {
+    SnapshotDir& dir, VariableStore& store, absl::string_view named_as) {
+  auto named = [&](const absl::Status& s) {
     return absl::Status(
-        s.code(), absl::StrCat("--state_dir ", dir.dir(), ": ", s.message()));
+        s.code(), absl::StrCat(named_as, " ", dir.dir(), ": ", s.message()));
   };
   if (absl::Status made = MakeDirectories(dir.dir()); !made.ok()) {
     return named(made);

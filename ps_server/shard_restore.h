@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "ps_server/snapshot.h"
 #include "ps_server/snapshot_loop.h"
 #include "ps_server/variable_store.h"
@@ -18,9 +19,10 @@ VariableStoreOptions ShardStoreOptions(int shard_id, bool snapshotted);
 
 // Makes `dir`'s directory when missing, restores `store` from the newest
 // usable snapshot there (logging which, and what was skipped), and returns
-// that snapshot's record; none for a shard that starts fresh. Errors name
-// the directory.
+// that snapshot's record; none for a shard that starts fresh. Errors start
+// with `named_as` (how the caller was given the directory: "--state_dir")
+// and the directory.
 absl::StatusOr<std::optional<SnapshotRecord>> RestoreShard(
-    SnapshotDir& dir, VariableStore& store);
+    SnapshotDir& dir, VariableStore& store, absl::string_view named_as);
 
 }  // namespace cohort::ps

@@ -103,13 +103,12 @@ void SnapshotLoop::Run() {
     bool unchanged = false;
     const absl::StatusOr<SnapshotRecord> result =
         WriteIfChanged(/*force=*/!requests.empty(), &unchanged);
-    for (Done& done : requests) done(result);
-    mu_.Lock();
-    // Waiters whose updates are now on disk go; so do all of them when the
-    // write failed or the loop stops. (Those past their deadline went
-    // already: ExpireWaiters.) "Nothing changed" is not a failure; told
-    // apart by the flag, since a write's own errors carry errno's codes.
+    // "Nothing changed" is not a failure; told apart by the flag, since a
+    // write's own errors carry errno's codes.
     const bool failed = !result.ok() && !unchanged;
+    mu_.Lock();
+    // Before the requests hear of it: a wait they start next sees the
+    // outcome.
     if (failed && failures_++ == 0) {
       spdlog::warn(
           "pushes are acknowledged without waiting for a snapshot until one "
@@ -118,6 +117,12 @@ void SnapshotLoop::Run() {
       spdlog::info("snapshots written again, after {} failed", failures_);
       failures_ = 0;
     }
+    mu_.Unlock();
+    for (Done& done : requests) done(result);
+    mu_.Lock();
+    // Waiters whose updates are now on disk go; so do all of them when the
+    // write failed or the loop stops. (Those past their deadline went
+    // already: ExpireWaiters.)
     std::vector<std::function<void()>> ready;
     const int64_t durable = last_.has_value() ? last_->updates : 0;
     for (auto it = waiters_.begin(); it != waiters_.end();) {

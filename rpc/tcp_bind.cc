@@ -60,30 +60,33 @@ absl::StatusOr<BoundSocket> BindTcp(const HostPort& address, int socket_flags,
         "cannot listen on ", address.ToString(), ": host \"", address.host,
         "\" does not resolve (", gai_strerror(error), ")"));
   }
-  int first_error = 0;
+  // A bind's error says more than a socket's (no IPv6 here, say), and a
+  // port in use more than any other: it is the one that may come free.
+  int bind_error = 0;
+  int socket_error = 0;
   int fd = -1;
   for (const addrinfo* at = found; at != nullptr && fd < 0; at = at->ai_next) {
     fd = socket(at->ai_family, at->ai_socktype | socket_flags, at->ai_protocol);
     if (fd < 0) {
-      if (first_error == 0) first_error = errno;  // no IPv6 here, say
+      if (socket_error == 0) socket_error = errno;
       continue;
     }
     const int on = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
     if (bind(fd, at->ai_addr, at->ai_addrlen) != 0 ||
         (backlog > 0 && listen(fd, backlog) != 0)) {
-      if (first_error == 0) first_error = errno;
+      if (bind_error == 0 || errno == EADDRINUSE) bind_error = errno;
       close(fd);
       fd = -1;
     }
   }
   freeaddrinfo(found);
   if (fd < 0) {
-    const std::string message =
-        absl::StrCat("cannot listen on ", address.ToString(), ": ",
-                     Why(address, first_error));
-    return first_error == EADDRINUSE ? absl::UnavailableError(message)
-                                     : absl::FailedPreconditionError(message);
+    const int error = bind_error != 0 ? bind_error : socket_error;
+    const std::string message = absl::StrCat(
+        "cannot listen on ", address.ToString(), ": ", Why(address, error));
+    return error == EADDRINUSE ? absl::UnavailableError(message)
+                               : absl::FailedPreconditionError(message);
   }
   return BoundSocket{.fd = fd, .port = PortOf(fd)};
 }

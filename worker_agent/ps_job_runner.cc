@@ -55,14 +55,14 @@ bool PsJobRunner::Run() {
   const v1::AgentJobAssignment& a = options_.assignment;
   spdlog::info("job {} ({}): {} closure executor(s), {} ps task(s)", a.job_id(),
                a.group(), a.local_replicas(), a.ps_addresses_size());
-  // Each closure takes a whole global batch from this worker's pipeline,
-  // as a TF ParameterServer closure takes one from its per-worker dataset.
   if (a.device_indices().empty()) {
     // Executors share the devices (slot modulo their count).
     Fail(absl::InternalError("the assignment has no devices for the executors"),
          true);
     return false;
   }
+  // Each closure takes a whole global batch from this worker's pipeline,
+  // as a TF ParameterServer closure takes one from its per-worker dataset.
   absl::StatusOr<LoadedJob> inputs = LoadJob(
       options_, job_,
       {.pipeline = a.node(),

@@ -79,6 +79,8 @@ class NcclCommunicator final : public Communicator {
   // Held across each NCCL call on comm_ once it exists: ncclCommAbort frees
   // the communicator, and an Abort from another thread must not do so under
   // the operation thread's poll. Set under it, aborted_ says comm_ is gone.
+  // The calls made under it return at once: the communicator is
+  // non-blocking (an enqueue answers ncclInProgress rather than wait).
   absl::Mutex comm_mu_;
   std::atomic<bool> aborted_{false};
 };

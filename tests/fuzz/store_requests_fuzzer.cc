@@ -16,8 +16,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int issued = 0;
   int completed = 0;
   {
-    coordinator::StoreManager store(
-        {.max_keys = 64, .max_value_bytes = 4096, .max_key_bytes = 256});
+    coordinator::StoreManager store({.max_keys = 64,
+                                     .max_value_bytes = 4096,
+                                     .max_key_bytes = 256,
+                                     .max_total_bytes = 64 << 10});
     // No expiry thread: the waits still parked end at Shutdown.
     const absl::Time deadline = absl::InfiniteFuture();
     fuzz::ForEachRequest(data, size, [&](uint8_t kind, std::string_view bytes) {
