@@ -308,20 +308,28 @@ grpc::ServerUnaryReactor* PsService::CreateVariables(
       }
       *response->mutable_shard() = ShardState();
       response->set_created(*created);
-      if (*created == 0 || snapshots_ == nullptr) {
+      if (snapshots_ == nullptr ||
+          snapshots_->Holds(store_->declared_generation())) {
         finish(absl::OkStatus());
         return;
       }
-      // New variables (perhaps replacing another job's) are on disk before
-      // anyone uses them: a restart must not bring back the old owner.
-      snapshots_->SnapshotNow(
-          [finish](const absl::StatusOr<SnapshotRecord>& written) {
-            if (!written.ok()) {
-              spdlog::warn("snapshot after create failed: {}",
-                           written.status().ToString());
-            }
-            finish(absl::OkStatus());
-          });
+      // The variables (perhaps replacing another job's) are on disk before
+      // anyone uses them: a restart must not bring back the old owner,
+      // whose shard the job could then no longer use. A retry (created 0)
+      // of a create whose snapshot failed tries again.
+      snapshots_->SnapshotNow([finish, shard = store_->shard_id()](
+                                  const absl::StatusOr<SnapshotRecord>& saved) {
+        if (saved.ok()) {
+          finish(absl::OkStatus());
+          return;
+        }
+        finish(absl::UnavailableError(absl::StrCat(
+            "ps shard ", shard,
+            " holds the variables but could not save them (",
+            saved.status().message(),
+            "); until it can, a restart would bring back its previous "
+            "state")));
+      });
     });
   });
 }

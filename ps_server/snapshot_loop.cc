@@ -88,6 +88,11 @@ std::optional<SnapshotRecord> SnapshotLoop::last() const {
   return last_;
 }
 
+bool SnapshotLoop::Holds(int64_t generation) const {
+  absl::MutexLock lock(&mu_);
+  return written_generation_ >= generation;
+}
+
 void SnapshotLoop::Run() {
   absl::MutexLock lock(&mu_);
   absl::Time next = absl::Now() + options_.interval;

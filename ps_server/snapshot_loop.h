@@ -87,6 +87,10 @@ class SnapshotLoop {
   // The newest snapshot written or restored; unset when none.
   std::optional<SnapshotRecord> last() const;
 
+  // Whether the newest snapshot written or restored reflects the store's
+  // state as of `generation` (VariableStore::generation()) or later.
+  bool Holds(int64_t generation) const;
+
  private:
   void Run();
   // Calls the `then` of waiters past their deadline, until stopping.

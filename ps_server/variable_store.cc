@@ -183,6 +183,7 @@ absl::StatusOr<int> VariableStore::Create(
           "job '", job_id, "' and job '", job_id_, "', which owns ps shard ",
           options_.shard_id, ", have the same sequence ", job_sequence));
     }
+    bool learnt_uid = false;
     int64_t new_bytes = 0;
     for (size_t i = 0; i < normalized.size(); ++i) {
       const v1::PsVariableSpec& spec = normalized[i];
@@ -228,13 +229,12 @@ absl::StatusOr<int> VariableStore::Create(
       job_sequence_ = job_sequence;
       job_uid_ = job_uid;
       cluster_uid_ = cluster_uid;
-      generation_.fetch_add(1);
     } else if ((job_uid_.empty() && !job_uid.empty()) ||
                (cluster_uid_.empty() && !cluster_uid.empty())) {
       // The owner's, learnt from itself where a snapshot did not say.
       if (job_uid_.empty()) job_uid_ = job_uid;
       if (cluster_uid_.empty()) cluster_uid_ = cluster_uid;
-      generation_.fetch_add(1);
+      learnt_uid = true;
     }
     for (int i = 0; i < specs.size(); ++i) {
       v1::PsVariableSpec& spec = normalized[i];
@@ -256,7 +256,9 @@ absl::StatusOr<int> VariableStore::Create(
       variables_.emplace(name, std::move(variable));
       ++created;
     }
-    if (created > 0) generation_.fetch_add(1);
+    if (created > 0 || replace || learnt_uid) {
+      declared_generation_.store(generation_.fetch_add(1) + 1);
+    }
   }
   if (!replaced_job.empty()) {
     spdlog::info(
@@ -606,6 +608,7 @@ absl::Status VariableStore::Restore(const v1::PsSnapshot& snapshot) {
   updates_.store(snapshot.updates());
   restored_updates_.store(snapshot.updates());
   generation_.fetch_add(1);
+  declared_generation_.store(generation_.load());
   return absl::OkStatus();
 }
 

@@ -129,6 +129,10 @@ class VariableStore {
   // Moves with every change of state (create, drop, update, restore): a
   // snapshot is due when it differs from the one the last snapshot saw.
   int64_t generation() const { return generation_.load(); }
+  // The generation as of the last change of which variables the shard
+  // holds, or for whom (a create, a replaced owner, a restore). A snapshot
+  // older than it would, restored, bring back another set or owner.
+  int64_t declared_generation() const { return declared_generation_.load(); }
 
   // Variables a PsInfo lists by name, at most: it travels in every
   // heartbeat. Its counts and bytes cover them all.
@@ -177,6 +181,7 @@ class VariableStore {
   std::atomic<int64_t> updates_{0};
   std::atomic<int64_t> restored_updates_{0};
   std::atomic<int64_t> generation_{0};
+  std::atomic<int64_t> declared_generation_{0};
 };
 
 }  // namespace cohort::ps

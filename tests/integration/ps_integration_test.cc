@@ -4,12 +4,14 @@
 // variables in chunks, snapshots and a restart that restores them.
 
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
 #include <vector>
 
 #include "cohort/v1/ps.grpc.pb.h"
+#include "common/file_util.h"
 #include "coordinator/variable_fetcher.h"
 #include "gmock/gmock.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -611,6 +613,39 @@ TEST(PsSnapshotIntegrationTest, APushCountsOnceTowardsTheDurabilityBound) {
   // The third is acknowledged once a snapshot holds the first.
   ASSERT_TRUE(push().ok());
   EXPECT_EQ(snapshots.List()->size(), after_create + 1);
+}
+
+TEST(PsSnapshotIntegrationTest, ACreateIsAcknowledgedOnlyOnceSaved) {
+  // Regression: a create whose snapshot failed was acknowledged, and so was
+  // its retry; a restart then brought back the shard's previous owner.
+  ScratchDir dir;
+  const std::string state_dir = dir.path() + "/ps/0";
+  PsShardHarness shard(1 << 20, state_dir);
+  std::filesystem::remove_all(state_dir);
+  std::filesystem::create_directories(dir.path() + "/ps");
+  ASSERT_TRUE(WriteFileAtomically(state_dir, "a file, not a directory").ok());
+
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    absl::StatusOr<v1::CreateVariablesResponse> created =
+        shard.Create("job", 1, {Spec("w", {4})});
+    EXPECT_EQ(created.status().code(), absl::StatusCode::kUnavailable)
+        << "attempt " << attempt << ": " << created.status();
+    EXPECT_THAT(created.status().message(),
+                HasSubstr("ps shard 0 holds the variables but could not "
+                          "save them"));
+  }
+
+  // The disk mended, the retry saves them.
+  ASSERT_TRUE(std::filesystem::remove(state_dir));
+  absl::StatusOr<v1::CreateVariablesResponse> created =
+      shard.Create("job", 1, {Spec("w", {4})});
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->created(), 0);
+  ps::SnapshotDir snapshots(state_dir);
+  EXPECT_EQ(snapshots.List()->size(), 1u);
+  // Declared again, nothing new: acknowledged without another snapshot.
+  ASSERT_TRUE(shard.Create("job", 1, {Spec("w", {4})}).ok());
+  EXPECT_EQ(snapshots.List()->size(), 1u);
 }
 
 TEST(PsSnapshotIntegrationTest, WithoutAStateDirSnapshotIsRefused) {
