@@ -86,30 +86,43 @@ void JobAgent::Leave() {
   StopLoop();
   // An attempt the coordinator ended, left stopping by the loop, has
   // nothing to checkpoint for; Shutdown finishes stopping it.
-  if (runner_ == nullptr || runner_ended_ || runner_->done() ||
-      options_.leave_timeout <= absl::ZeroDuration()) {
-    return;
-  }
-  if (!runner_->Leave()) return;
+  if (runner_ == nullptr || runner_ended_) return;
   const v1::AgentJobAssignment& a = runner_->assignment();
-  spdlog::info(
-      "job {} attempt {}: checkpointing before shutting down (up to {})",
-      a.job_id(), a.attempt(), absl::FormatDuration(options_.leave_timeout));
-  const absl::Time deadline = absl::Now() + options_.leave_timeout;
-  while (!runner_->done() && absl::Now() < deadline) absl::SleepFor(kStopPoll);
   if (!runner_->done()) {
-    spdlog::warn(
-        "job {} attempt {}: no checkpoint within {} of the shutdown; stopping "
-        "it without one",
+    if (options_.leave_timeout <= absl::ZeroDuration() || !runner_->Leave()) {
+      return;
+    }
+    spdlog::info(
+        "job {} attempt {}: checkpointing before shutting down (up to {})",
         a.job_id(), a.attempt(), absl::FormatDuration(options_.leave_timeout));
+    const absl::Time deadline = absl::Now() + options_.leave_timeout;
+    while (!runner_->done() && absl::Now() < deadline) {
+      absl::SleepFor(kStopPoll);
+    }
+    if (!runner_->done()) {
+      spdlog::warn(
+          "job {} attempt {}: no checkpoint within {} of the shutdown; "
+          "stopping it without one",
+          a.job_id(), a.attempt(),
+          absl::FormatDuration(options_.leave_timeout));
+      return;
+    }
+  } else if (end_reported_) {
     return;
   }
+  ReportEndBeforeLeaving();
+}
+
+void JobAgent::ReportEndBeforeLeaving() {
   // The loop is stopped, so the coordinator would not otherwise hear how
   // the attempt ended: that an agent left, which costs the job no restart,
-  // even when this agent was the job's only one. A coordinator that blinks
-  // must not cost it one either: the report is tried again while the
+  // even when this agent was the job's only one; or that it finished, or
+  // failed for good, after the last sync, which a coordinator that took the
+  // agent's silence for a death would retry. A coordinator that blinks must
+  // not cost the job a restart either: the report is tried again while the
   // coordinator is out of reach, for a bounded while (a coordinator that
   // was stopped for good must not hold the agent's own stop up long).
+  const std::string& job = runner_->assignment().job_id();
   const absl::Time report_by = absl::Now() + kLeaveReportTime;
   absl::Status sent = SyncOnce().status();
   for (int tries = 1;
@@ -119,13 +132,15 @@ void JobAgent::Leave() {
     absl::SleepFor(std::min(kLeaveReportPause, report_by - absl::Now()));
     sent = SyncOnce().status();
     if (sent.ok()) {
-      spdlog::info("job {}: reported the checkpoint before leaving, at try {}",
-                   a.job_id(), tries + 1);
+      spdlog::info(
+          "job {}: reported the attempt's end before leaving, at "
+          "try {}",
+          job, tries + 1);
     }
   }
   if (!sent.ok()) {
-    spdlog::warn("job {}: cannot report the checkpoint before leaving: {}",
-                 a.job_id(), sent.ToString());
+    spdlog::warn("job {}: cannot report the attempt's end before leaving: {}",
+                 job, sent.ToString());
   }
 }
 
@@ -164,10 +179,15 @@ bool JobAgent::StopRunner(const absl::Status& why, bool from_loop) {
 
 absl::StatusOr<v1::AgentSyncResponse> JobAgent::SyncOnce() {
   v1::AgentJobReport report;
+  // Done before the report is taken: the report then tells the end.
+  const bool ended = runner_ != nullptr && runner_->done();
   if (runner_ != nullptr) report = runner_->Report();
   report.mutable_task()->set_type(options_.task.type);
   report.mutable_task()->set_index(options_.task.index);
-  return options_.job_control->Sync(report, kSyncTimeout);
+  absl::StatusOr<v1::AgentSyncResponse> response =
+      options_.job_control->Sync(report, kSyncTimeout);
+  if (response.ok() && ended) end_reported_ = true;
+  return response;
 }
 
 void JobAgent::Run() {
@@ -257,6 +277,7 @@ void JobAgent::Apply(const v1::AgentJobAssignment& assignment) {
     copies_.emplace(JobKey(assignment.job_id(), assignment.job_uid()), dir);
   }
   runner_ = options_.make_runner(std::move(runner));
+  end_reported_ = false;
   runner_->Start();
 }
 

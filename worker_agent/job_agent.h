@@ -73,7 +73,8 @@ class JobAgent {
   void Start();
   // The agent is going away (SIGTERM): stops the loop, then gives the
   // running attempt up to leave_timeout to checkpoint the step under way on
-  // every replica and end (AttemptRunner::Leave), and reports that end.
+  // every replica and end (AttemptRunner::Leave), and reports that end, or
+  // the end of an attempt that ended on its own since the last sync.
   // Before Shutdown, while the task still heartbeats, so that the
   // coordinator does not end the attempt first.
   void Leave();
@@ -84,6 +85,9 @@ class JobAgent {
   void Run();
   // Reports the runner's state and learns the assignment, once.
   absl::StatusOr<v1::AgentSyncResponse> SyncOnce();
+  // Leave's last report of how the attempt ended, tried again for a bounded
+  // while when the coordinator is out of reach.
+  void ReportEndBeforeLeaving();
   void Apply(const v1::AgentJobAssignment& assignment);
   // Aborts the runner with `why` and destroys it, once it has stopped or
   // after on_stuck (stop_timeout). From the loop, the wait ends early once
@@ -107,6 +111,9 @@ class JobAgent {
   // runner_ was ended, and the loop stopped before it had stopped; only the
   // loop thread, then Leave and Shutdown once it is joined.
   bool runner_ended_ = false;
+  // The coordinator has heard runner_'s end: a sync succeeded whose report
+  // was taken once it was done. Only the loop thread, then Leave.
+  bool end_reported_ = false;
   // The checkpoint copy directory of each job (by JobKey) this agent has run
   // or found claimed for its coordinator, until it is removed; only the
   // loop thread touches it. Only those: agents of other clusters may share

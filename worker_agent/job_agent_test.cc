@@ -71,6 +71,10 @@ class FakeJobControl final : public JobControlClient {
     response_.clear_assignment();
     response_.clear_abort();
   }
+  void SetSyncInterval(absl::Duration interval) {
+    absl::MutexLock lock(&mu_);
+    response_.set_sync_interval_ms(absl::ToInt64Milliseconds(interval));
+  }
   void FailSyncs(absl::Status error) {
     absl::MutexLock lock(&mu_);
     sync_error_ = std::move(error);
@@ -140,6 +144,7 @@ struct RunnerLog {
   std::map<int, absl::Status> aborted ABSL_GUARDED_BY(mu);
   std::map<int, bool> destroyed ABSL_GUARDED_BY(mu);
   std::map<int, bool> left ABSL_GUARDED_BY(mu);  // asked to Leave
+  std::map<int, bool> finished ABSL_GUARDED_BY(mu);  // ended on its own
   RunnerOptions last_options ABSL_GUARDED_BY(mu);
   // Runners ignore aborts, as one inside a job's function that never
   // returns would.
@@ -163,6 +168,10 @@ struct RunnerLog {
     absl::MutexLock lock(&mu);
     auto it = aborted.find(attempt);
     return it == aborted.end() ? absl::OkStatus() : it->second;
+  }
+  void Finish(int attempt) {
+    absl::MutexLock lock(&mu);
+    finished[attempt] = true;
   }
   bool Left(int attempt) {
     absl::MutexLock lock(&mu);
@@ -203,7 +212,9 @@ class FakeRunner final : public AttemptRunner {
     report.set_job_uid(options_.assignment.job_uid());
     report.set_state(v1::AgentJobReport::RUNNING);
     absl::MutexLock lock(&log_->mu);
-    if (log_->left[attempt()] && !log_->stuck) {
+    if (log_->finished[attempt()]) {
+      report.set_state(v1::AgentJobReport::FINISHED);
+    } else if (log_->left[attempt()] && !log_->stuck) {
       report.set_state(v1::AgentJobReport::FAILED);
       report.set_agent_left(true);
     }
@@ -213,8 +224,9 @@ class FakeRunner final : public AttemptRunner {
   // unless stuck.
   bool done() const override {
     absl::MutexLock lock(&log_->mu);
-    return !log_->stuck &&
-           (log_->aborted.contains(attempt()) || log_->left[attempt()]);
+    return log_->finished[attempt()] ||
+           (!log_->stuck &&
+            (log_->aborted.contains(attempt()) || log_->left[attempt()]));
   }
   bool Leave() override {
     absl::MutexLock lock(&log_->mu);
@@ -358,6 +370,42 @@ TEST_F(JobAgentTest, ALeavingAgentsReportRidesOutACoordinatorThatBlinks) {
   const v1::AgentJobReport last = coordinator_->last_report();
   EXPECT_TRUE(last.agent_left());
   EXPECT_EQ(last.state(), v1::AgentJobReport::FAILED);
+}
+
+TEST_F(JobAgentTest, AnAttemptThatEndedSinceTheLastSyncIsReportedOnLeaving) {
+  // Regression: the end was never reported, and the coordinator, hearing
+  // no more of the agent, restarted a job that had finished.
+  coordinator_->Assign("4", 1);
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
+  coordinator_->SetSyncInterval(absl::Hours(1));
+  const int syncs = coordinator_->syncs();
+  // A sync after the change: the loop now waits an hour for the next.
+  ASSERT_TRUE(WaitUntil([&] { return coordinator_->syncs() > syncs; }, kWait));
+  log_->Finish(1);
+  agent_->Leave();
+  EXPECT_FALSE(log_->Left(1));  // nothing to checkpoint for
+  EXPECT_EQ(coordinator_->last_report().state(), v1::AgentJobReport::FINISHED);
+}
+
+TEST_F(JobAgentTest, AnEndTheCoordinatorHeardIsNotReportedAgainOnLeaving) {
+  coordinator_->Assign("4", 1);
+  ASSERT_TRUE(WaitUntil([&] { return log_->Started(1); }, kWait));
+  log_->Finish(1);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return coordinator_->last_report().state() ==
+               v1::AgentJobReport::FINISHED;
+      },
+      kWait));
+  // The loop waits an hour after the next sync, whose report was surely
+  // taken after the end.
+  coordinator_->SetSyncInterval(absl::Hours(1));
+  const int after_end = coordinator_->syncs();
+  ASSERT_TRUE(
+      WaitUntil([&] { return coordinator_->syncs() > after_end; }, kWait));
+  const int syncs = coordinator_->syncs();
+  agent_->Leave();
+  EXPECT_EQ(coordinator_->syncs(), syncs);
 }
 
 TEST_F(JobAgentTest, LeavingWaitsNoLongerThanItsTimeout) {
