@@ -24,15 +24,26 @@
 
 namespace cohort::agent {
 
+namespace {
+
+// An assignment of no (or a negative number of) replicas is refused by
+// Prepare; until then the runner is sized as for none.
+int ReplicaSlots(const v1::AgentJobAssignment& a) {
+  return std::max(0, a.local_replicas());
+}
+
+}  // namespace
+
 SyncJobRunner::SyncJobRunner(RunnerOptions options)
     : options_(std::move(options)),
-      central_(options_.assignment.local_replicas()) {
+      central_(ReplicaSlots(options_.assignment)) {
   job_ = JobInfoFor(options_.assignment, options_.task,
                     options_.checkpoint_copies);
-  steps_done_.assign(options_.assignment.local_replicas(), 0);
+  const int slots = ReplicaSlots(options_.assignment);
+  steps_done_.assign(slots, 0);
   // Sized once, before Report() can look: entries are filled under mu_.
-  replicas_.resize(options_.assignment.local_replicas());
-  comm_owners_.resize(options_.assignment.local_replicas());
+  replicas_.resize(slots);
+  comm_owners_.resize(slots);
   rate_time_ = absl::Now();
 }
 
@@ -77,8 +88,7 @@ void SyncJobRunner::Progress(int local, int64_t steps_done) {
   lifecycle_.SetRunning();
   absl::MutexLock lock(&mu_);
   steps_done_[local] = steps_done;
-  const int64_t done =
-      *std::min_element(steps_done_.begin(), steps_done_.end());
+  const int64_t done = SlowestReplicaStep();
   const absl::Time now = absl::Now();
   if (rate_steps_ < 0) {
     // The first report: the rate is timed from here, not from loading.
@@ -97,10 +107,15 @@ void SyncJobRunner::Progress(int local, int64_t steps_done) {
   }
 }
 
+int64_t SyncJobRunner::SlowestReplicaStep() const {
+  if (steps_done_.empty()) return 0;
+  return *std::min_element(steps_done_.begin(), steps_done_.end());
+}
+
 v1::AgentJobReport SyncJobRunner::Report() const {
   v1::AgentJobReport report = lifecycle_.Report();
   absl::MutexLock lock(&mu_);
-  report.set_step(*std::min_element(steps_done_.begin(), steps_done_.end()));
+  report.set_step(SlowestReplicaStep());
   report.set_steps_per_second(steps_per_second_);
   report.set_checkpoint_step(checkpoint_step_);
   *report.mutable_links() = {links_.begin(), links_.end()};
@@ -229,7 +244,7 @@ bool SyncJobRunner::Run() {
   absl::MutexLock lock(&mu_);
   spdlog::info("job {} attempt {}: all {} local replicas finished {} steps",
                a.job_id(), a.attempt(), a.local_replicas(),
-               *std::min_element(steps_done_.begin(), steps_done_.end()));
+               SlowestReplicaStep());
   return true;
 }
 

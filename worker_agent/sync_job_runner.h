@@ -86,6 +86,8 @@ class SyncJobRunner final : public AttemptRunner {
   void Fail(const absl::Status& status, bool permanent,
             bool agent_left = false);
   void Progress(int local, int64_t steps_done);
+  // The fewest steps any local replica has done; 0 when there are none.
+  int64_t SlowestReplicaStep() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The replicas agreed to stop after `done` steps.
   void Stopped(int64_t done, const StepEnd& end);
 
