@@ -335,7 +335,7 @@ absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(absl::string_view json) {
 }
 
 absl::StatusOr<ClusterSpec> ClusterSpec::FromFile(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
+  std::FILE* file = std::fopen(path.c_str(), "rbe");
   if (file == nullptr) {
     const int error = errno;
     return absl::Status(

@@ -110,7 +110,8 @@ absl::Status WriteFileAtomically(const std::string& path,
   const std::string tmp =
       absl::StrCat(path, ".tmp.", getpid(), ".", counter.fetch_add(1));
   // Errors name `path`: the temporary file is ours, not the caller's.
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  const int fd =
+      open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoError(path, "cannot write");
   size_t written = 0;
   while (written < contents.size()) {

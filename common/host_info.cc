@@ -255,7 +255,7 @@ std::pair<int, int> EphemeralPorts() {
 
 // Whether `port` on `address` can be bound now.
 absl::StatusOr<bool> CanBind(const sockaddr_in& address, int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
   }

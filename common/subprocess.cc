@@ -75,6 +75,11 @@ absl::StatusOr<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
                                      O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   }
+  // Nothing but stdin, stdout and stderr passes to the child, whichever
+  // library opened a descriptor without O_CLOEXEC: an inherited listening
+  // socket would hold the daemon's port after it exits, an inherited file
+  // its disk space after it is deleted.
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t empty, all;

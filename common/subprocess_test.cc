@@ -1,6 +1,11 @@
 #include "common/subprocess.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
@@ -57,6 +62,24 @@ TEST(SubprocessTest, EnvironmentAndOutputFile) {
   absl::StatusOr<std::string> text = ReadFile(out);
   ASSERT_TRUE(text.ok());
   EXPECT_EQ(*text, "value=42\n");
+}
+
+TEST(SubprocessTest, OnlyTheStandardDescriptorsPassToTheChild) {
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/subprocess_inherit.txt");
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  absl::StatusOr<Subprocess> child = Subprocess::Spawn(
+      {.argv = {"/bin/sh", "-c",
+                absl::StrCat("test -e /proc/self/fd/", fd,
+                             " && exit 7; "
+                             "test -e /proc/self/fd/2 || exit 8")}});
+  ASSERT_TRUE(child.ok()) << child.status();
+  const std::optional<ExitStatus> status = child->Wait(absl::Seconds(30));
+  close(fd);
+  std::remove(path.c_str());
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->exit_code(), 0) << status->ToString();
 }
 
 TEST(SubprocessTest, MissingProgramIsAClearError) {

@@ -52,7 +52,8 @@ bool Serving(const std::string& address) {
   }
   bool serving = false;
   for (addrinfo* it = found; it != nullptr && !serving; it = it->ai_next) {
-    const int fd = socket(it->ai_family, it->ai_socktype, it->ai_protocol);
+    const int fd =
+        socket(it->ai_family, it->ai_socktype | SOCK_CLOEXEC, it->ai_protocol);
     if (fd < 0) continue;
     // Only local addresses are probed, so a blocking connect ends at once.
     serving = connect(fd, it->ai_addr, it->ai_addrlen) == 0;
