@@ -429,7 +429,7 @@ absl::Status CoordinatorServer::StartMetrics() {
   COHORT_ASSIGN_OR_RETURN(
       metrics_, rpc::MetricsHttpServer::Start(
                     {.listen = config_.metrics_listen,
-                     .token = config_.server.security.token,
+                     .token = config_.server.security.MetricsToken(),
                      // Not metrics_->address(): pages are served before
                      // metrics_ is set, and while it is reset.
                      .json_pages = {{"/sd",

@@ -104,37 +104,48 @@ absl::Status CheckKeyPair(const SecurityFiles& files,
   return absl::OkStatus();
 }
 
+// The token in `path`, given as --`flag`: one printable word.
+absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag,
+                                          const std::string& path) {
+  COHORT_ASSIGN_OR_RETURN(std::string token, ReadFlagFile(flag, path));
+  token = std::string(absl::StripAsciiWhitespace(token));
+  if (token.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": ", path, " is empty"));
+  }
+  if (token.find_first_of(" \t\r\n") != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": ", path,
+                     " holds more than one word; a token is a single line "
+                     "without spaces"));
+  }
+  // gRPC refuses any other byte in a header value, and aborts the
+  // process that sends it, with the token in its log.
+  for (size_t i = 0; i < token.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(token[i]);
+    if (c < 0x21 || c > 0x7e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": ", path, " holds byte 0x",
+                       absl::Hex(c, absl::kZeroPad2), " at offset ", i,
+                       "; a token is printable ASCII (base64, for example)"));
+    }
+  }
+  return token;
+}
+
 }  // namespace
 
 absl::StatusOr<Security> Security::Load(const SecurityFiles& files) {
   Security security;
   if (!files.auth_token_file.empty()) {
     COHORT_ASSIGN_OR_RETURN(
-        std::string token,
-        ReadFlagFile("auth_token_file", files.auth_token_file));
-    token = std::string(absl::StripAsciiWhitespace(token));
-    if (token.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--auth_token_file: ", files.auth_token_file, " is empty"));
-    }
-    if (token.find_first_of(" \t\r\n") != std::string::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--auth_token_file: ", files.auth_token_file,
-                       " holds more than one word; a token is a single line "
-                       "without spaces"));
-    }
-    // gRPC refuses any other byte in a header value, and aborts the
-    // process that sends it, with the token in its log.
-    for (size_t i = 0; i < token.size(); ++i) {
-      const unsigned char c = static_cast<unsigned char>(token[i]);
-      if (c < 0x21 || c > 0x7e) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--auth_token_file: ", files.auth_token_file, " holds byte 0x",
-            absl::Hex(c, absl::kZeroPad2), " at offset ", i,
-            "; a token is printable ASCII (base64, for example)"));
-      }
-    }
-    security.token = std::move(token);
+        security.token,
+        ReadTokenFile("auth_token_file", files.auth_token_file));
+  }
+  if (!files.metrics_token_file.empty()) {
+    COHORT_ASSIGN_OR_RETURN(
+        security.metrics_token,
+        ReadTokenFile("metrics_token_file", files.metrics_token_file));
   }
   if (files.tls_cert_file.empty() != files.tls_key_file.empty()) {
     return absl::InvalidArgumentError(
@@ -184,6 +195,7 @@ std::vector<std::string> Security::ToFlags(const SecurityFiles& files) {
     if (!value.empty()) flags.push_back(absl::StrCat("--", name, "=", value));
   };
   add("auth_token_file", files.auth_token_file);
+  add("metrics_token_file", files.metrics_token_file);
   add("tls_cert_file", files.tls_cert_file);
   add("tls_key_file", files.tls_key_file);
   add("tls_ca_file", files.tls_ca_file);
@@ -195,6 +207,7 @@ std::vector<std::string> SecretFileWarnings(const SecurityFiles& files) {
   for (const auto& [flag, path] :
        {std::pair<const char*, const std::string&>{"auth_token_file",
                                                    files.auth_token_file},
+        {"metrics_token_file", files.metrics_token_file},
         {"tls_key_file", files.tls_key_file}}) {
     struct stat info;
     if (path.empty() || stat(path.c_str(), &info) != 0 ||

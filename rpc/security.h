@@ -25,6 +25,9 @@ namespace cohort::rpc {
 // File paths, as the --auth_token_file / --tls_* flags give them.
 struct SecurityFiles {
   std::string auth_token_file;
+  // Daemons only: the token their metrics endpoints want instead of the
+  // cluster's (--metrics_token_file).
+  std::string metrics_token_file;
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_ca_file;
@@ -33,9 +36,14 @@ struct SecurityFiles {
 // Loaded credentials material. Immutable value type; thread-compatible.
 struct Security {
   std::optional<std::string> token;
+  std::optional<std::string> metrics_token;
   std::string cert_pem, key_pem, ca_pem;  // empty when not given
 
   bool tls() const { return !cert_pem.empty() || !ca_pem.empty(); }
+  // What a metrics endpoint wants: its own token, else the cluster's.
+  const std::optional<std::string>& MetricsToken() const {
+    return metrics_token.has_value() ? metrics_token : token;
+  }
 
   // Reads and checks the files; errors name the flag and the file.
   static absl::StatusOr<Security> Load(const SecurityFiles& files);
@@ -44,7 +52,8 @@ struct Security {
   std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials() const;
 
   // The arguments a daemon passes to the tasks it launches, so that they
-  // speak the same way: "--auth_token_file=...", "--tls_cert_file=...".
+  // speak the same way: "--auth_token_file=...", "--tls_cert_file=...",
+  // "--metrics_token_file=...".
   static std::vector<std::string> ToFlags(const SecurityFiles& files);
 };
 

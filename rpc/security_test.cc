@@ -117,5 +117,33 @@ TEST(SecurityTest, ATokenOfAnythingButPrintableAsciiIsRefusedUnquoted) {
   EXPECT_EQ(loaded->token, "q1ZzX0c2n4b9H7k3Lm8pR5t2Vw6yA0dF3gJ9sE1uB4o=");
 }
 
+TEST(SecurityTest, TheMetricsTokenIsCheckedLikeTheClustersAndPassedOn) {
+  testing::ScratchDir dir;
+  const std::string cluster = dir.Write("cluster", "cluster-token\n");
+  const std::string empty = dir.Write("empty", "\n");
+  const absl::Status refused =
+      Security::Load({.auth_token_file = cluster, .metrics_token_file = empty})
+          .status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_THAT(
+      refused.message(),
+      HasSubstr(absl::StrCat("--metrics_token_file: ", empty, " is empty")));
+
+  absl::StatusOr<Security> cluster_only =
+      Security::Load({.auth_token_file = cluster});
+  ASSERT_TRUE(cluster_only.ok()) << cluster_only.status();
+  EXPECT_EQ(cluster_only->MetricsToken(), "cluster-token");
+
+  const std::string scrape = dir.Write("scrape", "scrape-token\n");
+  const SecurityFiles files = {.auth_token_file = cluster,
+                               .metrics_token_file = scrape};
+  absl::StatusOr<Security> both = Security::Load(files);
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->token, "cluster-token");
+  EXPECT_EQ(both->MetricsToken(), "scrape-token");
+  EXPECT_THAT(Security::ToFlags(files), ::testing::Contains(absl::StrCat(
+                                            "--metrics_token_file=", scrape)));
+}
+
 }  // namespace
 }  // namespace cohort::rpc

@@ -14,6 +14,11 @@ ABSL_FLAG(std::string, port_file, "",
 ABSL_FLAG(std::string, metrics_listen, "",
           "HOST:PORT to serve Prometheus metrics on (GET /metrics); port 0 "
           "picks a free one. Empty: no metrics endpoint.");
+ABSL_FLAG(std::string, metrics_token_file, "",
+          "File holding the bearer token the metrics endpoint wants, instead "
+          "of the cluster's (--auth_token_file). Needed with TLS and a "
+          "cluster token: the endpoint serves plain HTTP, where the cluster's "
+          "token would travel in the clear. Passed on to launched tasks.");
 ABSL_FLAG(std::string, log_level, "info",
           "trace, debug, info, warn, error or off.");
 
@@ -43,8 +48,20 @@ absl::StatusOr<DaemonFlags> DaemonFlagsFromFlags(
     }
   }
   flags.security_files = SecurityFilesFromFlags();
+  flags.security_files.metrics_token_file =
+      absl::GetFlag(FLAGS_metrics_token_file);
   COHORT_ASSIGN_OR_RETURN(flags.server.security,
                           Security::Load(flags.security_files));
+  const Security& security = flags.server.security;
+  if (!flags.metrics_listen.empty() && security.tls() &&
+      security.token.has_value() && !security.metrics_token.has_value()) {
+    // Whoever reads the cluster's token off the wire may submit code that
+    // every worker runs: TLS would protect the RPCs and nothing else.
+    return absl::InvalidArgumentError(
+        "--metrics_listen serves plain HTTP, where scrapes would carry the "
+        "cluster's token (--auth_token_file) in the clear beside TLS: give "
+        "the metrics endpoint a token of its own with --metrics_token_file");
+  }
   if (!flags.server.security.ca_pem.empty() &&
       flags.server.security.cert_pem.empty()) {
     // A client may verify servers with a CA alone; a server without a

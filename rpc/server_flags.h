@@ -1,7 +1,8 @@
 #pragma once
 
 // Flags every daemon takes: --listen, --port_file, --metrics_listen,
-// --log_level, plus the security flags. Linked into the daemons only, not into cohortctl.
+// --metrics_token_file, --log_level, plus the security flags. Linked into the
+// daemons only, not into cohortctl.
 
 #include <string>
 

@@ -94,7 +94,7 @@ int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
     absl::StatusOr<std::unique_ptr<rpc::MetricsHttpServer>> started =
         rpc::MetricsHttpServer::Start(
             {.listen = config_.daemon.metrics_listen,
-             .token = config_.daemon.server.security.token},
+             .token = config_.daemon.server.security.MetricsToken()},
             &MetricRegistry::Default());
     if (!started.ok()) {
       spdlog::error("cannot serve metrics: {}", started.status().ToString());

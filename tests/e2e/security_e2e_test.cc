@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/http_get.h"
 #include "tests/testing/test_cluster.h"
 #include "tests/testing/test_pki.h"
 
@@ -116,6 +117,58 @@ TEST(SecurityE2eTest, MutualTlsRefusesPlaintextAndUnknownClients) {
   CommandResult member = RunCommand(good);
   EXPECT_EQ(member.exit_code, 0) << member.output;
   EXPECT_THAT(member.output, HasSubstr("\"state\": \"READY\""));
+}
+
+// Scrapes are plain HTTP: beside TLS, the cluster's token must not travel
+// in them.
+TEST(SecurityE2eTest, WithTlsTheMetricsEndpointWantsATokenOfItsOwn) {
+  ScratchDir dir;
+  absl::StatusOr<TestPki> pki = MakeTestPki(dir);
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  const std::string token = dir.Write("token", "cluster-token\n");
+  const std::string scrape = dir.Write("scrape", "scrape-token\n");
+  std::vector<std::string> flags = {absl::StrCat("--tls_cert_file=", pki->cert),
+                                    absl::StrCat("--tls_key_file=", pki->key),
+                                    absl::StrCat("--tls_ca_file=", pki->ca),
+                                    absl::StrCat("--auth_token_file=", token),
+                                    "--metrics_listen=127.0.0.1:0"};
+
+  const std::string spec =
+      dir.Write("spec.json", R"({"cluster": {"chief": ["127.0.0.1:1"]}})");
+  std::vector<std::string> refused = {Binary("cohort-coordinator"),
+                                      absl::StrCat("--cluster_spec=", spec),
+                                      "--listen=127.0.0.1:0"};
+  refused.insert(refused.end(), flags.begin(), flags.end());
+  const CommandResult result = RunCommand(refused, absl::Seconds(10));
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("--metrics_listen serves plain HTTP, where scrapes "
+                        "would carry the cluster's token"));
+  EXPECT_THAT(result.output, HasSubstr("--metrics_token_file"));
+
+  flags.push_back(absl::StrCat("--metrics_token_file=", scrape));
+  absl::StatusOr<ReadyCluster> cluster =
+      StartReadyCluster(dir, 1, 0, flags,
+                        {.auth_token_file = token,
+                         .tls_ca_file = pki->ca,
+                         .tls_cert_file = pki->cert,
+                         .tls_key_file = pki->key});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  std::vector<std::string> endpoints = {
+      cluster->state.coordinator_metrics_address()};
+  // The launched tasks were given the scrape token too.
+  for (const v1::TaskStatus& task : cluster->state.tasks()) {
+    endpoints.push_back(task.metrics_address());
+  }
+  ASSERT_EQ(endpoints.size(), 3u);
+  for (const std::string& endpoint : endpoints) {
+    ASSERT_FALSE(endpoint.empty());
+    int status = 0;
+    HttpGet(endpoint, "/metrics", &status, "scrape-token");
+    EXPECT_EQ(status, 200) << endpoint;
+    HttpGet(endpoint, "/metrics", &status, "cluster-token");
+    EXPECT_EQ(status, 401) << endpoint;
+  }
 }
 
 }  // namespace

@@ -12,13 +12,17 @@
 
 namespace cohort::testing {
 
-// GET http://address/path: the body, or "" with a test failure.
+// GET http://address/path, with "Authorization: Bearer <bearer>" unless
+// it is empty: the body, or "" with a test failure.
 inline std::string HttpGet(const std::string& address, const std::string& path,
-                           int* status = nullptr) {
+                           int* status = nullptr,
+                           const std::string& bearer = "") {
   httplib::Client client("http://" + address);
   client.set_connection_timeout(5);
   client.set_read_timeout(10);
-  httplib::Result result = client.Get(path.c_str());
+  httplib::Headers headers;
+  if (!bearer.empty()) headers.emplace("Authorization", "Bearer " + bearer);
+  httplib::Result result = client.Get(path.c_str(), headers);
   if (!result) {
     ADD_FAILURE() << "GET http://" << address << path << ": "
                   << httplib::to_string(result.error());
