@@ -18,6 +18,7 @@
 #include "common/host_port.h"
 #include "common/signals.h"
 #include "common/status_macros.h"
+#include "common/steady_time.h"
 #include "coordinator/cluster_metrics.h"
 #include "coordinator/previous_cluster.h"
 #include "nlohmann/json.hpp"
@@ -224,7 +225,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   }
   server->state_.cluster_spec_json = config.spec->ToJson();
 
-  const absl::Time now = absl::Now();
+  const absl::Time now = SteadyNow();
   server->manager_ =
       std::make_unique<ClusterManager>(*config.spec, config.cluster, now);
   for (const PersistedTask& task : server->state_.tasks) {
@@ -436,13 +437,13 @@ absl::Status CoordinatorServer::StartMetrics() {
                                      [this](const std::string& address) {
                                        return ServiceDiscoveryJson(
                                            address,
-                                           manager_->Snapshot(absl::Now()));
+                                           manager_->Snapshot(SteadyNow()));
                                      }}}},
                     &MetricRegistry::Default()));
   admin_service_->set_metrics_address(metrics_->address());
   cluster_metrics_ =
       ScopedCollector(&MetricRegistry::Default(), [this](MetricWriter& out) {
-        WriteClusterMetrics(manager_->Snapshot(absl::Now()), jobs_->List(),
+        WriteClusterMetrics(manager_->Snapshot(SteadyNow()), jobs_->List(),
                             out);
       });
   return absl::OkStatus();

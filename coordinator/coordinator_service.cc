@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "common/steady_time.h"
 #include "common/version.h"
 #include "coordinator/log_relay.h"
 #include "rpc/status_conversion.h"
@@ -19,7 +20,7 @@ grpc::ServerUnaryReactor* CoordinatorService::Register(
     v1::RegisterResponse* response) {
   return rpc::HandleUnary(context, auth_, [&]() -> absl::Status {
     absl::StatusOr<v1::RegisterResponse> result =
-        manager_->Register(request->report(), absl::Now());
+        manager_->Register(request->report(), SteadyNow());
     if (!result.ok()) return result.status();
     *response = std::move(*result);
     return absl::OkStatus();
@@ -30,7 +31,7 @@ grpc::ServerUnaryReactor* CoordinatorService::Heartbeat(
     grpc::CallbackServerContext* context, const v1::HeartbeatRequest* request,
     v1::HeartbeatResponse* response) {
   return rpc::HandleUnary(context, auth_, [&] {
-    return manager_->Heartbeat(*request, absl::Now());
+    return manager_->Heartbeat(*request, SteadyNow());
   });
 }
 
@@ -38,7 +39,7 @@ grpc::ServerUnaryReactor* CoordinatorService::Deregister(
     grpc::CallbackServerContext* context, const v1::DeregisterRequest* request,
     v1::DeregisterResponse* response) {
   return rpc::HandleUnary(context, auth_, [&] {
-    return manager_->Deregister(*request, absl::Now());
+    return manager_->Deregister(*request, SteadyNow());
   });
 }
 
@@ -67,7 +68,7 @@ grpc::ServerUnaryReactor* AdminService::GetClusterState(
     grpc::CallbackServerContext* context,
     const v1::GetClusterStateRequest* request, v1::ClusterState* response) {
   return rpc::ParkUnary(context, auth_, [&](auto finish) {
-    const absl::Time now = absl::Now();
+    const absl::Time now = SteadyNow();
     {
       absl::MutexLock lock(&mu_);
       response->set_coordinator_address(address_);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "common/steady_time.h"
 #include "spdlog/spdlog.h"
 
 namespace cohort::coordinator {
@@ -46,7 +47,7 @@ JobLoop::JobLoop(const ClusterManager* cluster, JobManager* jobs,
       jobs_(jobs),
       store_(store),
       libraries_(libraries),
-      next_library_sweep_(absl::Now() + kLibrarySweep),
+      next_library_sweep_(SteadyNow() + kLibrarySweep),
       table_path_(std::move(table_path)),
       period_(period) {}
 
@@ -58,7 +59,7 @@ absl::Status JobLoop::Restore() {
   }
   absl::StatusOr<std::string> text = ReadFile(table_path_);
   if (!text.ok()) return text.status();
-  absl::Status restored = jobs_->Restore(*text, absl::Now());
+  absl::Status restored = jobs_->Restore(*text, SteadyNow());
   if (!restored.ok()) {
     return absl::DataLossError(
         absl::StrCat(table_path_, ": ", restored.message()));
@@ -75,12 +76,12 @@ void JobLoop::Shutdown() {
   if (!thread_.joinable()) return;
   stop_.Notify();
   thread_.join();
-  (void)Save(absl::Now(), /*force=*/true);
+  (void)Save(SteadyNow(), /*force=*/true);
 }
 
 void JobLoop::Run() {
   while (!stop_.WaitForNotificationWithTimeout(period_)) {
-    const absl::Time now = absl::Now();
+    const absl::Time now = SteadyNow();
     jobs_->Tick(AgentViews(*cluster_, now), now);
     ForgetRetired(now);
     (void)Save(now, /*force=*/false);
@@ -112,7 +113,7 @@ void JobLoop::ForgetRetired(absl::Time now) {
   }
 }
 
-absl::Status JobLoop::SaveNow() { return Save(absl::Now(), /*force=*/true); }
+absl::Status JobLoop::SaveNow() { return Save(SteadyNow(), /*force=*/true); }
 
 absl::Status JobLoop::Save(absl::Time now, bool force) {
   if (table_path_.empty()) return absl::OkStatus();

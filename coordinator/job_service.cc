@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/steady_time.h"
 #include "coordinator/job_tasks.h"
 #include "coordinator/job_watch.h"
 #include "coordinator/trace_collector.h"
@@ -92,7 +93,7 @@ grpc::ServerUnaryReactor* JobsService::SubmitJob(
     COHORT_RETURN_IF_ERROR(rpc::StillWanted(*context));
     bool repeated = false;
     absl::StatusOr<std::string> id =
-        manager_->Submit(spec, absl::Now(), &repeated);
+        manager_->Submit(spec, SteadyNow(), &repeated);
     if (!id.ok()) return id.status();
     if (repeated) {
       spdlog::info("job {}: submission {} repeated", *id, spec.submission_id());
@@ -102,7 +103,7 @@ grpc::ServerUnaryReactor* JobsService::SubmitJob(
     // Acknowledged means saved: a coordinator killed now still runs it.
     if (absl::Status saved = PersistOrRefuse("the job was"); !saved.ok()) {
       manager_->Withdraw(
-          *id, absl::Now(),
+          *id, SteadyNow(),
           "not accepted: the job table could not be saved at submission");
       return saved;
     }
@@ -152,7 +153,7 @@ grpc::ServerUnaryReactor* JobsService::CancelJob(
   // The save writes the table to disk.
   return rpc::OffloadUnary(context, auth_, slow_, [=, this]() -> absl::Status {
     absl::StatusOr<v1::JobStatus> status =
-        manager_->Cancel(request->job_id(), absl::Now());
+        manager_->Cancel(request->job_id(), SteadyNow());
     if (!status.ok()) return status.status();
     // The cancellation holds across a coordinator restart once saved. Not
     // saved, the caller is told: the job loop retries the save, but a
@@ -183,7 +184,7 @@ grpc::ServerUnaryReactor* JobsService::Schedule(
     COHORT_RETURN_IF_ERROR(rpc::StillWanted(*context));
     absl::StatusOr<std::vector<int64_t>> ids = manager_->Schedule(
         request->job_id(), {request->calls().begin(), request->calls().end()},
-        absl::Now());
+        SteadyNow());
     if (!ids.ok()) return ids.status();
     // Not saved, the calls are taken back before any runs: the client is
     // told, and schedules them again without running them twice.
@@ -200,7 +201,7 @@ grpc::ServerUnaryReactor* JobsService::GetCalls(
     v1::GetCallsResponse* response) {
   return HandleUnary(context, auth_, [&]() -> absl::Status {
     absl::StatusOr<v1::GetCallsResponse> calls =
-        manager_->GetCalls(*request, absl::Now());
+        manager_->GetCalls(*request, SteadyNow());
     if (!calls.ok()) return calls.status();
     *response = *std::move(calls);
     return absl::OkStatus();
@@ -212,7 +213,7 @@ grpc::ServerUnaryReactor* JobsService::FinishJob(
     v1::FinishJobResponse* response) {
   return rpc::OffloadUnary(context, auth_, slow_, [=, this]() -> absl::Status {
     absl::Status finished =
-        manager_->FinishScheduling(request->job_id(), absl::Now());
+        manager_->FinishScheduling(request->job_id(), SteadyNow());
     if (!finished.ok()) return finished;
     // As a cancellation: it holds here at once, and across a restart once
     // saved. Finishing again is harmless and saves again.
@@ -256,7 +257,7 @@ grpc::ServerUnaryReactor* JobsService::FetchVariables(
   return rpc::OffloadUnary(
       context, auth_, fan_out_, [=, this]() -> absl::Status {
         absl::StatusOr<std::vector<std::string>> addresses =
-            manager_->PsAddresses(request->job_id(), absl::Now());
+            manager_->PsAddresses(request->job_id(), SteadyNow());
         if (!addresses.ok()) return addresses.status();
         absl::StatusOr<std::vector<v1::VariableValue>> values =
             FetchPsVariables(*addresses, ps_security_, request->job_id(),
@@ -280,7 +281,7 @@ grpc::ServerUnaryReactor* JobControlService::Sync(
     grpc::CallbackServerContext* context, const v1::AgentJobReport* request,
     v1::AgentSyncResponse* response) {
   return HandleUnary(context, auth_, [&] {
-    *response = manager_->Sync(*request, absl::Now());
+    *response = manager_->Sync(*request, SteadyNow());
     return absl::OkStatus();
   });
 }
@@ -302,7 +303,7 @@ grpc::ServerUnaryReactor* JobControlService::RunClosures(
     v1::ClosureResponse* response) {
   return HandleUnary(context, auth_, [&]() -> absl::Status {
     absl::StatusOr<v1::ClosureResponse> result =
-        manager_->RunClosures(*request, absl::Now());
+        manager_->RunClosures(*request, SteadyNow());
     if (!result.ok()) return result.status();
     *response = *std::move(result);
     return absl::OkStatus();

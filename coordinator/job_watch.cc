@@ -1,6 +1,7 @@
 #include "coordinator/job_watch.h"
 
 #include "absl/time/clock.h"
+#include "common/steady_time.h"
 #include "proto/job_state.h"
 #include "rpc/limits.h"
 #include "rpc/status_conversion.h"
@@ -14,7 +15,7 @@ JobWatch::JobWatch(rpc::StreamPump* pump, const JobManager* manager,
 JobWatch::Step JobWatch::Next() {
   absl::StatusOr<v1::JobStatus> status = manager_->Get(job_id_);
   if (!status.ok()) return {.finish = rpc::ToGrpcStatus(status.status())};
-  const absl::Time now = absl::Now();
+  const absl::Time now = SteadyNow();
   if (last_sent_.has_value() && !JobStatusChanged(*last_sent_, *status) &&
       now - last_sent_time_ < rpc::kStreamKeepalive) {
     return {};

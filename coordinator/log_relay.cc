@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cohort/v1/logs.grpc.pb.h"
+#include "common/steady_time.h"
 #include "coordinator/job_tasks.h"
 #include "rpc/channel.h"
 #include "rpc/limits.h"
@@ -243,7 +244,7 @@ absl::StatusOr<LogRelayPlan> PlanLogRelay(const v1::StreamLogsRequest& request,
   // A job's lines are those each task logged since the submission, on the
   // task's own clock: hosts' clocks differ.
   std::map<TaskId, int64_t> offsets;
-  for (const v1::TaskStatus& status : cluster.Snapshot(absl::Now())) {
+  for (const v1::TaskStatus& status : cluster.Snapshot(SteadyNow())) {
     offsets[TaskId{status.task().type(), status.task().index()}] =
         status.clock_offset_ms();
   }

@@ -15,6 +15,7 @@
 #include "common/file_util.h"
 #include "common/host_info.h"
 #include "common/host_port.h"
+#include "common/steady_time.h"
 #include "common/subprocess.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/job_state.h"
@@ -118,9 +119,9 @@ absl::Status SetAsidePreviousCluster(const std::string& state_dir,
     kill(static_cast<pid_t>(task.pid), SIGTERM);
     stopped.push_back(static_cast<pid_t>(task.pid));
   }
-  const absl::Time deadline = absl::Now() + grace;
+  const absl::Time deadline = SteadyNow() + grace;
   for (pid_t pid : stopped) {
-    while (ProcessAlive(pid) && absl::Now() < deadline) {
+    while (ProcessAlive(pid) && SteadyNow() < deadline) {
       absl::SleepFor(absl::Milliseconds(20));
     }
     if (ProcessAlive(pid)) kill(pid, SIGKILL);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/steady_time.h"
 
 namespace cohort::coordinator {
 namespace {
@@ -247,7 +248,7 @@ void StoreManager::ExpireLoop() {
       absl::MutexLock lock(&mu_);
       if (mu_.AwaitWithTimeout(absl::Condition(&stopping), kExpiryPeriod))
         return;
-      const absl::Time now = absl::Now();
+      const absl::Time now = SteadyNow();
       for (auto it = readers_.begin(); it != readers_.end();) {
         Reader& reader = it->second;
         if (IsAbandoned(reader.abandoned)) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/steady_time.h"
 #include "rpc/limits.h"
 #include "rpc/unary.h"
 
@@ -15,7 +16,7 @@ constexpr absl::Duration kMaxWait = absl::Minutes(10);
 // barrier lacks) reaches the client before the client's own deadline.
 absl::Time WaitDeadline(const grpc::CallbackServerContext& context) {
   return std::min(absl::FromChrono(context.deadline()) - rpc::kStoreReplyGrace,
-                  absl::Now() + kMaxWait);
+                  SteadyNow() + kMaxWait);
 }
 
 // A parked call's context stays valid until the store finishes it, and

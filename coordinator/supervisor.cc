@@ -12,6 +12,7 @@
 #include "common/exit_codes.h"
 #include "common/host_info.h"
 #include "common/names.h"
+#include "common/steady_time.h"
 #include "rpc/reportable.h"
 #include "spdlog/spdlog.h"
 
@@ -86,7 +87,7 @@ void Supervisor::set_on_change(std::function<void()> on_change) {
 }
 
 void Supervisor::Start() {
-  const absl::Time now = absl::Now();
+  const absl::Time now = SteadyNow();
   for (auto& [task, child] : children_) {
     if (child.adopted_pid > 0) {
       spdlog::info(
@@ -219,7 +220,7 @@ void Supervisor::Run() {
   auto stopping = [this]()
                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
   while (true) {
-    if (Tick(absl::Now()) && on_change_) on_change_();
+    if (Tick(SteadyNow()) && on_change_) on_change_();
     absl::MutexLock lock(&mu_);
     if (mu_.AwaitWithTimeout(absl::Condition(&stopping),
                              options_.poll_interval)) {
@@ -241,18 +242,18 @@ void Supervisor::Shutdown() {
     const int64_t pid = Pid(child);
     if (pid > 0) kill(static_cast<pid_t>(pid), SIGTERM);
   }
-  const absl::Time deadline = absl::Now() + options_.stop_grace;
+  const absl::Time deadline = SteadyNow() + options_.stop_grace;
   for (auto& [task, child] : children_) {
     bool killed = false;
     std::string how = "stopped";
     if (child.process.has_value() && child.process->running()) {
       const absl::Duration left =
-          std::max(absl::ZeroDuration(), deadline - absl::Now());
+          std::max(absl::ZeroDuration(), deadline - SteadyNow());
       const ExitStatus exit = child.process->Stop(left);
       killed = exit.signaled() && exit.term_signal() == SIGKILL;
       how = exit.ToString();
     } else if (child.adopted_pid > 0) {
-      while (ProcessAlive(child.adopted_pid) && absl::Now() < deadline) {
+      while (ProcessAlive(child.adopted_pid) && SteadyNow() < deadline) {
         absl::SleepFor(absl::Milliseconds(20));
       }
       if (ProcessAlive(child.adopted_pid)) {

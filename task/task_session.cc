@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/steady_time.h"
 #include "spdlog/spdlog.h"
 
 namespace cohort::task {
@@ -97,7 +98,7 @@ void TaskSession::Run() {
   const absl::Duration kMaxRetryDelay = absl::Seconds(5);
   absl::Duration retry_delay = absl::Milliseconds(100);
   std::string last_problem;
-  absl::Time last_answer = absl::Now();
+  absl::Time last_answer = SteadyNow();
   auto stopping = [this] { return stopping_; };
   while (true) {
     const bool have_session = registered();
@@ -111,8 +112,8 @@ void TaskSession::Run() {
     // Anything but "could not reach it" is an answer.
     if (status.code() != absl::StatusCode::kUnavailable &&
         status.code() != absl::StatusCode::kDeadlineExceeded) {
-      last_answer = absl::Now();
-    } else if (absl::Now() - last_answer >= options_.orphan_timeout) {
+      last_answer = SteadyNow();
+    } else if (SteadyNow() - last_answer >= options_.orphan_timeout) {
       const absl::Status orphaned = absl::UnavailableError(absl::StrCat(
           "the coordinator at ", options_.coordinator_address,
           " has not answered for ",

@@ -127,6 +127,49 @@ TEST(ClusterE2eTest, KilledAgentIsMarkedDeadThenRestarted) {
   EXPECT_EQ(FindTask(*state, "chief", 0)->restart_count(), 0);
 }
 
+// NTP stepping the clock at boot, or `date -s`, makes no heartbeat late:
+// liveness is timed on the monotonic clock.
+TEST(ClusterE2eTest, AWallClockSteppedForwardKillsNoTask) {
+  ScratchDir dir;
+  const std::string step = dir.Write("clock_step", "0\n");
+  const std::string spec = dir.Write("cluster.json", LocalSpec(1, 1));
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> started =
+      CoordinatorProcess::Start(
+          dir, {absl::StrCat("--cluster_spec=", spec)}, "127.0.0.1:0",
+          {"/usr/bin/env", "LD_PRELOAD=" COHORT_CLOCK_STEP_LIBRARY,
+           absl::StrCat("COHORT_TEST_CLOCK_STEP_FILE=", step),
+           "COHORT_TEST_CLOCK_STEP_PROGRAM=cohort-coordinator"});
+  ASSERT_TRUE(started.ok()) << started.status();
+  CoordinatorProcess& c = **started;
+  absl::StatusOr<v1::ClusterState> ready = c.WaitAllReady(absl::Seconds(30));
+  ASSERT_TRUE(ready.ok()) << ready.status() << c.Log();
+
+  // An hour ahead, for the coordinator alone.
+  ASSERT_TRUE(WriteFileAtomically(step, "3600\n").ok());
+  ASSERT_TRUE(
+      WaitUntil([&] { return std::filesystem::exists(step + ".applied"); },
+                absl::Seconds(30)))
+      << "the coordinator never read its wall clock";
+  // Every task heartbeat an hour ago by the wall clock: a sweep on it would
+  // declare each one dead at once. Watched for longer than the heartbeat
+  // timeout (5 s).
+  std::string trouble;
+  WaitUntil(
+      [&] {
+        absl::StatusOr<v1::ClusterState> state = c.State();
+        if (!state.ok()) return false;
+        for (const v1::TaskStatus& task : state->tasks()) {
+          if (task.state() != v1::READY || task.restart_count() != 0) {
+            trouble = task.ShortDebugString();
+            return true;
+          }
+        }
+        return false;
+      },
+      absl::Seconds(8));
+  EXPECT_EQ(trouble, "") << c.Log();
+}
+
 TEST(ClusterE2eTest, HungAgentIsDeclaredDeadKilledAndRestarted) {
   ScratchDir dir;
   absl::StatusOr<ReadyCluster> cluster =
