@@ -106,8 +106,12 @@ absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
       record->state == v1::READY && !record->session_id.empty() &&
       record->last_heartbeat.has_value() &&
       now - *record->last_heartbeat < options_.heartbeat_timeout;
-  const bool same_process = record->report.pid() == report.pid() &&
-                            record->report.hostname() == report.hostname();
+  // A pid and hostname recur: a container restarted keeps its hostname,
+  // and its process is pid 1 again. The start time tells the two apart.
+  const bool same_pid = record->report.pid() == report.pid() &&
+                        record->report.hostname() == report.hostname();
+  const bool same_process = same_pid && record->report.start_time_unix_ms() ==
+                                            report.start_time_unix_ms();
   if (holder_alive && !same_process) {
     // A holder that died unannounced stays "alive" for up to one heartbeat
     // timeout, and its successor is refused meanwhile. A claimant refused
@@ -119,17 +123,28 @@ absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
       return now - entry.second.last > gone;
     });
     Claim& claim =
-        record->claimants[absl::StrCat(report.pid(), "@", report.hostname())];
+        record->claimants[absl::StrCat(report.pid(), "@", report.hostname(),
+                                       "@", report.start_time_unix_ms())];
     if (claim.first == absl::InfinitePast()) claim.first = now;
     claim.last = now;
     const absl::Duration claiming = now - claim.first;
     const bool duplicate = claiming >= std::max(2 * options_.heartbeat_timeout,
                                                 kMinDuplicateClaim);
+    auto started = [&](const v1::TaskReport& of) {
+      return same_pid ? absl::StrCat(
+                            ", started ",
+                            absl::FormatTime(
+                                absl::RFC3339_sec,
+                                absl::FromUnixMillis(of.start_time_unix_ms()),
+                                absl::UTCTimeZone()))
+                      : "";
+    };
     const std::string message = absl::StrFormat(
-        "task %s is already held by pid %d on %s, which still heartbeats; a "
-        "second process (pid %d on %s) claims it%s",
-        id, record->report.pid(), record->report.hostname(), report.pid(),
-        report.hostname(),
+        "task %s is already held by pid %d on %s%s, which still heartbeats; "
+        "a second process (pid %d on %s%s) claims it%s",
+        id, record->report.pid(), record->report.hostname(),
+        started(record->report), report.pid(), report.hostname(),
+        started(report),
         duplicate
             ? absl::StrCat(" and has for ", absl::FormatDuration(claiming),
                            ": two processes were given the same "

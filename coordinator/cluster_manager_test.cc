@@ -129,6 +129,28 @@ TEST_F(ClusterManagerTest, SecondLiveProcessForOneIdentityIsRefused) {
   EXPECT_EQ(manager_.pid(kWorker1), 200);
 }
 
+// A container restarted keeps its hostname, and its process may be pid 1
+// again: the start time tells the new process from the old.
+TEST_F(ClusterManagerTest, ANewProcessOfTheSamePidAndHostIsAnotherProcess) {
+  v1::TaskReport first = Report(kWorker1, "127.0.0.1:2002", 1);
+  first.set_start_time_unix_ms(1000);
+  ASSERT_TRUE(manager_.Register(first, At(1)).ok());
+  // The same process again (its session lost, say) takes the identity back.
+  ASSERT_TRUE(manager_.Register(first, At(2)).ok());
+
+  v1::TaskReport restarted = first;
+  restarted.set_start_time_unix_ms(5000);
+  const absl::StatusOr<v1::RegisterResponse> refused =
+      manager_.Register(restarted, At(3));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(
+      std::string(refused.status().message()),
+      HasSubstr("held by pid 1 on host, started 1970-01-01T00:00:01+00:00"));
+  // Once the old one is silent past the timeout, the new one is admitted.
+  manager_.ExpireSilent(At(8));
+  EXPECT_TRUE(manager_.Register(restarted, At(8)).ok());
+}
+
 // A holder that keeps beating while another process claims its identity
 // for twice the heartbeat timeout, and 30 s at least: two processes share
 // one identity, and the claimant is told so for good.
