@@ -133,7 +133,7 @@ absl::Status PsVariableClient::Create(
   if (!placement.ok()) return placement.status();
   if (absl::Status created = client_->CreateVariables(*placement, options);
       !created.ok()) {
-    return created;
+    return Failure(created);
   }
   declared_ = std::move(names);
   return absl::OkStatus();
@@ -145,7 +145,7 @@ absl::Status PsVariableClient::Pull(const std::vector<HostSlice>& slices) {
     buffers.push_back(
         {s.name, absl::MakeSpan(static_cast<char*>(s.data), s.bytes)});
   }
-  return client_->Pull(buffers);
+  return Failure(client_->Pull(buffers));
 }
 
 absl::Status PsVariableClient::Push(const std::vector<HostSlice>& slices) {
@@ -154,7 +154,7 @@ absl::Status PsVariableClient::Push(const std::vector<HostSlice>& slices) {
     buffers.push_back({s.name, absl::MakeConstSpan(
                                    static_cast<const char*>(s.data), s.bytes)});
   }
-  return client_->Push(buffers);
+  return Failure(client_->Push(buffers));
 }
 
 std::vector<v1::PsRecovery> PsVariableClient::TakeRecoveries() {
@@ -170,6 +170,18 @@ std::vector<v1::PsRecovery> PsVariableClient::TakeRecoveries() {
   return out;
 }
 
-void PsVariableClient::Abort(const absl::Status&) { client_->Shutdown(); }
+void PsVariableClient::Abort(const absl::Status& status) {
+  {
+    absl::MutexLock lock(&abort_mu_);
+    if (aborted_.ok()) aborted_ = status;
+  }
+  client_->Shutdown();
+}
+
+absl::Status PsVariableClient::Failure(absl::Status failed) const {
+  if (failed.ok()) return failed;
+  absl::MutexLock lock(&abort_mu_);
+  return aborted_.ok() ? failed : aborted_;
+}
 
 }  // namespace cohort::agent

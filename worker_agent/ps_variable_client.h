@@ -34,18 +34,24 @@ class PsVariableClient final : public VariableClient {
 
   // The ps restarts the client saw since the last call.
   std::vector<v1::PsRecovery> TakeRecoveries();
-  // Ends waits for unavailable ps tasks; later calls fail.
+  // Ends waits for unavailable ps tasks; calls that fail from then on fail
+  // with `status`, the reason, not as a client that was shut down.
   void Abort(const absl::Status& status);
 
  private:
   PsVariableClient(std::unique_ptr<ps::PsClient> client,
                    ps::PartitionerOptions partitioner, int num_ps);
 
+  // `failed`, or the abort's reason once there is one.
+  absl::Status Failure(absl::Status failed) const;
+
   const std::unique_ptr<ps::PsClient> client_;
   const ps::PartitionerOptions partitioner_;
   const int num_ps_;
-  absl::Mutex mu_;
+  absl::Mutex mu_;  // held across Create's call: not by Abort
   std::vector<std::string> declared_ ABSL_GUARDED_BY(mu_);  // names
+  mutable absl::Mutex abort_mu_;
+  absl::Status aborted_ ABSL_GUARDED_BY(abort_mu_);
 };
 
 }  // namespace cohort::agent
