@@ -24,8 +24,16 @@
 namespace cohort {
 namespace {
 
-// Uploading a big step library takes longer than a control call.
+// Uploading a big step library takes longer than a control call: at least
+// this long, and more for each byte at the slowest rate a link between a
+// user and a cluster is expected to give.
 constexpr absl::Duration kMinSubmitTimeout = absl::Seconds(60);
+constexpr double kSlowestUploadBytesPerSecond = 1 << 20;
+
+absl::Duration SubmitTimeout(absl::Duration rpc_timeout, size_t upload_bytes) {
+  return std::max(rpc_timeout, kMinSubmitTimeout) +
+         absl::Seconds(upload_bytes / kSlowestUploadBytesPerSecond);
+}
 
 // A submission whose answer was lost is sent again this many times.
 constexpr int kSubmitRetries = 2;
@@ -357,7 +365,7 @@ absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
   v1::SubmitJobResponse response;
   for (int attempt = 0;; ++attempt) {
     auto context = impl_->connection.NewContext(
-        std::max(impl_->rpc_timeout, kMinSubmitTimeout));
+        SubmitTimeout(impl_->rpc_timeout, request.library().size()));
     const grpc::Status status =
         impl_->jobs->SubmitJob(context.get(), request, &response);
     const bool answer_lost =
@@ -368,13 +376,22 @@ absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
           impl_->connection.Annotate("Jobs.SubmitJob", status);
       if (failed.ok()) break;
       if (!answer_lost) return failed;
+      const bool slow = failed.code() == absl::StatusCode::kDeadlineExceeded;
       return absl::Status(
           failed.code(),
-          absl::StrCat(failed.message(), " (", attempt + 1,
-                       " tries); if one reached the coordinator, the job "
-                       "exists: submitting again with submission id ",
-                       proto.submission_id(),
-                       " returns it instead of making a second one"));
+          absl::StrCat(
+              failed.message(), " (", attempt + 1, " tries of ",
+              absl::FormatDuration(
+                  SubmitTimeout(impl_->rpc_timeout, request.library().size())),
+              " each",
+              slow ? absl::StrCat(" for ", request.library().size(),
+                                  " bytes; a slower link needs a longer "
+                                  "--timeout")
+                   : "",
+              "); if one reached the coordinator, the job exists: submitting "
+              "again with submission id ",
+              proto.submission_id(),
+              " returns it instead of making a second one"));
     }
     absl::SleepFor(kSubmitRetryPause);
   }

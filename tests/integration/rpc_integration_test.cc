@@ -3,7 +3,9 @@
 // the real coordinator services.
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "cohort/client.h"
+#include "cohort/v1/job.grpc.pb.h"
 #include "common/file_util.h"
 #include "common/host_info.h"
 #include "coordinator/cluster_manager.h"
@@ -137,6 +139,54 @@ TEST(RpcServerTest, ANonPositiveRpcTimeoutIsRefused) {
                 HasSubstr("rpc_timeout must be positive, got " +
                           absl::FormatDuration(timeout)));
   }
+}
+
+// Answers SubmitJob with job "1", noting the deadline each call came with.
+class DeadlineNotingJobs final : public v1::Jobs::CallbackService {
+ public:
+  grpc::ServerUnaryReactor* SubmitJob(
+      grpc::CallbackServerContext* context, const v1::SubmitJobRequest*,
+      v1::SubmitJobResponse* response) override {
+    {
+      absl::MutexLock lock(&mu_);
+      time_left_ = absl::FromChrono(context->deadline()) - absl::Now();
+    }
+    response->set_job_id("1");
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  absl::Duration time_left() const {
+    absl::MutexLock lock(&mu_);
+    return time_left_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  absl::Duration time_left_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST(RpcServerTest, ASubmissionHasTimeToUploadItsLibrary) {
+  // Regression: a fixed 60 s, so that a library of hundreds of MiB over a
+  // slow link failed every try, and was uploaded three times.
+  ScratchDir dir;
+  DeadlineNotingJobs jobs;
+  rpc::RpcServer server(rpc::ServerOptions{});
+  server.AddService(&jobs);
+  ASSERT_TRUE(server.Start().ok());
+  auto client =
+      Client::Connect(server.DialAddress(), {.rpc_timeout = absl::Seconds(1)});
+  ASSERT_TRUE(client.ok()) << client.status();
+  JobSpec spec;
+  spec.library_path = dir.Write("library.so", std::string(32 << 20, 'x'));
+  spec.step_fn = "step";
+  spec.steps = 1;
+  spec.global_batch_size = 1;
+  absl::StatusOr<std::string> id = (*client)->SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  // 60 s, and 32 s for 32 MiB at 1 MiB/s; less what the call took.
+  EXPECT_GT(jobs.time_left(), absl::Seconds(80));
+  EXPECT_LE(jobs.time_left(), absl::Seconds(92));
 }
 
 v1::TaskReport WorkerReport() {
