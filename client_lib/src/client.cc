@@ -1,6 +1,7 @@
 #include "cohort/client.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <system_error>
@@ -32,7 +33,7 @@ constexpr double kSlowestUploadBytesPerSecond = 1 << 20;
 
 absl::Duration SubmitTimeout(absl::Duration rpc_timeout, size_t upload_bytes) {
   return std::max(rpc_timeout, kMinSubmitTimeout) +
-         absl::Seconds(upload_bytes / kSlowestUploadBytesPerSecond);
+         absl::Seconds(std::ceil(upload_bytes / kSlowestUploadBytesPerSecond));
 }
 
 // A submission whose answer was lost is sent again this many times.
@@ -380,13 +381,13 @@ absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
       return absl::Status(
           failed.code(),
           absl::StrCat(
-              failed.message(), " (", attempt + 1, " tries of ",
-              absl::FormatDuration(
-                  SubmitTimeout(impl_->rpc_timeout, request.library().size())),
-              " each",
-              slow ? absl::StrCat(" for ", request.library().size(),
-                                  " bytes; a slower link needs a longer "
-                                  "--timeout")
+              failed.message(), " (", attempt + 1, " tries",
+              slow ? absl::StrCat(
+                         " of ",
+                         absl::FormatDuration(SubmitTimeout(
+                             impl_->rpc_timeout, request.library().size())),
+                         " each, for a library of ", request.library().size(),
+                         " bytes; a slower link needs a longer --timeout")
                    : "",
               "); if one reached the coordinator, the job exists: submitting "
               "again with submission id ",
