@@ -76,16 +76,19 @@ bool EvaluatorRunner::Run() {
         true);
     return false;
   }
-  const int64_t batch = spec.global_batch_size();
+  // One pass: the shard's elements, a step's worth at a time. Under
+  // per_replica_batches an element is a whole batch, so a pass is as many
+  // steps as the data set has batches, whatever the global batch size.
+  const int64_t per_step = pipeline_->elements_per_step();
   eval_steps_ = spec.eval_steps() > 0
                     ? spec.eval_steps()
-                    : (pipeline_->shard_size() + batch - 1) / batch;
+                    : (pipeline_->shard_size() + per_step - 1) / per_step;
   lifecycle_.SetRunning();
   spdlog::info(
       "job {}: evaluating each new checkpoint in {} with \"{}\" over "
-      "{} batches of {}",
+      "{} batches ({})",
       options_.assignment.job_id(), job_.checkpoint_dir, spec.eval_fn(),
-      eval_steps_, batch);
+      eval_steps_, pipeline_->description());
   int64_t evaluated = 0;
   std::string damage_logged;  // each damage is logged once, not each poll
   while (!stop_.HasBeenNotified()) {
@@ -176,7 +179,9 @@ absl::StatusOr<std::map<std::string, double>> EvaluatorRunner::EvaluateOnce(
   // The newest checkpoint, which may be newer than the one seen.
   COHORT_ASSIGN_OR_RETURN(*restored, ctx.RestoreOrSync());
   // Each batch's values weigh as many examples as it holds, so that the
-  // means are over examples, and one pass ends with a partial batch.
+  // means are over examples, and one pass ends with a partial batch. A
+  // user's batch (per_replica_batches) is one element whose examples only
+  // the library knows: those weigh one each.
   std::map<std::string, double> sums;
   std::map<std::string, double> weights;
   const int64_t pass = pipeline_->shard_size();

@@ -48,6 +48,9 @@ class InputPipeline {
 
   // Elements in this pipeline's shard: one epoch of its stream.
   int64_t shard_size() const { return shard_size_; }
+  // Elements of the stream each step takes: its batches' elements, or
+  // with per_replica_batches one (a whole batch) per local replica.
+  int64_t elements_per_step() const { return per_replica_ * local_replicas_; }
   // For logs: e.g. "FILE sharding: files 0, 2 of 4 (1200 elements)".
   const std::string& description() const { return description_; }
 

@@ -188,6 +188,29 @@ TEST_F(TrainingLoopE2eTest, UserBatchedDatasetsReachEachReplicaWhole) {
   EXPECT_EQ(status.metrics().at("pipelines"), 2);
 }
 
+TEST_F(TrainingLoopE2eTest, TheEvaluatorPassesOverEveryUserBatch) {
+  // Regression: a pass was the data set's size over the global batch, so of
+  // 6 user batches and a global batch of 8, one was evaluated.
+  JobSpec spec =
+      TestStepsJob("batched_step", StrategyKind::kMultiWorkerMirrored, 12);
+  spec.dataset_fn = "batched_data";
+  spec.global_batch_size = 8;
+  spec.eval_fn = "batched_eval";
+  spec.eval_dataset_fn = "batched_data";
+  absl::StatusOr<std::string> id = client_->SubmitJob(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  const v1::JobStatus ended = WaitForJobEnd(*client_, *id, absl::Seconds(120));
+  ASSERT_EQ(ended.state(), v1::JOB_SUCCEEDED) << ended.error();
+  const v1::JobStatus status =
+      WaitForEvaluation(*client_, *id, 12, absl::Seconds(60));
+  ASSERT_GT(status.evaluations_size(), 0);
+  const v1::Evaluation& last =
+      status.evaluations(status.evaluations_size() - 1);
+  EXPECT_EQ(last.error(), "");
+  // Batches 0 to 5, each once.
+  EXPECT_EQ(last.metrics().at("batch"), 2.5);
+}
+
 TEST_F(TrainingLoopE2eTest, TheEvaluatorScoresEveryCheckpointBesideTraining) {
   JobSpec spec = MlpJob(data_, StrategyKind::kMultiWorkerMirrored, 600, "file");
   spec.checkpoint_every = 200;

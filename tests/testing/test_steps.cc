@@ -210,8 +210,25 @@ absl::Status BatchedStep(cohort::ReplicaContext& ctx,
   return absl::OkStatus();
 }
 
+// An eval function over batched_data: reports which of its batches it got,
+// so that a pass over all of them averages 2.5.
+absl::Status BatchedEval(cohort::ReplicaContext& ctx,
+                         const cohort::Batch& batch) {
+  if (batch.size() != 1) {
+    return absl::InternalError(
+        absl::StrCat("a user-batched eval got ", batch.size(), " elements"));
+  }
+  const std::span<const int32_t> values = batch.As<int32_t>(0);
+  if (values.size() < 3) {
+    return absl::InternalError("a user batch without examples");
+  }
+  ctx.report("batch", values[2]);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
+COHORT_REGISTER_STEP("batched_eval", BatchedEval);
 COHORT_REGISTER_DATASET("batched_data", BatchedData);
 COHORT_REGISTER_DATASET("torn_data", TornData);
 COHORT_REGISTER_STEP("batched_step", BatchedStep);
