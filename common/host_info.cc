@@ -161,6 +161,18 @@ bool IsLocalHost(absl::string_view host) {
       });
 }
 
+std::vector<std::string> LoopbackOnlyAddresses(absl::string_view host) {
+  const std::string lower = absl::AsciiStrToLower(host);
+  if (IsLoopbackLiteral(lower)) return {lower};
+  const absl::StatusOr<std::vector<std::string>> addresses = Resolve(lower);
+  if (!addresses.ok() || addresses->empty() ||
+      !std::all_of(addresses->begin(), addresses->end(),
+                   [](const std::string& a) { return IsLoopbackLiteral(a); })) {
+    return {};
+  }
+  return *addresses;
+}
+
 absl::Status ResolveHost(absl::string_view host) {
   return Resolve(std::string(host)).status();
 }

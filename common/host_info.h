@@ -41,6 +41,11 @@ absl::Status ResolveHost(absl::string_view host);
 std::vector<std::string> PrefetchHostLookups(
     const std::vector<std::string>& hosts, absl::Duration timeout);
 
+// The addresses `host` resolves to when every one is a loopback address
+// ("localhost", or a hostname that /etc/hosts maps to 127.0.1.1 as Debian
+// does); empty when any is not, or the host does not resolve.
+std::vector<std::string> LoopbackOnlyAddresses(absl::string_view host);
+
 // Tests only: replaces getaddrinfo for the lookups above (null restores
 // it), and forgets every kept answer.
 using HostResolver =

@@ -12,6 +12,7 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/file_util.h"
 #include "common/host_info.h"
@@ -73,6 +74,41 @@ absl::Status CheckReachableFromTheSpecsHosts(const ClusterSpec& spec,
       " on other hosts (or on hosts that do not resolve), which could never "
       "reach it; listen where they can, e.g. --listen=0.0.0.0:",
       at->port));
+}
+
+// A task on this host whose name resolves only to loopback here (a spec
+// saying "localhost", or Debian's /etc/hosts mapping the hostname to
+// 127.0.1.1) listens where the spec's tasks on other hosts could never
+// reach it: they would retry for ever. Refused at startup, naming it. The
+// evaluator only dials out; hosts that do not resolve are noted elsewhere.
+absl::Status CheckLocalTasksReachable(const ClusterSpec& spec) {
+  std::optional<TaskId> remote;
+  for (const TaskId& task : spec.tasks()) {
+    if (!IsProcessTask(task) || AddressOnThisHost(spec, task)) continue;
+    absl::StatusOr<HostPort> at = ParseHostPort(*spec.address(task));
+    if (at.ok() && ResolveHost(at->host).ok()) {
+      remote = task;
+      break;
+    }
+  }
+  if (!remote.has_value()) return absl::OkStatus();
+  for (const TaskId& task : spec.tasks()) {
+    if (!IsProcessTask(task) || task.type == kEvaluator) continue;
+    const std::optional<HostPort> at = AddressOnThisHost(spec, task);
+    if (!at.has_value()) continue;
+    const std::vector<std::string> loopback = LoopbackOnlyAddresses(at->host);
+    if (loopback.empty()) continue;
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "$.cluster.%s[%d]: %s at %s is on this host, where %s resolves only "
+        "to loopback (%s), and the spec puts %s at %s on another host, which "
+        "could never reach it: name the task by an address the other hosts "
+        "reach, or map %s to one (in /etc/hosts, a 127.0.1.1 line does "
+        "this)",
+        task.type, task.index, task.ToString(), at->ToString(), at->host,
+        absl::StrJoin(loopback, ", "), remote->ToString(),
+        *spec.address(*remote), at->host));
+  }
+  return absl::OkStatus();
 }
 
 // Every spec host looked up at once, before the checks and launches below
@@ -216,6 +252,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   }
   COHORT_RETURN_IF_ERROR(
       CheckReachableFromTheSpecsHosts(*config.spec, config.server.listen));
+  COHORT_RETURN_IF_ERROR(CheckLocalTasksReachable(*config.spec));
   ++server->state_.incarnation;
   if (server->state_.cluster_uid.empty()) {
     absl::BitGen random;

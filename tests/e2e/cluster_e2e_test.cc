@@ -317,6 +317,26 @@ TEST(ClusterE2eTest, BadFlagValuesExitTwoNamingTheFlag) {
   }
 }
 
+// Nor could they reach a task of this host named by a loopback name, as a
+// hostname that /etc/hosts maps to 127.0.1.1 is.
+TEST(ClusterE2eTest, ATaskOfThisHostOnLoopbackIsRefusedBesideOtherHosts) {
+  ScratchDir dir;
+  const std::string spec = dir.Write(
+      "spec.json",
+      R"({"cluster": {"chief": ["localhost:1"], "worker": ["198.19.255.253:2222"]}})");
+  const CommandResult result = RunCommand(
+      {Binary("cohort-coordinator"), absl::StrCat("--cluster_spec=", spec),
+       "--listen=0.0.0.0:0", "--launch=none"},
+      absl::Seconds(10));
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("$.cluster.chief[0]: chief:0 at localhost:1 is on this "
+                        "host, where localhost resolves only to loopback"));
+  EXPECT_THAT(result.output,
+              HasSubstr("the spec puts worker:0 at 198.19.255.253:2222 on "
+                        "another host, which could never reach it"));
+}
+
 // Other hosts' tasks could never reach a coordinator on loopback: it says so
 // at startup instead of waiting for them.
 TEST(ClusterE2eTest, ACoordinatorOnLoopbackRefusesASpecWithOtherHosts) {
