@@ -499,6 +499,16 @@ void CoordinatorServer::PersistState() {
   PersistedState state = state_;
   state.tasks = supervisor_ != nullptr ? supervisor_->Tasks()
                                        : std::vector<PersistedTask>{};
+  // Tasks an earlier coordinator of this state dir launched, and that this
+  // one does not manage (--launch=none), stay on record: a later one that
+  // launches adopts them then, instead of starting a second process
+  // beside each, which could not bind the task's port.
+  for (const PersistedTask& saved : state_.tasks) {
+    const bool managed = std::any_of(
+        state.tasks.begin(), state.tasks.end(),
+        [&](const PersistedTask& t) { return t.task == saved.task; });
+    if (saved.launched && !managed) state.tasks.push_back(saved);
+  }
   absl::Status saved = store_->Save(state);
   if (!saved.ok()) spdlog::error("cannot save state: {}", saved.ToString());
 }

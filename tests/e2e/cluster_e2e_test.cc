@@ -679,6 +679,18 @@ TEST(ClusterE2eTest, RestartedCoordinatorKnowsTheClusterFromItsStateDir) {
   ASSERT_TRUE((*first)->process().Wait(absl::Seconds(5)).has_value());
   (*first)->ForgetProcess();
 
+  // A coordinator that launches nothing comes and goes meanwhile: the
+  // tasks stay on record for the next one that launches.
+  {
+    auto interim = CoordinatorProcess::Start(
+        dir, {absl::StrCat("--state_dir=", state_dir), "--launch=none"},
+        address);
+    ASSERT_TRUE(interim.ok()) << interim.status();
+    ASSERT_TRUE((*interim)->WaitAllReady(kReadyTimeout).ok())
+        << (*interim)->Log();
+    (*interim)->ForgetTasks();
+  }
+
   // Restarted with only the state dir (no spec): same address, same tasks,
   // and they register again with the same pids.
   auto second = CoordinatorProcess::Start(
@@ -687,7 +699,7 @@ TEST(ClusterE2eTest, RestartedCoordinatorKnowsTheClusterFromItsStateDir) {
   absl::StatusOr<v1::ClusterState> after =
       (*second)->WaitAllReady(kReadyTimeout);
   ASSERT_TRUE(after.ok()) << after.status() << (*second)->Log();
-  EXPECT_EQ(after->incarnation(), before->incarnation() + 1);
+  EXPECT_EQ(after->incarnation(), before->incarnation() + 2);
   ASSERT_EQ(after->tasks_size(), before->tasks_size());
   for (int i = 0; i < after->tasks_size(); ++i) {
     EXPECT_EQ(after->tasks(i).pid(), before->tasks(i).pid());
