@@ -315,20 +315,22 @@ grpc::ServerUnaryReactor* PsService::CreateVariables(
       }
       // The variables (perhaps replacing another job's) are on disk before
       // anyone uses them: a restart must not bring back the old owner,
-      // whose shard the job could then no longer use. A retry (created 0)
-      // of a create whose snapshot failed tries again.
+      // whose shard the job could then no longer use. A later create
+      // (created 0) of variables no snapshot holds yet tries again.
       snapshots_->SnapshotNow([finish, shard = store_->shard_id()](
                                   const absl::StatusOr<SnapshotRecord>& saved) {
         if (saved.ok()) {
           finish(absl::OkStatus());
           return;
         }
-        finish(absl::UnavailableError(absl::StrCat(
+        // Not UNAVAILABLE: the shard is there, and retrying a broken
+        // disk would capture the whole shard once a second per worker.
+        finish(absl::FailedPreconditionError(absl::StrCat(
             "ps shard ", shard,
             " holds the variables but could not save them (",
             saved.status().message(),
-            "); until it can, a restart would bring back its previous "
-            "state")));
+            "): mend its --state_dir; until a snapshot holds them, a "
+            "restart would bring back the shard's previous state")));
       });
     });
   });

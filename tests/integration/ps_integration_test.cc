@@ -628,7 +628,7 @@ TEST(PsSnapshotIntegrationTest, ACreateIsAcknowledgedOnlyOnceSaved) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     absl::StatusOr<v1::CreateVariablesResponse> created =
         shard.Create("job", 1, {Spec("w", {4})});
-    EXPECT_EQ(created.status().code(), absl::StatusCode::kUnavailable)
+    EXPECT_EQ(created.status().code(), absl::StatusCode::kFailedPrecondition)
         << "attempt " << attempt << ": " << created.status();
     EXPECT_THAT(created.status().message(),
                 HasSubstr("ps shard 0 holds the variables but could not "
