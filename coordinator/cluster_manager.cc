@@ -183,7 +183,8 @@ absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
 }
 
 absl::Status ClusterManager::Heartbeat(const v1::HeartbeatRequest& request,
-                                       absl::Time now) {
+                                       absl::Time now,
+                                       std::optional<absl::Time> wall) {
   absl::MutexLock lock(&mu_);
   COHORT_ASSIGN_OR_RETURN(Record * record, Find(request.task()));
   if (record->session_id.empty() ||
@@ -194,7 +195,8 @@ absl::Status ClusterManager::Heartbeat(const v1::HeartbeatRequest& request,
   }
   record->last_heartbeat = now;
   if (request.sent_unix_ms() > 0) {
-    record->clock_offset_ms = request.sent_unix_ms() - absl::ToUnixMillis(now);
+    record->clock_offset_ms =
+        request.sent_unix_ms() - absl::ToUnixMillis(wall.value_or(now));
   }
   if (request.has_report()) record->report = request.report();
   return absl::OkStatus();

@@ -59,7 +59,10 @@ class ClusterManager {
   absl::StatusOr<v1::RegisterResponse> Register(const v1::TaskReport& report,
                                                 absl::Time now);
   // NOT_FOUND when the session is unknown: the task must register again.
-  absl::Status Heartbeat(const v1::HeartbeatRequest& request, absl::Time now);
+  // `wall`, this host's clock, is what the task's clock offset is measured
+  // against (`now` when not given).
+  absl::Status Heartbeat(const v1::HeartbeatRequest& request, absl::Time now,
+                         std::optional<absl::Time> wall = std::nullopt);
   absl::Status Deregister(const v1::DeregisterRequest& request, absl::Time now);
 
   // --- Called by the supervisor. ---

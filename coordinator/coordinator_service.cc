@@ -31,7 +31,7 @@ grpc::ServerUnaryReactor* CoordinatorService::Heartbeat(
     grpc::CallbackServerContext* context, const v1::HeartbeatRequest* request,
     v1::HeartbeatResponse* response) {
   return rpc::HandleUnary(context, auth_, [&] {
-    return manager_->Heartbeat(*request, SteadyNow());
+    return manager_->Heartbeat(*request, SteadyNow(), absl::Now());
   });
 }
 

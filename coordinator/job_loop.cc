@@ -92,8 +92,9 @@ void JobLoop::Run() {
 void JobLoop::RemoveUnusedLibraries(absl::Time now) {
   if (libraries_ == nullptr || now < next_library_sweep_) return;
   next_library_sweep_ = now + kLibrarySweep;
-  for (const std::string& removed :
-       libraries_->RemoveUnused(jobs_->LibraryDigests(), now, kLibraryGrace)) {
+  // Against the files' times of use, which are on the wall clock.
+  for (const std::string& removed : libraries_->RemoveUnused(
+           jobs_->LibraryDigests(), absl::Now(), kLibraryGrace)) {
     spdlog::info("removed step library {}: no job in the table uses it",
                  removed);
   }

@@ -13,10 +13,13 @@ namespace {
 constexpr absl::Duration kMaxWait = absl::Minutes(10);
 
 // Ends the wait early enough that its error (naming the key, or the ranks a
-// barrier lacks) reaches the client before the client's own deadline.
+// barrier lacks) reaches the client before the client's own deadline. On
+// the store's steady clock: gRPC gives the deadline on the wall clock, so
+// only what is left of it carries over.
 absl::Time WaitDeadline(const grpc::CallbackServerContext& context) {
-  return std::min(absl::FromChrono(context.deadline()) - rpc::kStoreReplyGrace,
-                  SteadyNow() + kMaxWait);
+  const absl::Duration left =
+      absl::FromChrono(context.deadline()) - absl::Now();
+  return SteadyNow() + std::min(left - rpc::kStoreReplyGrace, kMaxWait);
 }
 
 // A parked call's context stays valid until the store finishes it, and

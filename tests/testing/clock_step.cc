@@ -8,6 +8,11 @@
 //                                   clock though they inherit LD_PRELOAD
 //
 // Once a stepped time has been returned, "<file>.applied" exists.
+//
+// The kernel's clock does not move: Abseil's timed waits (Mutex, CondVar,
+// Notification), which hand the kernel absolute deadlines on its realtime
+// clock computed from the stepped one, last the step longer when it is
+// ahead, and end at once when it is back.
 
 #include <dlfcn.h>
 #include <errno.h>
