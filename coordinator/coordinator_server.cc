@@ -76,15 +76,22 @@ absl::Status CheckReachableFromTheSpecsHosts(const ClusterSpec& spec,
       at->port));
 }
 
-// A task on this host whose name resolves only to loopback here (a spec
+// A task this coordinator launches listens on its spec address (--listen=
+// <spec host>:PORT). Where that host resolves only to loopback here (a spec
 // saying "localhost", or Debian's /etc/hosts mapping the hostname to
-// 127.0.1.1) listens where the spec's tasks on other hosts could never
-// reach it: they would retry for ever. Refused at startup, naming it. The
+// 127.0.1.1), tasks on other hosts could never reach it, and would retry
+// for ever: refused at startup, naming it. Tasks launched by others choose
+// their own --listen (0.0.0.0 with --advertise_address, say), and the
 // evaluator only dials out; hosts that do not resolve are noted elsewhere.
-absl::Status CheckLocalTasksReachable(const ClusterSpec& spec) {
+absl::Status CheckLaunchedTasksReachable(const CoordinatorConfig& config) {
+  if (config.launch != LaunchMode::kLocal) return absl::OkStatus();
+  const ClusterSpec& spec = *config.spec;
   std::optional<TaskId> remote;
   for (const TaskId& task : spec.tasks()) {
-    if (!IsProcessTask(task) || AddressOnThisHost(spec, task)) continue;
+    if (!IsProcessTask(task) || task.type == kEvaluator ||
+        AddressOnThisHost(spec, task)) {
+      continue;
+    }
     absl::StatusOr<HostPort> at = ParseHostPort(*spec.address(task));
     if (at.ok() && ResolveHost(at->host).ok()) {
       remote = task;
@@ -101,12 +108,12 @@ absl::Status CheckLocalTasksReachable(const ClusterSpec& spec) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "$.cluster.%s[%d]: %s at %s is on this host, where %s resolves only "
         "to loopback (%s), and the spec puts %s at %s on another host, which "
-        "could never reach it: name the task by an address the other hosts "
-        "reach, or map %s to one (in /etc/hosts, a 127.0.1.1 line does "
-        "this)",
+        "could never reach the task launched to listen there: name it by an "
+        "address of this host that the other hosts reach (a hostname that "
+        "/etc/hosts maps to 127.0.1.1 is not one)",
         task.type, task.index, task.ToString(), at->ToString(), at->host,
         absl::StrJoin(loopback, ", "), remote->ToString(),
-        *spec.address(*remote), at->host));
+        *spec.address(*remote)));
   }
   return absl::OkStatus();
 }
@@ -252,7 +259,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   }
   COHORT_RETURN_IF_ERROR(
       CheckReachableFromTheSpecsHosts(*config.spec, config.server.listen));
-  COHORT_RETURN_IF_ERROR(CheckLocalTasksReachable(*config.spec));
+  COHORT_RETURN_IF_ERROR(CheckLaunchedTasksReachable(config));
   ++server->state_.incarnation;
   if (server->state_.cluster_uid.empty()) {
     absl::BitGen random;
