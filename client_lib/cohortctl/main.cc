@@ -27,7 +27,10 @@ ABSL_FLAG(bool, json, false,
           "status, submit, watch, jobs, job, cancel, variables, logs: print "
           "JSON instead of text. With submit --wait and watch: the final "
           "JobStatus, the live view going to stderr.");
-ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5), "Deadline of each RPC.");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5),
+          "Deadline of each RPC. A submission gets at least 60 s, plus a "
+          "second per MiB of step library; a --timeout above 60 s adds to "
+          "it.");
 ABSL_DECLARE_FLAG(std::string, state_dir);  // up_command.cc
 
 namespace cohort::ctl {

@@ -387,7 +387,8 @@ absl::StatusOr<std::string> Client::SubmitJob(const JobSpec& spec) const {
                          absl::FormatDuration(SubmitTimeout(
                              impl_->rpc_timeout, request.library().size())),
                          " each, for a library of ", request.library().size(),
-                         " bytes; a slower link needs a longer --timeout")
+                         " bytes; on a slower link, raise the RPC timeout "
+                         "(cohortctl --timeout) past 60 s to add to it")
                    : "",
               "); if one reached the coordinator, the job exists: submitting "
               "again with submission id ",

@@ -199,7 +199,8 @@ class Client {
       const std::function<absl::Status()>& keep_waiting = nullptr) const;
 
   // Uploads the library and submits the job; returns its id. Each try may
-  // take rpc_timeout, at least 60 s, plus a second per MiB of library.
+  // take rpc_timeout or 60 s, whichever is longer, plus a second per MiB of
+  // library.
   // INVALID_ARGUMENT naming the field for a bad spec (checked here and by
   // the coordinator), NOT_FOUND for a missing library file. A call that
   // ends UNAVAILABLE or DEADLINE_EXCEEDED, which may have reached the
