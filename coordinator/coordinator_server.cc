@@ -528,6 +528,7 @@ void CoordinatorServer::Shutdown() {
   job_loop_->Shutdown();
   spdlog::info("stopping: terminating launched tasks");
   supervisor_->Shutdown();
+  job_loop_->SaveFinal();
   PersistState();
   // Parked store waits end first, so that the server's shutdown need not
   // cancel them.

@@ -79,6 +79,12 @@ void JobLoop::Shutdown() {
   (void)Save(SteadyNow(), /*force=*/true);
 }
 
+void JobLoop::SaveFinal() {
+  const absl::Time now = SteadyNow();
+  jobs_->SettleFinished(AgentViews(*cluster_, now), now);
+  (void)Save(now, /*force=*/true);
+}
+
 void JobLoop::Run() {
   while (!stop_.WaitForNotificationWithTimeout(period_)) {
     const absl::Time now = SteadyNow();

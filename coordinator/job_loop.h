@@ -44,7 +44,12 @@ class JobLoop {
   // unreadable (the file is left for a person to look at).
   absl::Status Restore();
   void Start();
+  // Stops the loop and saves the table.
   void Shutdown();
+  // After Shutdown, once the launched tasks have stopped: records a job
+  // whose replicas all finished meanwhile (JobManager::SettleFinished) and
+  // saves the table again.
+  void SaveFinal();
   // Writes the table now if it changed: a submission is saved before it
   // is acknowledged, so that a coordinator killed right after loses
   // nothing it accepted. Thread-safe.

@@ -351,6 +351,22 @@ void JobManager::Tick(const std::vector<AgentView>& agents, absl::Time now) {
   }
 }
 
+void JobManager::SettleFinished(const std::vector<AgentView>& agents,
+                                absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  Job* job = ActiveJob();
+  if (job == nullptr || job->assignments.empty()) return;
+  if (job->parameter_server()) {
+    // Its closures are the coordinator's own record of the work.
+    if (job->closures != nullptr && job->closures->done()) {
+      CheckParameterServer(*job, agents, now);
+    }
+  } else if (JudgeSyncAttempt(*job, agents, now, options_).kind ==
+             SyncVerdict::Kind::kSucceeded) {
+    Finish(*job, v1::JOB_SUCCEEDED, "", now);
+  }
+}
+
 void JobManager::Place(Job& job, const std::vector<AgentView>& agents,
                        absl::Time now) {
   const v1::JobSpec& spec = job.status.spec();

@@ -108,6 +108,11 @@ class JobManager {
   // Advances the active job: placement, failure decisions, restarts, the
   // next job in the queue. Call periodically (every 100 ms or so).
   void Tick(const std::vector<AgentView>& agents, absl::Time now);
+  // Records the active job as succeeded if everything it ran has finished,
+  // and changes nothing else: no placement, failure or restart. For a
+  // coordinator that stops, after its tasks did and before its last save,
+  // so that a job whose last steps ended in the stop's grace is not rerun.
+  void SettleFinished(const std::vector<AgentView>& agents, absl::Time now);
 
   // The library digest of every job in the table, ended or not.
   absl::flat_hash_set<std::string> LibraryDigests() const;

@@ -152,6 +152,36 @@ TEST_F(JobManagerTest, AssignsRanksAndSucceedsWhenEveryAgentFinishes) {
   EXPECT_EQ(State(id), v1::JOB_SUCCEEDED);
 }
 
+// A coordinator that stops records a job its replicas finished in the
+// stop's grace, and nothing else: the next coordinator must not rerun it.
+TEST_F(JobManagerTest, SettleFinishedRecordsOnlyAJobEveryAgentFinished) {
+  const std::string id = SubmitAndPlace();
+  const std::string queued = *manager_.Submit(GoodSpec(), now_);
+  manager_.Sync(Report("chief", id, 1, v1::AgentJobReport::RUNNING, 3), now_);
+  manager_.Sync(Report("worker", id, 1, v1::AgentJobReport::RUNNING, 3), now_);
+  manager_.Tick(Ready(), now_);
+  ASSERT_EQ(State(id), v1::JOB_RUNNING);
+
+  // One agent finished, the other failed long ago: no verdict, no restart.
+  manager_.Sync(Report("chief", id, 1, v1::AgentJobReport::FINISHED, 10), now_);
+  manager_.Sync(Report("worker", id, 1, v1::AgentJobReport::FAILED, 9), now_);
+  now_ += absl::Hours(1);
+  manager_.SettleFinished(Ready(), now_);
+  EXPECT_EQ(State(id), v1::JOB_RUNNING);
+  EXPECT_EQ(manager_.Get(id)->restarts_size(), 0);
+
+  manager_.Sync(Report("worker", id, 1, v1::AgentJobReport::FINISHED, 10),
+                now_);
+  manager_.SettleFinished(Ready(), now_);
+  EXPECT_EQ(State(id), v1::JOB_SUCCEEDED);
+  // The next job is not placed.
+  EXPECT_EQ(State(queued), v1::JOB_SUBMITTED);
+  std::optional<std::string> table =
+      manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
+  ASSERT_TRUE(table.has_value());
+  EXPECT_THAT(*table, HasSubstr("JOB_SUCCEEDED"));
+}
+
 // An agent that outlived an earlier cluster may still run that cluster's
 // job 1, attempt 1: its reports say so by the uid, and count for nothing.
 TEST_F(JobManagerTest, AReportOfAnotherClustersJobOfTheSameIdIsNotTaken) {
