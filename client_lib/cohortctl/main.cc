@@ -8,6 +8,8 @@
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -154,12 +156,17 @@ std::string ResolveCoordinator(std::string* source) {
   *source = state_dir + "/coordinator.port";
   absl::StatusOr<std::string> port_text = ReadFile(*source);
   if (!port_text.ok() || port_text->empty()) return "";
-  const int port = std::atoi(port_text->c_str());
   // The port file holds only the port. The host is the one the coordinator
   // saved with its state (it keeps that host when it must change port), so
   // that `up --listen=HOST:PORT` is found there; loopback when none is saved.
-  return HostPort{SavedCoordinatorHost(state_dir).value_or("127.0.0.1"), port}
-      .ToString();
+  HostPort local{SavedCoordinatorHost(state_dir).value_or("127.0.0.1"), 0};
+  const absl::string_view port = absl::StripAsciiWhitespace(*port_text);
+  if (!absl::SimpleAtoi(port, &local.port)) {
+    // Left unparsed, for the connection to refuse naming the file's text.
+    const bool v6 = absl::StrContains(local.host, ':');
+    return absl::StrCat(v6 ? "[" : "", local.host, v6 ? "]:" : ":", port);
+  }
+  return local.ToString();
 }
 
 int Main(int argc, char** argv) {
@@ -225,7 +232,16 @@ int Main(int argc, char** argv) {
     }
   }
   if (command == "status") return StatusCommand(options);
-  if (command == "up") return UpCommand(options);
+  if (command == "up") {
+    if (options.coordinator_source == "--coordinator") {
+      std::fprintf(stderr,
+                   "cohortctl up: --coordinator names a running coordinator; "
+                   "`up` starts one: pass --listen=HOST:PORT for where it "
+                   "serves\n");
+      return kUsageError;
+    }
+    return UpCommand(options);
+  }
   if (command == "submit") return SubmitCommand(options);
   if (command == "jobs") return JobsCommand(options);
   if (command == "watch") return WatchCommand(options, args[1]);

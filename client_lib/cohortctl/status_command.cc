@@ -74,7 +74,12 @@ std::unique_ptr<Client> ConnectOrReport(const CommonOptions& options) {
   absl::StatusOr<std::unique_ptr<Client>> client =
       Client::Connect(options.coordinator, options.client);
   if (!client.ok()) {
-    PrintError(client.status());
+    // A bad address is the fault of where it came from: say where.
+    PrintError(absl::IsInvalidArgument(client.status())
+                   ? absl::InvalidArgumentError(
+                         absl::StrCat(client.status().message(), " (from ",
+                                      options.coordinator_source, ")"))
+                   : client.status());
     return nullptr;
   }
   return *std::move(client);

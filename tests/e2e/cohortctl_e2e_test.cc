@@ -411,6 +411,24 @@ TEST(CohortctlE2eTest, StatusAgainstNothingIsAClearError) {
                                  "in ",
                                  port_file, "; is that cluster still up?")));
 
+  // A port file or an environment that holds no address says so, and
+  // where it came from.
+  dir.Write("state/coordinator.port", "4O00\n");
+  result = RunCommand({Binary("cohortctl"),
+                       absl::StrCat("--state_dir=", dir.path(), "/state"),
+                       "--timeout=1s", "status"});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr(absl::StrCat("port \"4O00\" is not a number (from ",
+                                     port_file, ")")));
+  result = RunCommand({Binary("cohortctl"), "--timeout=1s", "status"},
+                      absl::Seconds(10),
+                      {{"COHORT_COORDINATOR", "127.0.0.1:99999"}});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("port 99999 is out of range 1..65535 (from "
+                        "$COHORT_COORDINATOR)"));
+
   // A watch retries for a while (a coordinator may be restarting), then
   // says what failed, not merely that nothing came. The job's fate is
   // unknown, not failed: a script must not submit it again.
@@ -508,7 +526,12 @@ TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
       {{Binary("cohortctl"), "status", "--bogus_flag"},
        "cohortctl: unknown flag --bogus_flag (see --help)"},
       {{Binary("cohortctl"), "--coordinator=localhost", "status"},
-       "the coordinator's address: "},
+       "the coordinator's address: invalid address \"localhost\": no port; "
+       "expected \"host:port\" (from --coordinator)"},
+      // `up` starts a coordinator; it does not use the one named.
+      {{Binary("cohortctl"), "--coordinator=127.0.0.1:1", "up"},
+       "cohortctl up: --coordinator names a running coordinator; `up` starts "
+       "one: pass --listen=HOST:PORT"},
       {{Binary("cohortctl"), "--timeout=0s", "status"},
        "cohortctl: --timeout must be positive, got 0"},
       {{Binary("cohort-coordinator"), "--heartbeat_timeout=abc"},
