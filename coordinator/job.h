@@ -39,6 +39,10 @@ struct JobManagerOptions {
   int unended_jobs_max = 1000;
   // Told to agents (AgentSyncResponse.cluster_uid).
   std::string cluster_uid;
+  // A table larger than this (serialized) is not saved: the save fails,
+  // and so does the submission that grew it, while the file keeps the last
+  // table saved. Protobuf cannot print a message of 2 GiB or more.
+  int64_t max_table_bytes = int64_t{1} << 30;
 };
 
 struct Job {

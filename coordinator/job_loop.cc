@@ -1,6 +1,9 @@
 #include "coordinator/job_loop.h"
 
-#include <unistd.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
@@ -54,11 +57,21 @@ JobLoop::JobLoop(const ClusterManager* cluster, JobManager* jobs,
 JobLoop::~JobLoop() { Shutdown(); }
 
 absl::Status JobLoop::Restore() {
-  if (table_path_.empty() || access(table_path_.c_str(), F_OK) != 0) {
-    return absl::OkStatus();
+  if (table_path_.empty()) return absl::OkStatus();
+  // Only a table that is not there is no table: one that cannot be looked
+  // at (EIO, a stale mount) would otherwise be saved over by an empty one.
+  struct stat info;
+  if (lstat(table_path_.c_str(), &info) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return absl::DataLossError(absl::StrCat(
+        table_path_,
+        ": cannot look at the saved job table: ", std::strerror(errno)));
   }
   absl::StatusOr<std::string> text = ReadFile(table_path_);
-  if (!text.ok()) return text.status();
+  if (!text.ok()) {
+    return absl::DataLossError(absl::StrCat("cannot read the saved job table: ",
+                                            text.status().message()));
+  }
   absl::Status restored = jobs_->Restore(*text, SteadyNow());
   if (!restored.ok()) {
     return absl::DataLossError(
@@ -125,10 +138,16 @@ absl::Status JobLoop::SaveNow() { return Save(SteadyNow(), /*force=*/true); }
 absl::Status JobLoop::Save(absl::Time now, bool force) {
   if (table_path_.empty()) return absl::OkStatus();
   absl::MutexLock lock(&save_mu_);
-  std::optional<std::string> table = jobs_->TakeSnapshotIfChanged(
-      now, force ? absl::ZeroDuration() : absl::Seconds(2));
-  if (!table.has_value()) return absl::OkStatus();
-  absl::Status saved = WriteFileAtomically(table_path_, *table);
+  absl::StatusOr<std::optional<std::string>> table =
+      jobs_->TakeSnapshotIfChanged(
+          now, force ? absl::ZeroDuration() : absl::Seconds(2));
+  if (!table.ok()) {
+    spdlog::error("cannot save the job table (will retry): {}",
+                  table.status().ToString());
+    return table.status();
+  }
+  if (!table->has_value()) return absl::OkStatus();
+  absl::Status saved = WriteFileAtomically(table_path_, **table);
   if (!saved.ok()) {
     spdlog::error("cannot save the job table (will retry): {}",
                   saved.ToString());

@@ -160,6 +160,8 @@ void JobManager::Withdraw(const std::string& job_id, absl::Time now,
     Finish(*job, v1::JOB_CANCELLED, why, now);
   }
   job->status.mutable_spec()->clear_submission_id();
+  // Never run, it keeps no bulk: a table too large to save sheds it.
+  job->status.mutable_spec()->clear_config_json();
 }
 
 absl::Status JobManager::CheckRoomForAJob() const {
@@ -605,7 +607,7 @@ void JobManager::NoteResume(Job& job, const v1::AgentJobReport& report) {
   job.changed = true;
 }
 
-std::optional<std::string> JobManager::TakeSnapshotIfChanged(
+absl::StatusOr<std::optional<std::string>> JobManager::TakeSnapshotIfChanged(
     absl::Time now, absl::Duration progress_period) {
   v1::JobTable table;
   {
@@ -622,13 +624,26 @@ std::optional<std::string> JobManager::TakeSnapshotIfChanged(
     last_snapshot_ = now;
   }
   // Printing a large table takes a while; agents' syncs wait on mu_.
+  if (const size_t bytes = table.ByteSizeLong();
+      bytes > static_cast<size_t>(options_.max_table_bytes)) {
+    MarkUnsaved();
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the job table is ", bytes, " bytes, over the ",
+        options_.max_table_bytes,
+        " it may hold: cancel queued jobs, or keep fewer ended ones "
+        "(--finished_jobs_kept)"));
+  }
   google::protobuf::util::JsonPrintOptions print;
   print.preserve_proto_field_names = true;
   print.add_whitespace = true;
   std::string json;
-  if (!google::protobuf::util::MessageToJsonString(table, &json, print).ok()) {
-    MarkUnsaved();  // the next call tries again
-    return std::nullopt;
+  if (const auto printed =
+          google::protobuf::util::MessageToJsonString(table, &json, print);
+      !printed.ok()) {
+    MarkUnsaved();
+    return absl::InternalError(
+        absl::StrCat("the job table cannot be printed as JSON: ",
+                     std::string(printed.message())));
   }
   return json;
 }

@@ -123,8 +123,10 @@ class JobManager {
 
   // Persistence: the whole table (a v1::JobTable as proto JSON), when it
   // changed since the last call (progress alone counts once per
-  // `progress_period`).
-  std::optional<std::string> TakeSnapshotIfChanged(
+  // `progress_period`); nullopt when it did not. RESOURCE_EXHAUSTED over
+  // options.max_table_bytes, INTERNAL when it cannot be printed; the next
+  // call tries again.
+  absl::StatusOr<std::optional<std::string>> TakeSnapshotIfChanged(
       absl::Time now, absl::Duration progress_period);
   // The last snapshot taken could not be saved: take the next one anyway.
   void MarkUnsaved();

@@ -72,7 +72,7 @@ class JobManagerPsTest : public ::testing::Test {
   std::unique_ptr<JobManager> RestartCoordinator(
       const std::vector<AgentView>& views = Views()) {
     std::optional<std::string> saved =
-        manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
+        manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration()).value();
     EXPECT_TRUE(saved.has_value());
     if (!saved.has_value()) return nullptr;
     auto restored = std::make_unique<JobManager>(
@@ -522,12 +522,13 @@ TEST_F(JobManagerPsTest, ACompletedClosureIsInTheNextSaveAndNotRunAgain) {
   Start();
   ASSERT_EQ(manager_.RunClosures(Request("chief", 1, {}), now_)->closures(0),
             0);
-  ASSERT_TRUE(manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration()));
+  ASSERT_TRUE(
+      manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration()).value());
   ASSERT_TRUE(manager_.RunClosures(Request("chief", 1, {0}, 0), now_).ok());
   // Well within the period at which mere progress is saved.
   now_ += absl::Milliseconds(100);
   std::optional<std::string> saved =
-      manager_.TakeSnapshotIfChanged(now_, absl::Seconds(2));
+      manager_.TakeSnapshotIfChanged(now_, absl::Seconds(2)).value();
   ASSERT_TRUE(saved.has_value());
 
   JobManager restored(PsSpec(), {.placement_timeout = absl::Seconds(30)});

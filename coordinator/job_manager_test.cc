@@ -177,7 +177,7 @@ TEST_F(JobManagerTest, SettleFinishedRecordsOnlyAJobEveryAgentFinished) {
   // The next job is not placed.
   EXPECT_EQ(State(queued), v1::JOB_SUBMITTED);
   std::optional<std::string> table =
-      manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
+      manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration()).value();
   ASSERT_TRUE(table.has_value());
   EXPECT_THAT(*table, HasSubstr("JOB_SUCCEEDED"));
 }
@@ -494,9 +494,9 @@ TEST_F(JobManagerTest, AJobWaitingToBePlacedSaysForWhomUntilItIsPlaced) {
             "worker:0 (DEAD: process exited with code 1); the attempt fails "
             "if they are not ready within 2m");
   // Unchanged, it is not a change to save.
-  manager_.TakeSnapshotIfChanged(now_, absl::Hours(1));
+  manager_.TakeSnapshotIfChanged(now_, absl::Hours(1)).value();
   manager_.Tick(agents, now_ + absl::Seconds(1));
-  EXPECT_FALSE(manager_.TakeSnapshotIfChanged(now_, absl::Hours(1)));
+  EXPECT_FALSE(manager_.TakeSnapshotIfChanged(now_, absl::Hours(1)).value());
 
   manager_.Tick(Ready(), now_ + absl::Seconds(2));
   status = *manager_.Get(*id);
@@ -564,7 +564,7 @@ TEST_F(JobManagerTest, RestoredTableKeepsJobsAndResumesTheActiveOne) {
   ASSERT_TRUE(manager_.Cancel(done, now_).ok());
   const std::string active = SubmitAndPlace();
   std::optional<std::string> table =
-      manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
+      manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration()).value();
   ASSERT_TRUE(table.has_value());
 
   JobManager restored(TwoAgentSpec(), {.checkpoint_root = "/ckpt"});
@@ -586,7 +586,7 @@ TEST_F(JobManagerTest, ARestoredJobReachesAStopAgreedBeforeTheRestartAgain) {
                 now_);
   ASSERT_EQ(manager_.Get(id)->stopped_at_step(), 7);
   std::optional<std::string> table =
-      manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
+      manager_.TakeSnapshotIfChanged(now_, absl::ZeroDuration()).value();
   ASSERT_TRUE(table.has_value());
 
   JobManager restored(TwoAgentSpec(), {.checkpoint_root = "/ckpt"});
@@ -653,7 +653,7 @@ TEST_F(JobManagerTest, OnlyTheNewestEndedJobsAreKeptAndADroppedOneIsNamed) {
 
   // The saved table is bounded too, and a restored one is trimmed.
   std::optional<std::string> table =
-      manager.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
+      manager.TakeSnapshotIfChanged(now_, absl::ZeroDuration()).value();
   ASSERT_TRUE(table.has_value());
   JobManager smaller(TwoAgentSpec(),
                      {.checkpoint_root = "/ckpt", .finished_jobs_kept = 1});
@@ -713,7 +713,7 @@ TEST_F(JobManagerTest, ASubmissionIdMakesOneJobHoweverOftenItIsSubmitted) {
 
   // A restored coordinator still knows it.
   std::optional<std::string> table =
-      manager.TakeSnapshotIfChanged(now_, absl::ZeroDuration());
+      manager.TakeSnapshotIfChanged(now_, absl::ZeroDuration()).value();
   ASSERT_TRUE(table.has_value());
   JobManager restored(TwoAgentSpec(), {.checkpoint_root = "/ckpt"});
   ASSERT_OK(restored.Restore(*table, now_));
@@ -732,6 +732,36 @@ TEST_F(JobManagerTest, AWithdrawnSubmissionIsMadeAgainByItsRetry) {
                        manager_.Submit(spec, now_, &repeated));
   EXPECT_FALSE(repeated);
   EXPECT_NE(second, first);
+}
+
+// A table too large to print is not saved as anything less: the save
+// fails, and the submission that grew it is withdrawn without its bulk.
+TEST_F(JobManagerTest, ATableOverItsBudgetIsNotSavedAndSaysWhy) {
+  JobManager manager(TwoAgentSpec(), {.max_table_bytes = 4096});
+  v1::JobSpec spec = GoodSpec();
+  spec.set_config_json(
+      absl::StrCat(R"({"x": ")", std::string(3000, 'a'), R"("})"));
+  ASSERT_OK_AND_ASSIGN(const std::string first, manager.Submit(spec, now_));
+  ASSERT_OK_AND_ASSIGN(
+      std::optional<std::string> table,
+      manager.TakeSnapshotIfChanged(now_, absl::ZeroDuration()));
+  EXPECT_TRUE(table.has_value());
+  ASSERT_OK_AND_ASSIGN(const std::string second, manager.Submit(spec, now_));
+  EXPECT_THAT(
+      manager.TakeSnapshotIfChanged(now_, absl::ZeroDuration()),
+      StatusIs(absl::StatusCode::kResourceExhausted,
+               HasSubstr("bytes, over the 4096 it may hold: cancel queued "
+                         "jobs, or keep fewer ended ones")));
+  // Still unsaved: the next call tries again.
+  EXPECT_FALSE(manager.TakeSnapshotIfChanged(now_, absl::ZeroDuration()).ok());
+  manager.Withdraw(second, now_, "not accepted: the table was not saved");
+  ASSERT_OK_AND_ASSIGN(
+      table, manager.TakeSnapshotIfChanged(now_, absl::ZeroDuration()));
+  ASSERT_TRUE(table.has_value());
+  JobManager restored(TwoAgentSpec(), {});
+  ASSERT_OK(restored.Restore(*table, now_));
+  EXPECT_EQ(restored.Get(first)->state(), v1::JOB_SUBMITTED);
+  EXPECT_EQ(restored.Get(second)->state(), v1::JOB_CANCELLED);
 }
 
 TEST_F(JobManagerTest, AMalformedSubmissionIdIsRefusedNamingIt) {

@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       *cohort::ClusterSpec::FromJson(cohort::fuzz::kCluster), {});
   if (!jobs.Submit(spec, now).ok()) return 0;
   const std::optional<std::string> table =
-      jobs.TakeSnapshotIfChanged(now, absl::Seconds(1));
+      jobs.TakeSnapshotIfChanged(now, absl::Seconds(1)).value();
   if (!table.has_value()) std::abort();  // a submit must be saved
   cohort::coordinator::JobManager restored(
       *cohort::ClusterSpec::FromJson(cohort::fuzz::kCluster), {});
