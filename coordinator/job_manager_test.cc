@@ -474,11 +474,39 @@ TEST_F(JobManagerTest, ACheckpointAnAttemptResumedFromIsTheJobsLatest) {
   EXPECT_EQ(manager_.Get(id)->checkpoint_step(), 9000);
 }
 
-TEST_F(JobManagerTest, ANegativePlacementTimeoutIsRefusedNamingIt) {
+// No spec may park the queue, a collective or a ps recovery for good.
+TEST_F(JobManagerTest, AWaitOutOfRangeIsRefusedNamingIt) {
   v1::JobSpec spec = GoodSpec();
   spec.set_placement_timeout_ms(-1);
   EXPECT_THAT(manager_.Submit(spec, now_).status().message(),
-              HasSubstr("placement_timeout_ms must be >= 0"));
+              HasSubstr("placement_timeout_ms must be in [0, 604800000] (0: "
+                        "the coordinator's --placement_timeout; at most 7 "
+                        "days), got -1"));
+  spec.set_placement_timeout_ms(int64_t{9'000'000'000'000'000'000});
+  EXPECT_THAT(manager_.Submit(spec, now_).status().message(),
+              HasSubstr("placement_timeout_ms must be in [0, 604800000]"));
+  spec = GoodSpec();
+  spec.set_collective_timeout_ms(604'800'001);
+  EXPECT_THAT(manager_.Submit(spec, now_).status().message(),
+              HasSubstr("collective_timeout_ms must be in [0, 604800000] (0: "
+                        "60 s; at most 7 days), got 604800001"));
+  spec.set_collective_timeout_ms(604'800'000);
+  EXPECT_OK(manager_.Submit(spec, now_).status());
+
+  v1::JobSpec ps = GoodSpec();
+  ps.set_strategy(v1::PARAMETER_SERVER);
+  ps.mutable_ps()->set_ps_recovery_timeout_ms(int64_t{1} << 62);
+  EXPECT_THAT(manager_.Submit(ps, now_).status().message(),
+              HasSubstr("ps.ps_recovery_timeout_ms must be in [0, 604800000]"));
+  ps = GoodSpec();
+  ps.set_strategy(v1::PARAMETER_SERVER);
+  ps.set_steps(0);
+  ps.clear_step_fn();
+  ps.mutable_ps()->set_schedule_from_client(true);
+  ps.mutable_ps()->set_client_timeout_ms(int64_t{1} << 62);
+  EXPECT_THAT(manager_.Submit(ps, now_).status().message(),
+              HasSubstr("ps.client_timeout_ms must be in [0, 604800000] (0: "
+                        "300 s"));
 }
 
 TEST_F(JobManagerTest, AJobWaitingToBePlacedSaysForWhomUntilItIsPlaced) {

@@ -17,6 +17,19 @@ constexpr size_t kMaxSubmissionIdBytes = 128;
 
 namespace {
 
+// The longest wait a job may set, so that no spec parks the job queue, a
+// collective or a ps recovery for good.
+constexpr int64_t kMaxWaitMs = int64_t{7} * 24 * 3600 * 1000;
+
+// A wait of `ms` (0: `zero_means`), between 0 and kMaxWaitMs.
+absl::Status CheckWait(absl::string_view field, int64_t ms,
+                       absl::string_view zero_means) {
+  if (ms >= 0 && ms <= kMaxWaitMs) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("job spec: ", field, " must be in [0, ", kMaxWaitMs,
+                   "] (0: ", zero_means, "; at most 7 days), got ", ms));
+}
+
 // Ids travel in logs, errors and command lines, so a plain alphabet.
 bool IsSubmissionIdChar(char c) {
   return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == ':' || c == '-';
@@ -106,8 +119,10 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
           "schedules the calls), got ",
           spec.steps());
     }
-    if (spec.ps().client_timeout_ms() < 0) {
-      return bad("ps.client_timeout_ms must be >= 0 (0: 300 s)");
+    if (absl::Status wait = CheckWait("ps.client_timeout_ms",
+                                      spec.ps().client_timeout_ms(), "300 s");
+        !wait.ok()) {
+      return wait;
     }
   } else {
     if (spec.step_fn().empty()) return bad("step_fn is required");
@@ -134,18 +149,20 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   if (spec.max_restarts() < 0) {
     return bad("max_restarts must be >= 0, got ", spec.max_restarts());
   }
-  if (spec.placement_timeout_ms() < 0) {
-    return bad(
-        "placement_timeout_ms must be >= 0 (0: the coordinator's "
-        "--placement_timeout), got ",
-        spec.placement_timeout_ms());
+  if (absl::Status wait =
+          CheckWait("placement_timeout_ms", spec.placement_timeout_ms(),
+                    "the coordinator's --placement_timeout");
+      !wait.ok()) {
+    return wait;
   }
   if (spec.devices_per_agent() < 0) {
     return bad("devices_per_agent must be >= 0, got ",
                spec.devices_per_agent());
   }
-  if (spec.collective_timeout_ms() < 0) {
-    return bad("collective_timeout_ms must be >= 0");
+  if (absl::Status wait = CheckWait("collective_timeout_ms",
+                                    spec.collective_timeout_ms(), "60 s");
+      !wait.ok()) {
+    return wait;
   }
   if (!spec.checkpoint_dir().empty()) {
     const std::filesystem::path dir(spec.checkpoint_dir());
@@ -247,8 +264,10 @@ absl::Status ValidatePsOptions(const v1::ParameterServerOptions& ps) {
   if (ps.max_inflight() < 0 || ps.max_inflight() > 64) {
     return bad("max_inflight must be in [0, 64], got ", ps.max_inflight());
   }
-  if (ps.ps_recovery_timeout_ms() < 0) {
-    return bad("ps_recovery_timeout_ms must be >= 0");
+  if (absl::Status wait = CheckWait("ps.ps_recovery_timeout_ms",
+                                    ps.ps_recovery_timeout_ms(), "60 s");
+      !wait.ok()) {
+    return wait;
   }
   return absl::OkStatus();
 }
