@@ -190,11 +190,12 @@ std::string AlgorithmicCommunicator::Route(std::string_view op,
 }
 
 void AlgorithmicCommunicator::Abort(const absl::Status& status) {
+  const absl::Status reason = AbortStatus(status);
   {
     absl::MutexLock lock(&mu_);
-    if (failed_.ok()) failed_ = status;
+    if (failed_.ok()) failed_ = reason;
   }
-  transport_->Abort(status);
+  transport_->Abort(reason);
 }
 
 }  // namespace cohort::collective

@@ -94,4 +94,9 @@ absl::Status CheckRoot(const char* op, int root, int size) {
       op, " root ", root, " is out of range: the group has ", size, " ranks"));
 }
 
+absl::Status AbortStatus(const absl::Status& status) {
+  if (!status.ok()) return status;
+  return absl::UnknownError("the group was aborted without a reason");
+}
+
 }  // namespace cohort::collective

@@ -29,6 +29,10 @@ absl::Status CheckSupported(DType dtype, ReduceOp op);
 // the collective ("broadcast").
 absl::Status CheckRoot(const char* op, int root, int size);
 
+// What an Abort(status) fails operations with: `status`, or UNKNOWN when
+// it is OK, since an abort must fail what it touches on every rank alike.
+absl::Status AbortStatus(const absl::Status& status);
+
 // Conversions used by the reduction kernels and by tests. Round to nearest
 // even; NaN stays NaN.
 float HalfToFloat(uint16_t half);

@@ -10,6 +10,7 @@
 #include "collective/transports/peer_frame.h"
 #include "collective/transports/peer_sender.h"
 #include "collective/transports/peer_service.h"
+#include "collective/types.h"
 #include "common/check.h"
 #include "common/cluster_spec.h"
 #include "common/host_info.h"
@@ -567,7 +568,8 @@ absl::Status GrpcTransport::RecvShm(const Envelope& envelope, void* data,
   }
 }
 
-void GrpcTransport::Abort(const absl::Status& status) {
+void GrpcTransport::Abort(const absl::Status& given) {
+  const absl::Status status = AbortStatus(given);
   const std::string reason = absl::StrCat(
       Describe(options_.rank), " aborted the group: ", status.message());
   // Only the abort that wins tells the peers, so that every rank of the

@@ -33,5 +33,29 @@ TEST(GrpcTransportAbortTest, AReasonThatIsNotUtf8StillReachesThePeers) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(30));
 }
 
+// An abort given no error still fails the group, this rank included.
+TEST(GrpcTransportAbortTest, AnAbortWithAnOkStatusFailsEveryRankAlike) {
+  LocalStore store;
+  auto transports =
+      CreatePair(store, "abort-ok",
+                 [](int, GrpcTransportOptions& o) { o.shared_memory = false; });
+  ASSERT_TRUE(transports.ok()) << transports.status();
+
+  (*transports)[0]->Abort(absl::OkStatus());
+  const absl::Time start = absl::Now();
+  const Envelope envelope{.tag = {1, 0, 0}, .signature = "allreduce f32[4]"};
+  float data[4];
+  for (int rank : {0, 1}) {
+    const absl::Status status = (*transports)[rank]->Recv(
+        1 - rank, envelope, data, sizeof(data), start + absl::Seconds(20));
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnknown)
+        << "rank " << rank << ": " << status;
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr("aborted the group: the group was aborted without a "
+                          "reason"));
+  }
+  EXPECT_LT(absl::Now() - start, absl::Seconds(15));
+}
+
 }  // namespace
 }  // namespace cohort::collective

@@ -1,6 +1,7 @@
 #include "collective/transports/local_transport.h"
 
 #include "absl/strings/str_cat.h"
+#include "collective/types.h"
 
 namespace cohort::collective {
 
@@ -38,7 +39,8 @@ class LocalTransport final : public Transport {
   }
 
   // The whole group shares the abort, as peer processes learn of it.
-  void Abort(const absl::Status& status) override {
+  void Abort(const absl::Status& given) override {
+    const absl::Status status = AbortStatus(given);
     const absl::Status named(
         status.code(), absl::StrCat(Describe(rank_),
                                     " aborted the group: ", status.message()));
