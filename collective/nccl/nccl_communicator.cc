@@ -90,6 +90,8 @@ absl::Status NcclCommunicator::Init(Store& store) {
       e != cudaSuccess) {
     return CudaError("cudaMalloc", e);
   }
+  // One deadline for the whole of forming the group, the id's wait in it.
+  const absl::Time deadline = absl::Now() + options_.communicator.timeout;
   const std::string key = absl::StrCat(options_.group, "/nccl_unique_id");
   ncclUniqueId id;
   if (options_.rank == 0) {
@@ -100,7 +102,7 @@ absl::Status NcclCommunicator::Init(Store& store) {
         key, std::string(reinterpret_cast<const char*>(&id), sizeof(id))));
   } else {
     COHORT_ASSIGN_OR_RETURN(std::string bytes,
-                            store.Get(key, options_.communicator.timeout));
+                            store.Get(key, deadline - absl::Now()));
     if (bytes.size() != sizeof(id)) {
       return absl::DataLossError(
           absl::StrCat("the NCCL unique id in the store has ", bytes.size(),
@@ -116,7 +118,9 @@ absl::Status NcclCommunicator::Init(Store& store) {
   if (r != ncclSuccess && r != ncclInProgress) {
     return NcclError("ncclCommInitRankConfig", r);
   }
-  return WaitForComm(absl::Now() + options_.communicator.timeout);
+  // The store's abort ends the wait: a peer that will never join (its
+  // attempt ended) must not hold this rank for the whole timeout.
+  return WaitForComm(deadline, &store);
 }
 
 NcclCommunicator::~NcclCommunicator() {
@@ -149,28 +153,34 @@ NcclCommunicator::~NcclCommunicator() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
+absl::Status NcclCommunicator::AbortReason() {
+  absl::MutexLock lock(&mu_);
+  return failed_.ok() ? absl::AbortedError("the communicator was aborted")
+                      : failed_;
+}
+
 absl::Status NcclCommunicator::AsyncState(ncclResult_t* state) {
   absl::MutexLock lock(&comm_mu_);
-  if (aborted_.load()) {
-    return absl::AbortedError("the communicator was aborted");
-  }
+  if (aborted_.load()) return AbortReason();
   if (ncclResult_t r = ncclCommGetAsyncError(comm_, state); r != ncclSuccess) {
     return NcclError("ncclCommGetAsyncError", r);
   }
   return absl::OkStatus();
 }
 
-absl::Status NcclCommunicator::WaitForComm(absl::Time deadline) {
+absl::Status NcclCommunicator::WaitForComm(absl::Time deadline,
+                                           const Store* store) {
   while (true) {
     ncclResult_t state = ncclSuccess;
     COHORT_RETURN_IF_ERROR(AsyncState(&state));
     if (state == ncclSuccess) return absl::OkStatus();
     if (state != ncclInProgress) return NcclError("NCCL communicator", state);
+    if (store != nullptr) COHORT_RETURN_IF_ERROR(store->aborted());
     if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("NCCL group \"", options_.group,
-                       "\" did not finish initialising "
-                       "before the deadline"));
+      return absl::DeadlineExceededError(absl::StrCat(
+          "NCCL group \"", options_.group, "\" did not ",
+          store != nullptr ? "finish initialising" : "finish an operation",
+          " before the deadline"));
     }
     absl::SleepFor(kPoll);
   }
@@ -186,8 +196,9 @@ absl::Status NcclCommunicator::Run(const char* what, Launch launch) {
   absl::Status status = [&] {
     absl::MutexLock lock(&comm_mu_);
     if (aborted_.load()) {
-      return absl::AbortedError(
-          absl::StrCat(what, ": the communicator was aborted"));
+      const absl::Status reason = AbortReason();
+      return absl::Status(reason.code(),
+                          absl::StrCat(what, ": ", reason.message()));
     }
     const ncclResult_t r = launch();
     return r == ncclSuccess || r == ncclInProgress ? absl::OkStatus()
@@ -199,8 +210,9 @@ absl::Status NcclCommunicator::Run(const char* what, Launch launch) {
     if (done == cudaSuccess) {
       // Kernels an abort cut short end too: their output is not a result.
       if (aborted_.load()) {
-        status = absl::AbortedError(
-            absl::StrCat(what, ": the communicator was aborted"));
+        const absl::Status reason = AbortReason();
+        status = absl::Status(reason.code(),
+                              absl::StrCat(what, ": ", reason.message()));
       }
       break;
     }
@@ -285,7 +297,7 @@ absl::Status NcclCommunicator::Barrier() {
 void NcclCommunicator::Abort(const absl::Status& status) {
   {
     absl::MutexLock lock(&mu_);
-    if (failed_.ok()) failed_ = status;
+    if (failed_.ok()) failed_ = AbortStatus(status);
   }
   // Waits for a poll under way; the poller then sees aborted_ and stops.
   absl::MutexLock lock(&comm_mu_);

@@ -63,11 +63,14 @@ class NcclCommunicator final : public Communicator {
   // Launches one NCCL call and waits for it within the deadline.
   template <typename Launch>
   absl::Status Run(const char* what, Launch launch);
-  // Polls until the communicator is no longer in progress or `deadline`.
-  absl::Status WaitForComm(absl::Time deadline);
+  // Polls until the communicator is no longer in progress, `deadline`, or
+  // (while forming the group) `store` is aborted.
+  absl::Status WaitForComm(absl::Time deadline, const Store* store = nullptr);
 
-  // Polls the communicator's state; ABORTED once it was aborted.
+  // Polls the communicator's state; once it was aborted, AbortReason().
   absl::Status AsyncState(ncclResult_t* state);
+  // What Abort was given, for the operations it cut short.
+  absl::Status AbortReason() ABSL_LOCKS_EXCLUDED(mu_);
 
   const NcclOptions options_;
   ncclComm_t comm_ = nullptr;

@@ -80,5 +80,47 @@ TEST(NcclCommunicatorTest, MissingRankEndsInADeadline) {
       << comm.status();
 }
 
+// The attempt a group forms for ends (its store is aborted) while a peer
+// never joins: initialisation ends then, with the store's reason, not at
+// the deadline.
+TEST(NcclCommunicatorTest, AnAbortedStoreEndsInitialisation) {
+  if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  // A LocalStore whose attempt ends half a second in.
+  class AbortingStore : public Store {
+   public:
+    absl::Status Set(const std::string& key,
+                     const std::string& value) override {
+      return inner_.Set(key, value);
+    }
+    absl::StatusOr<std::string> Get(const std::string& key,
+                                    absl::Duration timeout) override {
+      return inner_.Get(key, timeout);
+    }
+    absl::Status Barrier(const std::string& name, int participants, int rank,
+                         absl::Duration timeout) override {
+      return inner_.Barrier(name, participants, rank, timeout);
+    }
+    absl::Status aborted() const override {
+      return absl::Now() < at_ ? absl::OkStatus()
+                               : absl::UnavailableError("worker:1 is gone");
+    }
+
+   private:
+    LocalStore inner_;
+    const absl::Time at_ = absl::Now() + absl::Milliseconds(500);
+  } store;
+  const absl::Time start = absl::Now();
+  auto comm =
+      NcclCommunicator::Create({.group = "abandoned",
+                                .rank = 0,
+                                .size = 2,
+                                .device = 0,
+                                .communicator = {.timeout = absl::Seconds(60)}},
+                               store);
+  ASSERT_FALSE(comm.ok());
+  EXPECT_EQ(comm.status().message(), "worker:1 is gone") << comm.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+}
+
 }  // namespace
 }  // namespace cohort::collective
