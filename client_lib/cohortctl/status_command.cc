@@ -75,11 +75,13 @@ std::unique_ptr<Client> ConnectOrReport(const CommonOptions& options) {
       Client::Connect(options.coordinator, options.client);
   if (!client.ok()) {
     // A bad address is the fault of where it came from: say where.
-    PrintError(absl::IsInvalidArgument(client.status())
-                   ? absl::InvalidArgumentError(
-                         absl::StrCat(client.status().message(), " (from ",
-                                      options.coordinator_source, ")"))
-                   : client.status());
+    const bool bad_address = absl::IsInvalidArgument(client.status()) &&
+                             absl::StartsWith(client.status().message(),
+                                              "the coordinator's address");
+    PrintError(bad_address ? absl::InvalidArgumentError(absl::StrCat(
+                                 client.status().message(), " (from ",
+                                 options.coordinator_source, ")"))
+                           : client.status());
     return nullptr;
   }
   return *std::move(client);

@@ -428,6 +428,15 @@ TEST(CohortctlE2eTest, StatusAgainstNothingIsAClearError) {
   EXPECT_THAT(result.output,
               HasSubstr("port 99999 is out of range 1..65535 (from "
                         "$COHORT_COORDINATOR)"));
+  // A bad credential is not blamed on the address.
+  const std::string empty_token = dir.Write("empty-token", "");
+  result = RunCommand({Binary("cohortctl"), "--coordinator=127.0.0.1:1",
+                       absl::StrCat("--auth_token_file=", empty_token),
+                       "--timeout=1s", "status"});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr(absl::StrCat("--auth_token_file: ", empty_token,
+                                     " is empty\n")));
 
   // A watch retries for a while (a coordinator may be restarting), then
   // says what failed, not merely that nothing came. The job's fate is
