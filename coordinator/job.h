@@ -6,6 +6,7 @@
 // the monitors (sync_monitor.h, ps_monitor.h) read and update it under
 // that mutex.
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -39,10 +40,10 @@ struct JobManagerOptions {
   int unended_jobs_max = 1000;
   // Told to agents (AgentSyncResponse.cluster_uid).
   std::string cluster_uid;
-  // A table larger than this (serialized) is not saved: the save fails,
-  // and so does the submission that grew it, while the file keeps the last
-  // table saved. Protobuf cannot print a message of 2 GiB or more.
-  int64_t max_table_bytes = int64_t{1} << 30;
+  // A table larger than this (its jobs serialized) is not saved: the save
+  // fails, and so does the submission that grew it, while the file keeps
+  // the last table saved. Protobuf cannot print a message of 2 GiB or more.
+  int64_t max_table_bytes = std::numeric_limits<int32_t>::max() - (1 << 20);
 };
 
 struct Job {

@@ -617,6 +617,18 @@ absl::StatusOr<std::optional<std::string>> JobManager::TakeSnapshotIfChanged(
     if (!changed && !(progressed_ && now - last_snapshot_ >= progress_period)) {
       return std::nullopt;
     }
+    // Measured before the copy: a table too large to save is not copied
+    // at every tick that retries it.
+    size_t bytes = 0;
+    for (const auto& [id, job] : jobs_) bytes += job.status.ByteSizeLong();
+    if (bytes > static_cast<size_t>(options_.max_table_bytes)) {
+      changed_ = true;  // still unsaved
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the job table is ", bytes, " bytes, over the ",
+          options_.max_table_bytes,
+          " one save can hold; the last table saved stands until a "
+          "coordinator keeps fewer ended jobs (--finished_jobs_kept)"));
+    }
     table.set_next_id(next_id_);
     for (const auto& [id, job] : jobs_) *table.add_jobs() = job.status;
     changed_ = progressed_ = false;
@@ -624,15 +636,6 @@ absl::StatusOr<std::optional<std::string>> JobManager::TakeSnapshotIfChanged(
     last_snapshot_ = now;
   }
   // Printing a large table takes a while; agents' syncs wait on mu_.
-  if (const size_t bytes = table.ByteSizeLong();
-      bytes > static_cast<size_t>(options_.max_table_bytes)) {
-    MarkUnsaved();
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the job table is ", bytes, " bytes, over the ",
-        options_.max_table_bytes,
-        " it may hold: cancel queued jobs, or keep fewer ended ones "
-        "(--finished_jobs_kept)"));
-  }
   google::protobuf::util::JsonPrintOptions print;
   print.preserve_proto_field_names = true;
   print.add_whitespace = true;

@@ -778,8 +778,9 @@ TEST_F(JobManagerTest, ATableOverItsBudgetIsNotSavedAndSaysWhy) {
   EXPECT_THAT(
       manager.TakeSnapshotIfChanged(now_, absl::ZeroDuration()),
       StatusIs(absl::StatusCode::kResourceExhausted,
-               HasSubstr("bytes, over the 4096 it may hold: cancel queued "
-                         "jobs, or keep fewer ended ones")));
+               HasSubstr("bytes, over the 4096 one save can hold; the last "
+                         "table saved stands until a coordinator keeps fewer "
+                         "ended jobs (--finished_jobs_kept)")));
   // Still unsaved: the next call tries again.
   EXPECT_FALSE(manager.TakeSnapshotIfChanged(now_, absl::ZeroDuration()).ok());
   manager.Withdraw(second, now_, "not accepted: the table was not saved");
