@@ -286,6 +286,25 @@ TEST_F(JobManagerPsTest, ClosuresOfALostWorkerRunAgainAndTheJobCompletes) {
   EXPECT_NEAR(Job().metrics().at("loss"), 0.3, 1e-12);
 }
 
+// A coordinator that stops records a ParameterServer job whose closures
+// all completed meanwhile, and fails none whose tasks it stopped.
+TEST_F(JobManagerPsTest, SettleFinishedRecordsOnlyAJobWhoseClosuresAllRan) {
+  Start();
+  ASSERT_EQ(manager_.RunClosures(Request("chief", 1, {}), now_)->closures(0),
+            0);
+  // Its tasks stopped, past every timeout: nothing is decided but success.
+  now_ += absl::Hours(1);
+  manager_.SettleFinished(Views(v1::DEAD, v1::DEAD), now_);
+  EXPECT_EQ(Job().state(), v1::JOB_RUNNING);
+  for (int64_t c : {0, 1, 2}) {
+    manager_.RunClosures(Request("chief", 1, {c}), now_).IgnoreError();
+  }
+  EXPECT_TRUE(manager_.RunClosures(Request("chief", 1, {3}), now_)->done());
+  manager_.SettleFinished(Views(v1::DEAD, v1::DEAD), now_);
+  EXPECT_EQ(Job().state(), v1::JOB_SUCCEEDED);
+  EXPECT_EQ(Job().step(), 4);
+}
+
 TEST_F(JobManagerPsTest, APsThatComesBackIsReportedWithTheUpdatesItLost) {
   Start();
   manager_.Tick(Views(v1::READY, v1::DEAD), now_);
