@@ -1,5 +1,6 @@
 #include "collective/grpc_store.h"
 
+#include "collective/types.h"
 #include "common/status_macros.h"
 #include "rpc/limits.h"
 
@@ -38,7 +39,7 @@ GrpcStore::GrpcStore(std::string address, rpc::Security security)
 
 void GrpcStore::Abort(const absl::Status& status) {
   absl::MutexLock lock(&mu_);
-  if (aborted_.ok()) aborted_ = status;
+  if (aborted_.ok()) aborted_ = AbortStatus(status);
   for (grpc::ClientContext* context : calls_) context->TryCancel();
 }
 

@@ -90,8 +90,6 @@ absl::Status NcclCommunicator::Init(Store& store) {
       e != cudaSuccess) {
     return CudaError("cudaMalloc", e);
   }
-  // One deadline for the whole of forming the group, the id's wait in it.
-  const absl::Time deadline = absl::Now() + options_.communicator.timeout;
   const std::string key = absl::StrCat(options_.group, "/nccl_unique_id");
   ncclUniqueId id;
   if (options_.rank == 0) {
@@ -102,7 +100,7 @@ absl::Status NcclCommunicator::Init(Store& store) {
         key, std::string(reinterpret_cast<const char*>(&id), sizeof(id))));
   } else {
     COHORT_ASSIGN_OR_RETURN(std::string bytes,
-                            store.Get(key, deadline - absl::Now()));
+                            store.Get(key, options_.communicator.timeout));
     if (bytes.size() != sizeof(id)) {
       return absl::DataLossError(
           absl::StrCat("the NCCL unique id in the store has ", bytes.size(),
@@ -120,7 +118,7 @@ absl::Status NcclCommunicator::Init(Store& store) {
   }
   // The store's abort ends the wait: a peer that will never join (its
   // attempt ended) must not hold this rank for the whole timeout.
-  return WaitForComm(deadline, &store);
+  return WaitForComm(absl::Now() + options_.communicator.timeout, &store);
 }
 
 NcclCommunicator::~NcclCommunicator() {
