@@ -277,6 +277,7 @@ absl::Status PsClient::PullOnce(Shard& shard,
                                 bool* restarted) {
   v1::PullRequest request;
   request.set_job_id(options_.job_id);
+  request.set_job_uid(options_.job_uid);
   request.set_worker(options_.worker);
   for (const PullSlice& s : slices) request.add_names(s.name);
 
@@ -320,7 +321,7 @@ absl::Status PsClient::PushOnce(Shard& shard,
   std::unique_ptr<grpc::ClientWriter<v1::PushRequest>> writer =
       shard.stub->Push(context.get(), &response);
   PushChunker chunker(&slices, options_.max_chunk_bytes, options_.job_id,
-                      options_.worker, incarnation);
+                      options_.job_uid, options_.worker, incarnation);
   v1::PushRequest request;
   bool half_closed = false;
   while (chunker.Next(&request)) {

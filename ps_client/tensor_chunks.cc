@@ -9,10 +9,12 @@ namespace cohort::ps {
 
 PushChunker::PushChunker(const std::vector<PushSlice>* slices,
                          int64_t max_chunk_bytes, std::string job_id,
-                         std::string worker, uint64_t incarnation)
+                         std::string job_uid, std::string worker,
+                         uint64_t incarnation)
     : slices_(slices),
       max_chunk_bytes_(std::max<int64_t>(1, max_chunk_bytes)),
       job_id_(std::move(job_id)),
+      job_uid_(std::move(job_uid)),
       worker_(std::move(worker)),
       incarnation_(incarnation) {}
 
@@ -21,6 +23,7 @@ bool PushChunker::Next(v1::PushRequest* request) {
   if (Done()) return false;
   if (first_) {
     request->set_job_id(job_id_);
+    request->set_job_uid(job_uid_);
     request->set_worker(worker_);
     request->set_incarnation(incarnation_);
     request->set_num_variables(static_cast<int32_t>(slices_->size()));

@@ -30,14 +30,15 @@ struct PullSlice {
 
 // Yields the PushRequests of one Push stream: each carries at most
 // `max_chunk_bytes` of data, small slices share a message, a large slice is
-// cut into chunks; the first message carries `job_id`, `worker`, the
-// `incarnation` the push is meant for (0: any) and the number of slices. A
+// cut into chunks; the first message carries `job_id`, `job_uid`, `worker`,
+// the `incarnation` the push is meant for (0: any) and the number of slices. A
 // slice of no bytes still sends one empty chunk, so that the shard sees it. The
 // slices must outlive the chunker. Not thread-safe.
 class PushChunker {
  public:
   PushChunker(const std::vector<PushSlice>* slices, int64_t max_chunk_bytes,
-              std::string job_id, std::string worker, uint64_t incarnation);
+              std::string job_id, std::string job_uid, std::string worker,
+              uint64_t incarnation);
 
   // Fills `request` with the next message; false when there is none left.
   bool Next(v1::PushRequest* request);
@@ -48,6 +49,7 @@ class PushChunker {
   const std::vector<PushSlice>* const slices_;
   const int64_t max_chunk_bytes_;
   const std::string job_id_;
+  const std::string job_uid_;
   const std::string worker_;
   const uint64_t incarnation_;
   bool first_ = true;

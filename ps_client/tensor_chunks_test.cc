@@ -19,13 +19,14 @@ std::string Bytes(int n, char first = 0) {
 // {name, offset, size} of each chunk of each message.
 std::vector<std::vector<std::tuple<std::string, int64_t, int64_t>>> Layout(
     const std::vector<PushSlice>& slices, int64_t max_chunk_bytes) {
-  PushChunker chunker(&slices, max_chunk_bytes, "job", "worker:0",
+  PushChunker chunker(&slices, max_chunk_bytes, "job", "uid-1", "worker:0",
                       /*incarnation=*/7);
   std::vector<std::vector<std::tuple<std::string, int64_t, int64_t>>> out;
   v1::PushRequest request;
   bool first = true;
   while (chunker.Next(&request)) {
     EXPECT_EQ(request.job_id(), first ? "job" : "");
+    EXPECT_EQ(request.job_uid(), first ? "uid-1" : "");
     EXPECT_EQ(request.worker(), first ? "worker:0" : "");
     EXPECT_EQ(request.incarnation(), first ? 7u : 0u);
     EXPECT_EQ(request.num_variables(),
@@ -68,7 +69,7 @@ TEST(PushChunkerTest, NothingToSendIsNoMessage) {
 TEST(PushChunkerTest, ChunksCarryTheBytesAndTotals) {
   const std::string b = Bytes(10, 'a');
   std::vector<PushSlice> slices = {{"b", b}};
-  PushChunker chunker(&slices, 4, "job", "w", /*incarnation=*/0);
+  PushChunker chunker(&slices, 4, "job", "", "w", /*incarnation=*/0);
   std::string joined;
   v1::PushRequest request;
   while (chunker.Next(&request)) {

@@ -68,8 +68,8 @@ class PullWriter final : public grpc::ServerWriteReactor<v1::PullResponse> {
   void CopyBatch() {
     const bool first = next_name_ == 0;
     absl::StatusOr<std::vector<v1::PullResponse>> messages =
-        service_->store()->Pull(request_->job_id(), names_,
-                                service_->options().max_chunk_bytes,
+        service_->store()->Pull({request_->job_id(), request_->job_uid()},
+                                names_, service_->options().max_chunk_bytes,
                                 &next_name_, kPullBatchBytes);
     if (!messages.ok()) {
       spdlog::warn("pull from {} of job '{}' refused: {}",
@@ -177,8 +177,8 @@ class PushReader final : public grpc::ServerReadReactor<v1::PushRequest> {
                          expected, ", this is incarnation ",
                          service_->incarnation(), "; none of it was applied"));
       }
-      if (absl::Status begun =
-              assembler_.Begin(job_id_, worker_, request_.num_variables());
+      if (absl::Status begun = assembler_.Begin(
+              {job_id_, request_.job_uid()}, worker_, request_.num_variables());
           !begun.ok()) {
         return begun;
       }

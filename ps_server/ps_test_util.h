@@ -28,10 +28,10 @@ std::vector<T> Values(const std::string& bytes) {
 }
 
 // One push of one variable, applied and counted as the service does.
-inline absl::Status Push(VariableStore& store, const std::string& job_id,
+inline absl::Status Push(VariableStore& store, const JobRef& job,
                          const std::string& worker, const std::string& name,
                          std::string_view bytes) {
-  absl::Status applied = store.Apply(job_id, worker, name, bytes);
+  absl::Status applied = store.Apply(job, worker, name, bytes);
   if (applied.ok()) store.CountPush();
   return applied;
 }

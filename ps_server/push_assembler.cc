@@ -10,10 +10,9 @@ namespace cohort::ps {
 PushAssembler::PushAssembler(VariableStore* store, int64_t max_chunk_bytes)
     : store_(store), max_chunk_bytes_(max_chunk_bytes) {}
 
-absl::Status PushAssembler::Begin(const std::string& job_id,
-                                  const std::string& worker,
+absl::Status PushAssembler::Begin(const JobRef& job, const std::string& worker,
                                   int64_t num_variables) {
-  if (job_id.empty()) {
+  if (job.id.empty()) {
     return absl::InvalidArgumentError(
         "the first message of a push names no job_id");
   }
@@ -22,7 +21,7 @@ absl::Status PushAssembler::Begin(const std::string& job_id,
         absl::StrCat("the first message of a push says it carries ",
                      num_variables, " variables (num_variables)"));
   }
-  job_id_ = job_id;
+  job_ = job;
   worker_ = worker;
   num_variables_ = num_variables;
   begun_ = true;
@@ -40,7 +39,7 @@ absl::Status PushAssembler::Add(v1::TensorChunk* chunk) {
         "push chunk of '", name, "' has ", size, " bytes, over the limit of ",
         max_chunk_bytes_, " bytes per chunk"));
   }
-  absl::StatusOr<VariableLayout> layout = store_->Layout(job_id_, name);
+  absl::StatusOr<VariableLayout> layout = store_->Layout(job_, name);
   if (!layout.ok()) return layout.status();
   if (chunk->total_bytes() != layout->bytes) {
     return absl::InvalidArgumentError(
@@ -78,8 +77,7 @@ absl::Status PushAssembler::Add(v1::TensorChunk* chunk) {
     }
     if (size == layout->bytes) {
       // The whole variable in one chunk: applied straight from the message.
-      absl::Status applied =
-          store_->Apply(job_id_, worker_, name, chunk->data());
+      absl::Status applied = store_->Apply(job_, worker_, name, chunk->data());
       if (applied.ok()) {
         ++applied_;
         applied_names_.insert(name);
@@ -122,7 +120,7 @@ absl::Status PushAssembler::Add(v1::TensorChunk* chunk) {
   const std::string bytes = std::move(pending.bytes);
   buffered_bytes_ -= layout->bytes;
   pending_.erase(it);
-  absl::Status applied = store_->Apply(job_id_, worker_, name, bytes);
+  absl::Status applied = store_->Apply(job_, worker_, name, bytes);
   if (applied.ok()) {
     ++applied_;
     applied_names_.insert(name);

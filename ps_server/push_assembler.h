@@ -27,10 +27,10 @@ class PushAssembler {
   PushAssembler(VariableStore* store, int64_t max_chunk_bytes);
 
   // The sender and the variables the push carries, from the stream's first
-  // message. INVALID_ARGUMENT without a job_id, or for a negative count.
+  // message. INVALID_ARGUMENT without a job id, or for a negative count.
   // A count of 0 is a sender that does not count (one built before the
   // field): its push is not checked against one.
-  absl::Status Begin(const std::string& job_id, const std::string& worker,
+  absl::Status Begin(const JobRef& job, const std::string& worker,
                      int64_t num_variables);
 
   // Takes one chunk (its data may be cleared) and applies its variable when
@@ -65,7 +65,7 @@ class PushAssembler {
 
   VariableStore* const store_;
   const int64_t max_chunk_bytes_;
-  std::string job_id_;
+  JobRef job_ = "";
   std::string worker_;
   bool begun_ = false;
   int64_t num_variables_ = 0;  // from Begin; 0: not counted

@@ -275,16 +275,31 @@ absl::StatusOr<int> VariableStore::Create(
   return created;
 }
 
-absl::StatusOr<VariableStore::Variable*> VariableStore::Find(
-    const std::string& job_id, const std::string& name) const {
-  if (job_id.empty()) {
+absl::Status VariableStore::CheckOwner(const JobRef& job) const {
+  if (job.id.empty()) {
     return absl::InvalidArgumentError("the request names no job_id");
   }
-  if (!job_id_.empty() && job_id != job_id_) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("variable '", name, "': ps shard ", options_.shard_id,
-                     " holds the variables of job '", job_id_,
-                     "', not of job '", job_id, "'"));
+  if (!job_id_.empty() && job.id != job_id_) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "ps shard ", options_.shard_id, " holds the variables of job '",
+        job_id_, "', not of job '", job.id, "'"));
+  }
+  if (!job.uid.empty() && !job_uid_.empty() && job.uid != job_uid_) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "ps shard ", options_.shard_id, " holds the variables of job '",
+        job_id_, "' of uid ", job_uid_, ", not of this job '", job.id,
+        "' of uid ", job.uid,
+        ": a job of the same id from another cluster, or another "
+        "coordinator's, owns them now"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<VariableStore::Variable*> VariableStore::Find(
+    const JobRef& job, const std::string& name) const {
+  if (absl::Status owner = CheckOwner(job); !owner.ok()) {
+    return absl::Status(
+        owner.code(), absl::StrCat("variable '", name, "': ", owner.message()));
   }
   auto it = variables_.find(name);
   if (it == variables_.end()) {
@@ -295,16 +310,9 @@ absl::StatusOr<VariableStore::Variable*> VariableStore::Find(
 }
 
 absl::StatusOr<std::vector<v1::PsVariableSpec>> VariableStore::List(
-    const std::string& job_id) const {
+    const JobRef& job) const {
   absl::ReaderMutexLock lock(&mu_);
-  if (job_id.empty()) {
-    return absl::InvalidArgumentError("the request names no job_id");
-  }
-  if (!job_id_.empty() && job_id != job_id_) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "ps shard ", options_.shard_id, " holds the variables of job '",
-        job_id_, "', not of job '", job_id, "'"));
-  }
+  if (absl::Status owner = CheckOwner(job); !owner.ok()) return owner;
   std::vector<v1::PsVariableSpec> specs;
   for (const auto& [name, variable] : variables_) {
     specs.push_back(variable->spec);
@@ -313,7 +321,7 @@ absl::StatusOr<std::vector<v1::PsVariableSpec>> VariableStore::List(
 }
 
 absl::StatusOr<std::vector<v1::PullResponse>> VariableStore::Pull(
-    const std::string& job_id, const std::vector<std::string>& names,
+    const JobRef& job, const std::vector<std::string>& names,
     int64_t max_chunk_bytes, size_t* next, int64_t batch_bytes) const {
   max_chunk_bytes = std::max<int64_t>(1, max_chunk_bytes);
   size_t first = next != nullptr ? *next : 0;
@@ -335,7 +343,7 @@ absl::StatusOr<std::vector<v1::PullResponse>> VariableStore::Pull(
   if (first == 0) {
     // Refused before any value is sent.
     for (const std::string& name : names) {
-      if (absl::StatusOr<Variable*> found = Find(job_id, name); !found.ok()) {
+      if (absl::StatusOr<Variable*> found = Find(job, name); !found.ok()) {
         return found.status();
       }
     }
@@ -343,7 +351,7 @@ absl::StatusOr<std::vector<v1::PullResponse>> VariableStore::Pull(
   size_t index = first;
   for (; index < names.size() && batched < batch_bytes; ++index) {
     const std::string& name = names[index];
-    absl::StatusOr<Variable*> found = Find(job_id, name);
+    absl::StatusOr<Variable*> found = Find(job, name);
     if (!found.ok()) return found.status();
     Variable& variable = **found;
     absl::MutexLock variable_lock(&variable.mu);
@@ -386,9 +394,9 @@ absl::StatusOr<std::vector<v1::PullResponse>> VariableStore::Pull(
 }
 
 absl::StatusOr<VariableLayout> VariableStore::Layout(
-    const std::string& job_id, const std::string& name) const {
+    const JobRef& job, const std::string& name) const {
   absl::ReaderMutexLock lock(&mu_);
-  absl::StatusOr<Variable*> found = Find(job_id, name);
+  absl::StatusOr<Variable*> found = Find(job, name);
   if (!found.ok()) return found.status();
   const Variable& variable = **found;
   VariableLayout layout;
@@ -400,14 +408,13 @@ absl::StatusOr<VariableLayout> VariableStore::Layout(
   return layout;
 }
 
-absl::Status VariableStore::Apply(const std::string& job_id,
-                                  const std::string& worker,
+absl::Status VariableStore::Apply(const JobRef& job, const std::string& worker,
                                   const std::string& name,
                                   std::string_view bytes) {
   // The shared lock is held through the update, so that Capture (which
   // takes it exclusively) never sees an update half-applied.
   absl::ReaderMutexLock lock(&mu_);
-  absl::StatusOr<Variable*> found = Find(job_id, name);
+  absl::StatusOr<Variable*> found = Find(job, name);
   if (!found.ok()) return found.status();
   Variable& variable = **found;
   if (static_cast<int64_t>(bytes.size()) != variable.bytes) {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -36,6 +37,19 @@ struct VariableStoreOptions {
   std::string max_shard_bytes_reason;
   // Distinct workers whose values an aggregated variable keeps.
   int max_workers = 4096;
+};
+
+// Whom a call is for: a job's id, and its uid (JobStatus.uid) where the
+// caller knows it. A call whose uid differs from the owner's is another
+// job of the same id (an earlier cluster's, whose tasks outlived it) and is
+// refused; an empty uid, on either side, matches any.
+struct JobRef {
+  JobRef(std::string job_id, std::string job_uid = "")  // NOLINT: implicit
+      : id(std::move(job_id)), uid(std::move(job_uid)) {}
+  JobRef(const char* job_id) : id(job_id) {}  // NOLINT: implicit
+
+  std::string id;
+  std::string uid;
 };
 
 // What a push of one variable must look like.
@@ -93,24 +107,23 @@ class VariableStore {
   // so that a stream holds one batch at a time, not the whole pull. The
   // first batch checks every name.
   absl::StatusOr<std::vector<v1::PullResponse>> Pull(
-      const std::string& job_id, const std::vector<std::string>& names,
+      const JobRef& job, const std::vector<std::string>& names,
       int64_t max_chunk_bytes, size_t* next = nullptr,
       int64_t batch_bytes = std::numeric_limits<int64_t>::max()) const;
 
-  // The specs of `job_id`'s variables on the shard, by name, without
-  // initial values. PERMISSION_DENIED when another job owns the shard.
-  absl::StatusOr<std::vector<v1::PsVariableSpec>> List(
-      const std::string& job_id) const;
+  // The specs of `job`'s variables on the shard, by name, without initial
+  // values. PERMISSION_DENIED when another job owns the shard.
+  absl::StatusOr<std::vector<v1::PsVariableSpec>> List(const JobRef& job) const;
 
   // What a push of `name` must carry; errors as Pull's.
-  absl::StatusOr<VariableLayout> Layout(const std::string& job_id,
+  absl::StatusOr<VariableLayout> Layout(const JobRef& job,
                                         const std::string& name) const;
 
   // Applies one whole push of `name`: the gradient through the variable's
   // optimizer, or the new value (no optimizer), or `worker`'s value of an
   // aggregated variable. Atomic under the variable's lock. Errors as Pull's,
   // and INVALID_ARGUMENT when `bytes` is not the variable's size.
-  absl::Status Apply(const std::string& job_id, const std::string& worker,
+  absl::Status Apply(const JobRef& job, const std::string& worker,
                      const std::string& name, std::string_view bytes);
   // A push that applied at least one variable has ended: counted once in
   // updates(), however many variables it carried. A change of state: a
@@ -157,8 +170,12 @@ class VariableStore {
  private:
   struct Variable;
 
-  // The variable `name` for `job_id`, or the error Pull documents.
-  absl::StatusOr<Variable*> Find(const std::string& job_id,
+  // OK when `job` may use the shard's variables; the error Pull documents
+  // otherwise.
+  absl::Status CheckOwner(const JobRef& job) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The variable `name` for `job`, or the error Pull documents.
+  absl::StatusOr<Variable*> Find(const JobRef& job,
                                  const std::string& name) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
 

@@ -35,7 +35,7 @@ Specs List(std::vector<v1::PsVariableSpec> specs) {
 }
 
 // The whole value of one variable, put back together from Pull's chunks.
-std::string PullOne(const VariableStore& store, const std::string& job,
+std::string PullOne(const VariableStore& store, const JobRef& job,
                     const std::string& name, int64_t* version = nullptr) {
   absl::StatusOr<std::vector<v1::PullResponse>> messages =
       store.Pull(job, {name}, 1 << 20);
@@ -202,6 +202,25 @@ TEST(VariableStoreTest, AnotherClustersJobOfTheSameIdGetsNoneOfItsVariables) {
   // A client that does not say which job it is matches the owner.
   EXPECT_EQ(*store.Create("1", 1, List({w})), 0);
   EXPECT_EQ(store.Capture(&generation).job_uid(), "uid-b");
+
+  // The earlier job's workers, still running, neither update nor read the
+  // new owner's variables.
+  const JobRef earlier{"1", "uid-a"};
+  const absl::Status pushed =
+      test_util::Push(store, earlier, "worker:0", "w", Bytes<float>({5, 5}));
+  EXPECT_EQ(pushed.code(), absl::StatusCode::kPermissionDenied) << pushed;
+  EXPECT_THAT(std::string(pushed.message()),
+              HasSubstr("variable 'w': ps shard 0 holds the variables of job "
+                        "'1' of uid uid-b, not of this job '1' of uid uid-a"));
+  EXPECT_EQ(store.Pull(earlier, {"w"}, 1 << 20).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(store.List(earlier).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(Values<float>(PullOne(store, "1", "w")), ElementsAre(0, 0));
+  ASSERT_TRUE(test_util::Push(store, JobRef{"1", "uid-b"}, "worker:0", "w",
+                              Bytes<float>({1, 1}))
+                  .ok());
+  EXPECT_THAT(Values<float>(PullOne(store, "1", "w")), ElementsAre(-1, -1));
 }
 
 TEST(VariableStoreTest, AnotherClustersJobReplacesTheOwnerWhateverItsId) {

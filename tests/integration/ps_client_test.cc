@@ -372,6 +372,41 @@ TEST(PsClientTest, APushToAShardThatRestartedUnseenGoesToItsNewIncarnation) {
   EXPECT_EQ(events[0].lost, 0);
 }
 
+// A new cluster's job 1 takes the shards over from an earlier cluster's
+// job 1, whose workers still run: they neither update nor read the new
+// job's variables, and are told why.
+TEST(PsClientTest,
+     AnEarlierClustersJobOfTheSameIdCannotTouchTheNewOnesVariables) {
+  ScratchDir dir;
+  Shards shards(2, dir.path());
+  Model model(2);
+  std::unique_ptr<PsClient> earlier =
+      NewClient(shards.addresses(), "worker:0",
+                {.job_uid = "uid-old", .cluster_uid = "cluster-old"});
+  ASSERT_TRUE(model.Create(*earlier).ok());
+  std::unique_ptr<PsClient> current =
+      NewClient(shards.addresses(), "worker:0",
+                {.job_uid = "uid-new", .cluster_uid = "cluster-new"});
+  ASSERT_TRUE(model.Create(*current).ok());
+
+  const std::vector<float> emb_grad(40, 1.0f);
+  const PushBuffer push[] = {{"emb", In(emb_grad)}};
+  const absl::Status refused = earlier->Push(push);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied) << refused;
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("of uid uid-new, not of this job '" +
+                        std::string(kJob) + "' of uid uid-old"));
+  Pulled stale;
+  EXPECT_EQ(stale.From(*earlier).code(), absl::StatusCode::kPermissionDenied);
+
+  ASSERT_TRUE(current->Push(push).ok());
+  Pulled pulled;
+  ASSERT_TRUE(pulled.From(*current).ok());
+  // One push of 1.0 at a learning rate of 0.5: the earlier one's was not
+  // applied.
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(pulled.emb[i], model.emb[i] - 0.5f);
+}
+
 TEST(PsClientTest, AShardBackWithoutSnapshotGetsTheVariablesAgain) {
   Shards shards(2);  // no state dir: a restart loses everything
   Model model(2);
