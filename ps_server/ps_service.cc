@@ -169,6 +169,13 @@ class PushReader final : public grpc::ServerReadReactor<v1::PushRequest> {
       first_ = false;
       job_id_ = request_.job_id();
       worker_ = request_.worker();
+      // Begun first: another job's push is refused as such, not as meant
+      // for another incarnation (PushAssembler::Begin).
+      if (absl::Status begun = assembler_.Begin(
+              {job_id_, request_.job_uid()}, worker_, request_.num_variables());
+          !begun.ok()) {
+        return begun;
+      }
       const uint64_t expected = request_.incarnation();
       if (expected != 0 && expected != service_->incarnation()) {
         return absl::AbortedError(
@@ -176,11 +183,6 @@ class PushReader final : public grpc::ServerReadReactor<v1::PushRequest> {
                          " restarted: the push was meant for incarnation ",
                          expected, ", this is incarnation ",
                          service_->incarnation(), "; none of it was applied"));
-      }
-      if (absl::Status begun = assembler_.Begin(
-              {job_id_, request_.job_uid()}, worker_, request_.num_variables());
-          !begun.ok()) {
-        return begun;
       }
     } else if (!request_.job_id().empty() && request_.job_id() != job_id_) {
       return absl::InvalidArgumentError(absl::StrCat(

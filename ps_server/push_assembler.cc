@@ -21,6 +21,12 @@ absl::Status PushAssembler::Begin(const JobRef& job, const std::string& worker,
         absl::StrCat("the first message of a push says it carries ",
                      num_variables, " variables (num_variables)"));
   }
+  // Another job's push is refused as such before anything else is said of
+  // it: told only that the shard restarted, its sender would declare its
+  // variables again, taking the shard from the job that owns it.
+  if (absl::Status admitted = store_->Admits(job); !admitted.ok()) {
+    return admitted;
+  }
   job_ = job;
   worker_ = worker;
   num_variables_ = num_variables;

@@ -27,7 +27,8 @@ class PushAssembler {
   PushAssembler(VariableStore* store, int64_t max_chunk_bytes);
 
   // The sender and the variables the push carries, from the stream's first
-  // message. INVALID_ARGUMENT without a job id, or for a negative count.
+  // message. INVALID_ARGUMENT without a job id, or for a negative count;
+  // PERMISSION_DENIED for a job the store does not admit.
   // A count of 0 is a sender that does not count (one built before the
   // field): its push is not checked against one.
   absl::Status Begin(const JobRef& job, const std::string& worker,

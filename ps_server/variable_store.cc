@@ -295,6 +295,11 @@ absl::Status VariableStore::CheckOwner(const JobRef& job) const {
   return absl::OkStatus();
 }
 
+absl::Status VariableStore::Admits(const JobRef& job) const {
+  absl::ReaderMutexLock lock(&mu_);
+  return CheckOwner(job);
+}
+
 absl::StatusOr<VariableStore::Variable*> VariableStore::Find(
     const JobRef& job, const std::string& name) const {
   if (absl::Status owner = CheckOwner(job); !owner.ok()) {

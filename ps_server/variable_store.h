@@ -115,6 +115,10 @@ class VariableStore {
   // values. PERMISSION_DENIED when another job owns the shard.
   absl::StatusOr<std::vector<v1::PsVariableSpec>> List(const JobRef& job) const;
 
+  // OK when `job` may use the shard's variables (whether or not it holds
+  // any); PERMISSION_DENIED naming the owner otherwise.
+  absl::Status Admits(const JobRef& job) const;
+
   // What a push of `name` must carry; errors as Pull's.
   absl::StatusOr<VariableLayout> Layout(const JobRef& job,
                                         const std::string& name) const;

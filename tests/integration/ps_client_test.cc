@@ -405,6 +405,21 @@ TEST(PsClientTest,
   // One push of 1.0 at a learning rate of 0.5: the earlier one's was not
   // applied.
   for (int i = 0; i < 40; ++i) EXPECT_EQ(pulled.emb[i], model.emb[i] - 0.5f);
+
+  // Both shards restart from their snapshots. The earlier job's push, meant
+  // for an incarnation gone, is still refused as another job's: told that
+  // the shards restarted, it would declare its variables again and take
+  // them back.
+  shards.Stop(0);
+  shards.Stop(1);
+  shards.Start(0);
+  shards.Start(1);
+  const absl::Status after_restart = earlier->Push(push);
+  EXPECT_EQ(after_restart.code(), absl::StatusCode::kPermissionDenied)
+      << after_restart;
+  Pulled kept;
+  ASSERT_TRUE(kept.From(*current).ok());
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(kept.emb[i], model.emb[i] - 0.5f);
 }
 
 TEST(PsClientTest, AShardBackWithoutSnapshotGetsTheVariablesAgain) {
