@@ -259,8 +259,11 @@ grpc::ServerUnaryReactor* JobsService::FetchVariables(
         absl::StatusOr<std::vector<std::string>> addresses =
             manager_->PsAddresses(request->job_id(), SteadyNow());
         if (!addresses.ok()) return addresses.status();
+        absl::StatusOr<v1::JobStatus> job = manager_->Get(request->job_id());
+        if (!job.ok()) return job.status();
         absl::StatusOr<std::vector<v1::VariableValue>> values =
             FetchPsVariables(*addresses, ps_security_, request->job_id(),
+                             job->uid(),
                              {request->names().begin(), request->names().end()},
                              kFetchTimeout, kMaxFetchBytes);
         if (!values.ok()) return values.status();

@@ -104,17 +104,18 @@ class ShardReader {
         stub_(v1::ParameterServer::NewStub(connection_.channel())) {}
 
   // Appends the shard's parts, without values, to `parts`.
-  absl::Status List(const std::string& job_id, absl::Duration timeout,
-                    std::vector<StoredPart>& parts) {
+  absl::Status List(const std::string& job_id, const std::string& job_uid,
+                    absl::Duration timeout, std::vector<StoredPart>& parts) {
     v1::ListVariablesRequest list;
     list.set_job_id(job_id);
+    list.set_job_uid(job_uid);
     v1::ListVariablesResponse listed;
     const grpc::Status status = stub_->ListVariables(
         connection_.NewContext(timeout).get(), list, &listed);
     if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
       return absl::FailedPreconditionError(
           absl::StrCat("ps:", shard_, ": ", status.error_message(),
-                       " (a later ParameterServer job replaced them)"));
+                       " (the shard holds another job's variables)"));
     }
     if (!status.ok()) return Failed("ParameterServer.ListVariables", status);
     for (const v1::PsVariableSpec& spec : listed.variables()) {
@@ -125,11 +126,13 @@ class ShardReader {
 
   // Fills in the values of `wanted` (this shard's parts), each checked
   // against the size its spec gives.
-  absl::Status Pull(const std::string& job_id, absl::Duration timeout,
+  absl::Status Pull(const std::string& job_id, const std::string& job_uid,
+                    absl::Duration timeout,
                     const std::vector<StoredPart*>& wanted) {
     if (wanted.empty()) return absl::OkStatus();
     v1::PullRequest pull;
     pull.set_job_id(job_id);
+    pull.set_job_uid(job_uid);
     pull.set_worker("coordinator");
     // Per part: where its value goes, and the bytes that arrived for it.
     std::map<std::string, std::pair<StoredPart*, int64_t>> by_name;
@@ -231,14 +234,15 @@ absl::StatusOr<std::vector<v1::VariableValue>> JoinParts(
 
 absl::StatusOr<std::vector<v1::VariableValue>> FetchPsVariables(
     const std::vector<std::string>& ps_addresses, const rpc::Security& security,
-    const std::string& job_id, const std::vector<std::string>& names,
-    absl::Duration timeout, int64_t max_bytes) {
+    const std::string& job_id, const std::string& job_uid,
+    const std::vector<std::string>& names, absl::Duration timeout,
+    int64_t max_bytes) {
   std::vector<std::unique_ptr<ShardReader>> shards;
   std::vector<StoredPart> parts;
   for (size_t shard = 0; shard < ps_addresses.size(); ++shard) {
     shards.push_back(std::make_unique<ShardReader>(
         static_cast<int>(shard), ps_addresses[shard], security));
-    absl::Status listed = shards.back()->List(job_id, timeout, parts);
+    absl::Status listed = shards.back()->List(job_id, job_uid, timeout, parts);
     if (!listed.ok()) return listed;
   }
   // Only what was asked for is pulled, and only when it fits one answer.
@@ -274,7 +278,8 @@ absl::StatusOr<std::vector<v1::VariableValue>> FetchPsVariables(
     wanted[part.shard].push_back(&part);
   }
   for (size_t shard = 0; shard < shards.size(); ++shard) {
-    absl::Status pulled = shards[shard]->Pull(job_id, timeout, wanted[shard]);
+    absl::Status pulled =
+        shards[shard]->Pull(job_id, job_uid, timeout, wanted[shard]);
     if (!pulled.ok()) return pulled;
   }
   return JoinParts(std::move(parts), names);

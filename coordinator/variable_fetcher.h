@@ -33,14 +33,16 @@ absl::StatusOr<std::vector<v1::VariableValue>> JoinParts(
 
 // Lists every shard at `ps_addresses` (index = shard id), then pulls the
 // parts of the variables in `names` (empty: all), one shard after another,
-// each call within `timeout`. RESOURCE_EXHAUSTED, before anything is
-// pulled, when those hold more than max_bytes. Errors name the shard:
-// UNAVAILABLE for one that does not answer, FAILED_PRECONDITION when a
-// shard holds another job's variables now, DATA_LOSS for a value that does
-// not fit its spec. Blocks: run it off the gRPC threads.
+// each call within `timeout`. `job_uid` (JobStatus.uid) tells the job from
+// an earlier cluster's job of the same id that a shard may still hold.
+// RESOURCE_EXHAUSTED, before anything is pulled, when those hold more than
+// max_bytes. Errors name the shard: UNAVAILABLE for one that does not answer,
+// FAILED_PRECONDITION when a shard holds another job's variables now, DATA_LOSS
+// for a value that does not fit its spec. Blocks: run it off the gRPC threads.
 absl::StatusOr<std::vector<v1::VariableValue>> FetchPsVariables(
     const std::vector<std::string>& ps_addresses, const rpc::Security& security,
-    const std::string& job_id, const std::vector<std::string>& names,
-    absl::Duration timeout, int64_t max_bytes);
+    const std::string& job_id, const std::string& job_uid,
+    const std::vector<std::string>& names, absl::Duration timeout,
+    int64_t max_bytes);
 
 }  // namespace cohort::coordinator

@@ -280,7 +280,7 @@ grpc::ServerUnaryReactor* PsService::ListVariables(
   return rpc::OffloadUnary(
       context, runtime_->auth(), &work_, [=, this]() -> absl::Status {
         absl::StatusOr<std::vector<v1::PsVariableSpec>> specs =
-            store_->List(request->job_id());
+            store_->List({request->job_id(), request->job_uid()});
         if (!specs.ok()) return specs.status();
         *response->mutable_shard() = ShardState();
         for (v1::PsVariableSpec& spec : *specs) {

@@ -457,7 +457,7 @@ TEST_F(PsIntegrationTest, TheCoordinatorPullsOnlyTheNamedAndRefusesTooMuch) {
   // "w" holds 512 bytes and "b" 16: asking for "b" alone fits in 100, so
   // "w" was not pulled.
   absl::StatusOr<std::vector<v1::VariableValue>> b =
-      coordinator::FetchPsVariables(shards, security, "job-a", {"b"},
+      coordinator::FetchPsVariables(shards, security, "job-a", "", {"b"},
                                     kRpcTimeout, /*max_bytes=*/100);
   ASSERT_TRUE(b.ok()) << b.status();
   ASSERT_EQ(b->size(), 1u);
@@ -465,22 +465,48 @@ TEST_F(PsIntegrationTest, TheCoordinatorPullsOnlyTheNamedAndRefusesTooMuch) {
   EXPECT_EQ((*b)[0].value().size(), 16u);
 
   absl::StatusOr<std::vector<v1::VariableValue>> all =
-      coordinator::FetchPsVariables(shards, security, "job-a", {}, kRpcTimeout,
+      coordinator::FetchPsVariables(shards, security, "job-a", "", {},
+                                    kRpcTimeout,
                                     /*max_bytes=*/100);
   EXPECT_EQ(all.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(all.status().message(), HasSubstr("fetch fewer of them by name"));
-  all = coordinator::FetchPsVariables(shards, security, "job-a", {},
+  all = coordinator::FetchPsVariables(shards, security, "job-a", "", {},
                                       kRpcTimeout, /*max_bytes=*/528);
   ASSERT_TRUE(all.ok()) << all.status();
   EXPECT_EQ(all->size(), 2u);
 
   absl::StatusOr<std::vector<v1::VariableValue>> missing =
-      coordinator::FetchPsVariables(shards, security, "job-a", {"zz"},
+      coordinator::FetchPsVariables(shards, security, "job-a", "", {"zz"},
                                     kRpcTimeout, /*max_bytes=*/100);
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(missing.status().message(),
               HasSubstr("no ps task holds variable zz; the job's variables "
                         "are: b, w"));
+}
+
+TEST_F(PsIntegrationTest, TheCoordinatorReadsOnlyTheJobOfTheUidItAsksFor) {
+  // A shard that outlived a coordinator holds the earlier cluster's job 1;
+  // the new cluster's job 1 has another uid and must not read its values.
+  v1::CreateVariablesRequest earlier;
+  *earlier.add_variables() = Spec("v", {2});
+  ASSERT_TRUE(
+      shard_.store()
+          .Create("1", 2, earlier.variables(), "uid-earlier", "cluster-earlier")
+          .ok());
+  const std::vector<std::string> shards = {shard_.server().DialAddress()};
+  const rpc::Security security{.token = std::string(kToken)};
+  absl::StatusOr<std::vector<v1::VariableValue>> other =
+      coordinator::FetchPsVariables(shards, security, "1", "uid-new", {},
+                                    kRpcTimeout, /*max_bytes=*/100);
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(other.status().message(), HasSubstr("uid-earlier"));
+
+  absl::StatusOr<std::vector<v1::VariableValue>> own =
+      coordinator::FetchPsVariables(shards, security, "1", "uid-earlier", {},
+                                    kRpcTimeout, /*max_bytes=*/100);
+  ASSERT_TRUE(own.ok()) << own.status();
+  ASSERT_EQ(own->size(), 1u);
+  EXPECT_EQ((*own)[0].name(), "v");
 }
 
 TEST_F(PsIntegrationTest, ALargeVariableMovesInChunks) {
