@@ -257,6 +257,11 @@ absl::StatusOr<Manifest> ParseManifest(const std::string& text,
   Manifest manifest;
   manifest.data_size = *data_size;
   manifest.data_crc32 = static_cast<uint32_t>(*crc);
+  // The writer lays tensors out back to back, in order, each once: a
+  // manifest that says otherwise was damaged, and its data would load as
+  // plausible tensors of the wrong bytes.
+  uint64_t next = 0;
+  std::set<std::string> names;
   for (size_t i = 0; i < tensors->size(); ++i) {
     COHORT_ASSIGN_OR_RETURN(ManifestEntry entry,
                             ParseEntry((*tensors)[i], i, path));
@@ -266,7 +271,23 @@ absl::StatusOr<Manifest> ParseManifest(const std::string& text,
                                          "\" lies past the data's ",
                                          manifest.data_size, " bytes"));
     }
+    if (entry.offset != next) {
+      return DataLoss(
+          path, absl::StrCat("tensor \"", entry.tensor.name,
+                             "\" starts at byte ", entry.offset, ", not at ",
+                             next, " where the one before it ends"));
+    }
+    if (!names.insert(entry.tensor.name).second) {
+      return DataLoss(path, absl::StrCat("tensor \"", entry.tensor.name,
+                                         "\" appears twice"));
+    }
+    next = entry.offset + entry.size;
     manifest.entries.push_back(std::move(entry));
+  }
+  if (next != manifest.data_size) {
+    return DataLoss(path,
+                    absl::StrCat("its tensors cover ", next, " of the data's ",
+                                 manifest.data_size, " bytes"));
   }
   return manifest;
 }

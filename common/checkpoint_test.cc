@@ -11,11 +11,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "nlohmann/json.hpp"
 
 namespace cohort {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::HasSubstr;
 
 std::string Bytes(const std::vector<float>& values) {
   std::string bytes(values.size() * sizeof(float), '\0');
@@ -189,6 +191,42 @@ TEST_F(CheckpointTest, BadManifestIsDataLoss) {
                   .ok());
   EXPECT_EQ(ReadCheckpoint(dir_, 3).status().code(),
             absl::StatusCode::kDataLoss);
+}
+
+TEST_F(CheckpointTest, AManifestWhoseTensorsDoNotTileTheDataIsDataLoss) {
+  // Two float32 tensors of 8 bytes each, back to back in 16 bytes.
+  const std::vector<SavedTensor> written = {
+      {"a", "float32", {2}, Bytes({1, 2})},
+      {"b", "float32", {2}, Bytes({3, 4})}};
+  auto rewrite = [&](const std::string& tensors, int data_size) {
+    ASSERT_TRUE(WriteCheckpoint(dir_, 3, written).ok());
+    const std::string good = *ReadFile(File(3, ".json"));
+    nlohmann::json manifest = nlohmann::json::parse(good);
+    manifest["tensors"] = nlohmann::json::parse(tensors);
+    manifest["data_size"] = data_size;
+    ASSERT_TRUE(WriteFileAtomically(File(3, ".json"), manifest.dump()).ok());
+  };
+  auto expect_loss = [&](const std::string& what) {
+    const absl::Status status = ReadCheckpoint(dir_, 3).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(what));
+  };
+  const std::string a = R"({"name": "a", "dtype": "float32", "shape": [2],
+                            "offset": 0, "size": 8})";
+  // Each of these lies within the data, as the size check alone allowed.
+  rewrite(absl::StrCat("[", a, R"(, {"name": "b", "dtype": "float32",
+                  "shape": [2], "offset": 4, "size": 8}])"),
+          16);
+  expect_loss("tensor \"b\" starts at byte 4, not at 8");
+  rewrite(absl::StrCat("[", a, R"(, {"name": "a", "dtype": "float32",
+                  "shape": [2], "offset": 8, "size": 8}])"),
+          16);
+  expect_loss("tensor \"a\" appears twice");
+  rewrite(absl::StrCat("[", a, "]"), 16);
+  expect_loss("its tensors cover 8 of the data's 16 bytes");
+
+  ASSERT_TRUE(WriteCheckpoint(dir_, 3, written).ok());
+  EXPECT_TRUE(ReadCheckpoint(dir_, 3).ok());
 }
 
 TEST_F(CheckpointTest, MissingIsNotFound) {
