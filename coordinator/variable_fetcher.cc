@@ -49,11 +49,19 @@ absl::StatusOr<v1::VariableValue> Join(const std::string& name,
   v1::VariableValue out;
   out.set_name(name);
   out.set_dtype(ps::DTypeName(first.dtype()));
+  // Only a count tells a lost last part (a shard that restarted empty) from
+  // a whole variable; specs written before the count carry 0.
+  if (first.num_parts() > 0 &&
+      static_cast<size_t>(first.num_parts()) != parts.size()) {
+    return broken(parts.size(), " of its ", first.num_parts(),
+                  " parts were found");
+  }
   int64_t rows = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const v1::PsVariableSpec& spec = parts[i]->spec;
     const int index = SplitPartName(spec.name()).second;
-    if (parts.size() > 1 && index != static_cast<int>(i)) {
+    if ((parts.size() > 1 || first.num_parts() > 0) &&
+        index != static_cast<int>(i)) {
       return broken("part ", i, " is missing");
     }
     if (spec.dtype() != first.dtype()) {

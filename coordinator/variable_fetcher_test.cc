@@ -66,6 +66,22 @@ TEST(JoinPartsTest, PartsThatDoNotFitAreDataLoss) {
           .status()
           .code(),
       absl::StatusCode::kDataLoss);
+  // The last of 3 parts is missing (its shard restarted empty), or the
+  // first of 2: only the count the parts carry tells.
+  StoredPart first = Part("w/part_0", {1}, {1}),
+             second = Part("w/part_1", {1}, {2});
+  first.spec.set_num_parts(3);
+  second.spec.set_num_parts(3);
+  absl::StatusOr<std::vector<v1::VariableValue>> short_of_one =
+      JoinParts({first, second}, {});
+  EXPECT_EQ(short_of_one.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(short_of_one.status().message(),
+              HasSubstr("2 of its 3 parts were found"));
+  second.spec.set_num_parts(2);
+  EXPECT_EQ(JoinParts({second}, {}).status().code(),
+            absl::StatusCode::kDataLoss);
+  first.spec.set_num_parts(2);
+  EXPECT_TRUE(JoinParts({first, second}, {}).ok());
   // Rows of different widths.
   absl::StatusOr<std::vector<v1::VariableValue>> widths = JoinParts(
       {Part("w/part_0", {1, 2}, {1, 2}), Part("w/part_1", {1, 3}, {3, 4, 5})},

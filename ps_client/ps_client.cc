@@ -184,6 +184,9 @@ absl::Status PsClient::CreateVariables(
       spec->set_dtype(o.dtype);
       *spec->mutable_optimizer() = o.optimizer;
       spec->set_aggregation(o.aggregation);
+      if (v.parts.size() > 1) {
+        spec->set_num_parts(static_cast<int32_t>(v.parts.size()));
+      }
       if (!o.initial.empty()) {
         spec->set_initial(o.initial.data() + part.byte_offset, part.bytes);
       }

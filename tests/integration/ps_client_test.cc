@@ -168,6 +168,16 @@ TEST(PsClientTest, ShardedVariablesSpreadOverBothShardsAndTrain) {
       shards[1].service().store()->Layout(kJob, "emb/part_1");
   ASSERT_TRUE(part1.ok());
   EXPECT_THAT(part1->shape, ElementsAreArray({5, 4}));
+  // Each part says how many its variable has; the whole scale says none.
+  for (int shard = 0; shard < 2; ++shard) {
+    absl::StatusOr<std::vector<v1::PsVariableSpec>> listed =
+        shards[shard].service().store()->List(kJob);
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    for (const v1::PsVariableSpec& spec : *listed) {
+      EXPECT_EQ(spec.num_parts(), spec.name() == "scale" ? 0 : 2)
+          << spec.name();
+    }
+  }
 
   Pulled pulled;
   ASSERT_TRUE(pulled.From(*client).ok());
