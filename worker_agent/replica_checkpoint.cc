@@ -105,11 +105,18 @@ absl::Status ReplicaContextImpl::LoadCheckpoint(
         COHORT_RETURN_IF_ERROR(LoadInto(saved, *slot, device_, where));
       }
     }
+    // The update count is state like the slots: Adam's bias correction
+    // starting again from 0 would make the first update after a resume far
+    // too large.
     auto it = saved.find(IterationsName(k));
-    if (it != saved.end() && it->second.bytes.size() == sizeof(int64_t)) {
-      std::memcpy(&optimizers_[k]->iterations(), it->second.bytes.data(),
-                  sizeof(int64_t));
+    if (it == saved.end() || it->second.bytes.size() != sizeof(int64_t)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the checkpoint ", where, " has no int64 tensor \"",
+          IterationsName(k), "\", which the init function's optimizer ", k,
+          " needs: it belongs to another model"));
     }
+    std::memcpy(&optimizers_[k]->iterations(), it->second.bytes.data(),
+                sizeof(int64_t));
   }
   return absl::OkStatus();
 }
@@ -145,6 +152,7 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
   }
   int64_t newest = -1;
   int root = 0;
+  bool own_unreadable = false;  // this replica's newest copy failed to read
   while (true) {
     newest = candidate;
     COHORT_RETURN_IF_ERROR(
@@ -180,6 +188,7 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
             "replica {} cannot read its copy of checkpoint {}: {}; the "
             "replicas look for another copy",
             replica_id_, newest, tensors.status().ToString());
+        own_unreadable = own_unreadable || (own.ok() && *own == newest);
         candidate = -1;
         for (const int64_t step : CheckpointSteps(job_->checkpoint_dir)) {
           if (step < newest) {
@@ -217,7 +226,11 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
         "{}, which the job checkpointed: {} more steps run again",
         newest, job_->checkpoint_step, job_->checkpoint_step - newest);
   }
-  if (restore) restored_from_rank_ = root;
+  if (restore) {
+    restored_from_rank_ = root;
+    // A copy this agent offered but could not read is not held.
+    holds_restored_ = own.ok() && *own == newest && !own_unreadable;
+  }
   int64_t header[2] = {restore ? 1 : 0, restore ? newest : 0};
 
   // Under central storage ON_WRITE variables and slots are one copy already:
@@ -279,14 +292,42 @@ absl::Status ReplicaContextImpl::SaveCheckpoint(int64_t step) {
           {IterationsName(k), DTypeName(DType::kInt64), {1}, std::move(bytes)});
     }
   }
+  absl::Status written;
   std::function<absl::Status()> write;
   if (writer) {
     write = [&] {
-      return WriteCheckpoint(job_->checkpoint_dir, step, tensors);
+      written = WriteCheckpoint(job_->checkpoint_dir, step, tensors);
+      return absl::OkStatus();
     };
   }
-  return WhileGroupWaits(std::move(write),
-                         absl::StrCat("writing checkpoint ", step));
+  COHORT_RETURN_IF_ERROR(WhileGroupWaits(
+      std::move(write), absl::StrCat("writing checkpoint ", step)));
+  // The others would otherwise go on, and a later attempt could resume from
+  // their copies at a step the failed agent's directory never holds.
+  int64_t failed = written.ok() ? -1 : replica_id_;
+  COHORT_RETURN_IF_ERROR(
+      AllReduceHost(&failed, 1, DType::kInt64, ReduceOp::kMax));
+  if (!written.ok()) return written;
+  if (failed >= 0) {
+    return absl::AbortedError(absl::StrCat("replica ", failed,
+                                           " could not write its copy of "
+                                           "checkpoint ",
+                                           step, " (its error says why)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReplicaContextImpl::SaveWhereMissing(int64_t step) {
+  const bool writer = local_index_ == 0 && !job_->checkpoint_dir.empty();
+  int64_t missing = writer && !holds_restored_ ? 1 : 0;
+  COHORT_RETURN_IF_ERROR(
+      AllReduceHost(&missing, 1, DType::kInt64, ReduceOp::kMax));
+  if (missing == 0) return absl::OkStatus();
+  if (replica_id_ == 0) {
+    spdlog::info("checkpoint {} is written again: some agent holds no copy",
+                 step);
+  }
+  return SaveCheckpoint(step);
 }
 
 absl::Status ReplicaContextImpl::WhileGroupWaits(

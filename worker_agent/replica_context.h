@@ -174,8 +174,16 @@ class ReplicaContextImpl final : public ReplicaContext {
   int restored_from_rank() const { return restored_from_rank_; }
   // Writes a checkpoint of the state after `step` steps: ON_READ variables
   // are aggregated (collective), and every agent's first replica writes its
-  // agent's copy. Collective.
+  // agent's copy. A copy that one agent fails to write fails the call on
+  // every replica (ABORTED naming that replica on the others), so that no
+  // agent goes on as if the checkpoint were everywhere. Collective.
   absl::Status SaveCheckpoint(int64_t step);
+  // After RestoreOrSync restored `step`: writes it again, as SaveCheckpoint
+  // does, when some agent's newest copy is not that step (a host that lost
+  // its disk, a chief whose last write failed), so that every agent holds
+  // the checkpoint the attempt resumed from, even when no step runs after
+  // it. Collective.
+  absl::Status SaveWhereMissing(int64_t step);
 
  private:
   // Records the first failure of the communicator, which stays failed.
@@ -215,6 +223,7 @@ class ReplicaContextImpl final : public ReplicaContext {
   const int replica_id_;
   const int local_index_;
   int restored_from_rank_ = -1;
+  bool holds_restored_ = false;  // this agent's newest copy is the restored
   const Device device_;
   LogicalDevices logical_;
   collective::Communicator* const comm_;

@@ -13,7 +13,9 @@
 
 #include "collective/algorithmic_communicator.h"
 #include "collective/transports/local_transport.h"
+#include "common/checkpoint.h"
 #include "common/file_util.h"
+#include "common/status_macros.h"
 
 namespace cohort::agent {
 namespace {
@@ -524,6 +526,9 @@ TEST(ReplicaContextTest, AnAgentWhoseCheckpointRecordIsDamagedOffersNoCopy) {
   // With no readable copy anywhere, starting afresh would throw the job's
   // progress away: every replica fails, naming the damaged record.
   std::filesystem::remove_all(dirs[0]);
+  std::filesystem::remove_all(dirs[1]);
+  std::filesystem::create_directories(dirs[1]);
+  ASSERT_TRUE(WriteFileAtomically(dirs[1] + "/latest", "garbage").ok());
   Replicas third(dirs);
   for (const absl::Status& status :
        third.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
@@ -533,6 +538,62 @@ TEST(ReplicaContextTest, AnAgentWhoseCheckpointRecordIsDamagedOffersNoCopy) {
     EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
     EXPECT_THAT(status.message(), HasSubstr("rank 1"));
   }
+}
+
+// A copy one agent cannot write fails the checkpoint on every replica: the
+// others must not go on as if it were everywhere.
+TEST(ReplicaContextTest, ACopyOneAgentCannotWriteFailsTheCheckpointOnEvery) {
+  const std::string root = ::testing::TempDir() + "/replica_unwritable_copy";
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  // Agent 0's directory cannot be made: a file stands in its place.
+  const std::vector<std::string> dirs = {root + "/agent0", root + "/agent1"};
+  ASSERT_TRUE(WriteFileAtomically(dirs[0], "not a directory").ok());
+  Replicas replicas(dirs);
+  const std::vector<absl::Status> statuses = replicas.Run(
+      [](ReplicaContextImpl& ctx) { return StartAndCheckpoint(ctx, 7); });
+  EXPECT_FALSE(statuses[0].ok());
+  EXPECT_EQ(statuses[1].code(), absl::StatusCode::kAborted) << statuses[1];
+  EXPECT_THAT(statuses[1].message(),
+              HasSubstr("replica 0 could not write its copy of checkpoint 7"));
+}
+
+// An attempt that resumes from another agent's copy writes the checkpoint
+// again where it is missing, though no step may follow it: a chief that
+// lost its disk holds the final model again.
+TEST(ReplicaContextTest, ARestoreWritesTheCheckpointWhereACopyIsMissing) {
+  const std::string root = ::testing::TempDir() + "/replica_missing_copy";
+  std::filesystem::remove_all(root);
+  const std::vector<std::string> dirs = {root + "/agent0", root + "/agent1"};
+  {
+    Replicas first(dirs);
+    ExpectAllOk(first.Run(
+        [](ReplicaContextImpl& ctx) { return StartAndCheckpoint(ctx, 7); }));
+  }
+  std::filesystem::remove_all(dirs[0]);
+  Replicas second(dirs);
+  ExpectAllOk(second.Run([](ReplicaContextImpl& ctx) -> absl::Status {
+    COHORT_RETURN_IF_ERROR(StartRestored(ctx, 7));
+    EXPECT_EQ(ctx.restored_from_rank(), 1);
+    return ctx.SaveWhereMissing(7);
+  }));
+  absl::StatusOr<int64_t> newest = NewestCheckpointStep(dirs[0]);
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  EXPECT_EQ(*newest, 7);
+  // Nothing is missing now: nothing is written.
+  // A rewrite replaces the file by rename: another inode.
+  auto inode = [&](const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+    return st.st_ino;
+  };
+  const ino_t written = inode(dirs[1] + "/ckpt-7.data");
+  Replicas third(dirs);
+  ExpectAllOk(third.Run([](ReplicaContextImpl& ctx) -> absl::Status {
+    COHORT_RETURN_IF_ERROR(StartRestored(ctx, 7));
+    return ctx.SaveWhereMissing(7);
+  }));
+  EXPECT_EQ(inode(dirs[1] + "/ckpt-7.data"), written);
 }
 
 // Checkpoints that every agent lost (wiped disks) fail the job: starting
@@ -600,6 +661,34 @@ TEST(ReplicaContextTest, ACheckpointOfAnotherShapeIsRefusedNamingBoth) {
               HasSubstr("holds \"w\" as float64 [2,3] (48 bytes); the init "
                         "function creates float64 [3,2] (48 bytes)"));
   EXPECT_TRUE(start_with({2, 3}).ok());
+}
+
+// An optimizer's update count is restored like its slots: a checkpoint
+// without it is another model's, not one to resume with the count at 0.
+TEST(ReplicaContextTest, ACheckpointWithoutAnOptimizersCountIsRefused) {
+  const std::string dir = ::testing::TempDir() + "/replica_no_iterations";
+  std::filesystem::remove_all(dir);
+  auto start = [&](bool with_optimizer) {
+    Replicas replicas(1, dir);
+    return replicas.Run([&](ReplicaContextImpl& ctx) -> absl::Status {
+      const double w0[2] = {1.0, 2.0};
+      absl::StatusOr<Variable*> w = ctx.create_variable(
+          {.name = "w", .shape = {2}, .dtype = DType::kFloat64}, w0);
+      if (!w.ok()) return w.status();
+      if (with_optimizer) {
+        absl::StatusOr<Optimizer*> sgd = ctx.create_optimizer(
+            {.kind = OptimizerKind::kSgd, .learning_rate = 0.5}, {*w});
+        if (!sgd.ok()) return sgd.status();
+      }
+      absl::StatusOr<int64_t> started = ctx.RestoreOrSync();
+      if (!started.ok()) return started.status();
+      return *started == 0 ? ctx.SaveCheckpoint(5) : absl::OkStatus();
+    })[0];
+  };
+  ASSERT_TRUE(start(/*with_optimizer=*/false).ok());
+  const absl::Status refused = start(/*with_optimizer=*/true);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("optimizer0/iterations"));
 }
 
 // What a replica saw of an SGD job: its variables' memory and values.

@@ -457,6 +457,20 @@ void SyncJobRunner::RunReplica(int local) {
     resumed_from_step_ = *start;
     if (ours) resumed_from_ = options_.origin;
   }
+  // A checkpoint the model cannot make (a tensor named twice) fails every
+  // retry the same way.
+  auto checkpoint_failure = [&](int64_t step, const absl::Status& saved) {
+    const bool permanent =
+        absl::IsInvalidArgument(saved) || RefusedForGood(saved, a.node());
+    Fail(absl::Status(saved.code(), absl::StrCat("checkpoint at step ", step,
+                                                 ": ", saved.message())),
+         permanent);
+  };
+  if (ctx.restored_from_rank() >= 0) {
+    if (absl::Status saved = ctx.SaveWhereMissing(*start); !saved.ok()) {
+      return checkpoint_failure(*start, saved);
+    }
+  }
   Progress(local, *start);
   if (input_ != nullptr) {
     if (absl::Status begun = input_->Begin(*start); !begun.ok()) {
@@ -570,14 +584,7 @@ void SyncJobRunner::RunReplica(int local) {
         (every > 0 && done % every == 0)) {
       ScopedSpan checkpoint_span("checkpoint");
       if (absl::Status saved = ctx.SaveCheckpoint(done); !saved.ok()) {
-        // A checkpoint the model cannot make (a tensor named twice) fails
-        // every retry the same way.
-        const bool permanent =
-            absl::IsInvalidArgument(saved) || RefusedForGood(saved, a.node());
-        return Fail(
-            absl::Status(saved.code(), absl::StrCat("checkpoint at step ", done,
-                                                    ": ", saved.message())),
-            permanent);
+        return checkpoint_failure(done, saved);
       }
       if (replica == 0) {
         absl::MutexLock lock(&mu_);
