@@ -242,8 +242,11 @@ absl::StatusOr<bool> StepInput::AwaitStep(int64_t step) {
           "; the data set or stream is not producing"));
     }
   }
+  // A step cut before the input failed is still served: the error is for
+  // the first step it cost.
+  if (prepared_.contains(step)) return true;
   if (!error_.ok()) return error_;
-  return prepared_.contains(step);
+  return false;
 }
 
 absl::StatusOr<bool> StepInput::HasStep(int64_t step) {

@@ -144,6 +144,48 @@ TEST(StepInputTest, AFiniteStreamSaysWhichStepItCannotFill) {
   EXPECT_FALSE(after->has_value());
 }
 
+// Elements as IndexStream's, until element `fail_at`, which is an error.
+class FailingStream final : public DataStream {
+ public:
+  explicit FailingStream(int64_t fail_at) : fail_at_(fail_at) {}
+
+  absl::StatusOr<bool> Next(std::string* element) override {
+    if (next_ == fail_at_) {
+      return absl::DataLossError(absl::StrCat("bad record ", next_));
+    }
+    element->assign(reinterpret_cast<const char*>(&next_), sizeof(next_));
+    ++next_;
+    return true;
+  }
+  DatasetOptions options() const override {
+    return {.shard_policy = ShardPolicy::kOff};
+  }
+
+ private:
+  const int64_t fail_at_;
+  int64_t next_ = 0;
+};
+
+// Steps cut before the stream failed are still trained: the error is for
+// the first step it cost.
+TEST(StepInputTest, AStreamErrorSparesTheStepsCutBeforeIt) {
+  auto input = FromStream(std::make_unique<FailingStream>(8), 1, 4,
+                          {.end_step = 100, .prefetch_steps = 2});
+  ASSERT_NE(input, nullptr);
+  ASSERT_TRUE(input->Begin(0).ok());
+  auto b0 = input->Take(0, 0, Cpu(0));
+  ASSERT_TRUE(b0.ok() && b0->has_value()) << b0.status();
+  // Step 2, cut while step 0 is held, fails: step 1 was cut before it.
+  EXPECT_THAT(input->HasStep(2).status(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("bad record 8")));
+  auto b1 = input->Take(0, 1, Cpu(0));
+  ASSERT_TRUE(b1.ok()) << b1.status();
+  ASSERT_TRUE(b1->has_value());
+  EXPECT_THAT(Indices(**b1), ElementsAre(4, 5, 6, 7));
+  EXPECT_THAT(input->Take(0, 2, Cpu(0)).status(),
+              StatusIs(absl::StatusCode::kDataLoss));
+}
+
 TEST(StepInputTest, WithoutPrefetchTheReplicasCutEachStepThemselves) {
   auto stream = std::make_unique<IndexStream>(-1);
   IndexStream* raw = stream.get();
