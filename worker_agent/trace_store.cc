@@ -15,7 +15,9 @@ size_t TraceCapacity(int64_t trace_steps) {
   // whole runs.
   constexpr int64_t kPerStep = 64;
   constexpr int64_t kMax = int64_t{256} << 10;
-  return static_cast<size_t>(std::min(kMax, 256 + trace_steps * kPerStep));
+  // trace_steps comes from the job spec: clamped before it is multiplied.
+  const int64_t steps = std::clamp<int64_t>(trace_steps, 0, kMax / kPerStep);
+  return static_cast<size_t>(std::min(kMax, 256 + steps * kPerStep));
 }
 
 TraceStore& TraceStore::Default() {

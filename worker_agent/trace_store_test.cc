@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <set>
 
 namespace cohort::agent {
@@ -16,6 +17,17 @@ std::set<int> Attempts(const v1::TraceData& data) {
   for (const v1::ReplicaTrace& r : data.replicas())
     attempts.insert(r.attempt());
   return attempts;
+}
+
+// trace_steps is the job spec's: any value gives a capacity within the cap.
+TEST(TraceStoreTest, TheCapacityStaysWithinItsCapForAnyStepCount) {
+  constexpr size_t kCap = size_t{256} << 10;
+  EXPECT_EQ(TraceCapacity(0), 256u);
+  EXPECT_EQ(TraceCapacity(10), 256u + 640u);
+  for (const int64_t steps : {int64_t{1} << 57, int64_t{1} << 58,
+                              std::numeric_limits<int64_t>::max()}) {
+    EXPECT_EQ(TraceCapacity(steps), kCap) << steps;
+  }
 }
 
 // Ids start again at 1 in a new cluster: another cluster's job 1 is not
