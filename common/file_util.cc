@@ -103,16 +103,25 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return file->ReadAll();
 }
 
-absl::Status WriteFileAtomically(const std::string& path,
-                                 const std::string& contents) {
+absl::StatusOr<TempFile> CreateTempBeside(const std::string& path,
+                                          mode_t mode) {
   // Unique per call: threads of one process may write the same path at once.
   static std::atomic<uint64_t> counter{0};
-  const std::string tmp =
-      absl::StrCat(path, ".tmp.", getpid(), ".", counter.fetch_add(1));
+  TempFile temp;
+  temp.path = absl::StrCat(path, ".tmp.", getpid(), ".", counter.fetch_add(1));
+  temp.fd =
+      open(temp.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   // Errors name `path`: the temporary file is ours, not the caller's.
-  const int fd =
-      open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoError(path, "cannot write");
+  if (temp.fd < 0) return ErrnoError(path, "cannot write");
+  return temp;
+}
+
+absl::Status WriteFileAtomically(const std::string& path,
+                                 const std::string& contents) {
+  absl::StatusOr<TempFile> temp = CreateTempBeside(path);
+  if (!temp.ok()) return temp.status();
+  const std::string& tmp = temp->path;
+  const int fd = temp->fd;
   size_t written = 0;
   while (written < contents.size()) {
     const ssize_t n =

@@ -2,6 +2,8 @@
 
 // Small file helpers with absl::Status errors that name the path.
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -44,6 +46,17 @@ class FileToRead {
   int fd_ = -1;
   uint64_t size_ = 0;
 };
+
+// A new file beside `path`, to be renamed onto it once written: its name is
+// unique per process and call, and it is created exclusively, so that two
+// writers of one path never share it. `fd` is open for writing; the caller
+// closes it and renames or unlinks `path`.
+struct TempFile {
+  std::string path;
+  int fd = -1;
+};
+absl::StatusOr<TempFile> CreateTempBeside(const std::string& path,
+                                          mode_t mode = 0600);
 
 // Writes `contents` so that readers see either the old file or the whole new
 // one, even across a crash: temp file, fsync, rename, fsync of the directory.

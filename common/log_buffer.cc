@@ -37,12 +37,15 @@ std::vector<LogEntry> LogBuffer::Read(int64_t after_seq, size_t max_lines,
   *dropped = 0;
   if (entries_.empty()) return out;
   const int64_t first = entries_.front().seq;
-  if (after_seq + 1 < first) {
-    *dropped = first - after_seq - 1;
+  // after_seq comes from a request: compared, never added to, so that
+  // INT64_MAX cannot wrap round to the start of the buffer.
+  if (after_seq >= entries_.back().seq) return out;
+  if (after_seq < first - 1) {
+    *dropped = first - 1 - after_seq;
     after_seq = first - 1;
   }
   // Seqs are consecutive, so the start is an index.
-  size_t index = static_cast<size_t>(std::max<int64_t>(0, after_seq + 1 - first));
+  size_t index = static_cast<size_t>(after_seq - (first - 1));
   for (; index < entries_.size() && out.size() < max_lines; ++index) {
     out.push_back(entries_[index]);
   }

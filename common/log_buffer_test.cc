@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 namespace cohort {
@@ -26,6 +27,10 @@ TEST(LogBufferTest, ReadsLinesAfterASeqInOrder) {
   EXPECT_EQ(Seqs(buffer.Read(0, 2, &dropped)), (std::vector<int64_t>{1, 2}));
   EXPECT_TRUE(buffer.Read(5, 100, &dropped).empty());
   EXPECT_EQ(buffer.last_seq(), 5);
+  // A seq from a request, past any held, reads nothing and misses nothing.
+  EXPECT_TRUE(
+      buffer.Read(std::numeric_limits<int64_t>::max(), 100, &dropped).empty());
+  EXPECT_EQ(dropped, 0);
 }
 
 TEST(LogBufferTest, OldLinesLeaveFirstAndAReaderLearnsHowManyItMissed) {

@@ -61,8 +61,8 @@ absl::Status ErrnoError(const std::string& path, absl::string_view what) {
 // so that readers never see a partial file.
 class RecordFileWriter final : public RecordWriter {
  public:
-  RecordFileWriter(std::string path, int fd)
-      : path_(std::move(path)), tmp_(path_ + ".tmp"), fd_(fd) {
+  RecordFileWriter(std::string path, TempFile temp)
+      : path_(std::move(path)), tmp_(std::move(temp.path)), fd_(temp.fd) {
     buffer_ = kMagic;
   }
 
@@ -142,11 +142,13 @@ class RecordFileWriter final : public RecordWriter {
 
 absl::StatusOr<std::unique_ptr<RecordWriter>> RecordWriter::Create(
     const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  const int fd =
-      open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError(tmp, "cannot create record file");
-  return std::make_unique<RecordFileWriter>(path, fd);
+  absl::StatusOr<TempFile> temp = CreateTempBeside(path, 0644);
+  if (!temp.ok()) {
+    return absl::Status(
+        temp.status().code(),
+        absl::StrCat("cannot create record file: ", temp.status().message()));
+  }
+  return std::make_unique<RecordFileWriter>(path, *std::move(temp));
 }
 
 absl::StatusOr<std::vector<std::string>> ReadRecordFile(

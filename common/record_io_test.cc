@@ -26,7 +26,20 @@ class RecordIoTest : public testing::Test {
   }
   void TearDown() override {
     fs::remove(path_);
-    fs::remove(path_ + ".tmp");
+    for (const std::string& temp : Temps()) fs::remove(temp);
+  }
+
+  // The writers' temp files beside path_.
+  std::vector<std::string> Temps() const {
+    std::vector<std::string> temps;
+    const std::string prefix = fs::path(path_).filename().string() + ".tmp";
+    for (const auto& entry :
+         fs::directory_iterator(fs::path(path_).parent_path())) {
+      if (entry.path().filename().string().rfind(prefix, 0) == 0) {
+        temps.push_back(entry.path().string());
+      }
+    }
+    return temps;
   }
 
   void Write(const std::vector<std::string>& records) {
@@ -65,7 +78,7 @@ TEST_F(RecordIoTest, RoundTrip) {
   const std::vector<std::string> records = {"first", "", std::string(3, '\0'),
                                             std::string(100000, 'x')};
   Write(records);
-  EXPECT_FALSE(fs::exists(path_ + ".tmp"));
+  EXPECT_TRUE(Temps().empty());
   absl::StatusOr<std::vector<std::string>> read = ReadRecordFile(path_);
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(*read, records);
@@ -86,7 +99,25 @@ TEST_F(RecordIoTest, NothingAppearsBeforeClose) {
   EXPECT_FALSE(fs::exists(path_));
   writer->reset();  // abandoned: the temp file goes too
   EXPECT_FALSE(fs::exists(path_));
-  EXPECT_FALSE(fs::exists(path_ + ".tmp"));
+  EXPECT_TRUE(Temps().empty());
+}
+
+// Two writers of one path each write their own temp file: the one dropped
+// unclosed takes only its own, and the other still lands whole.
+TEST_F(RecordIoTest, TwoWritersOfOnePathKeepApart) {
+  absl::StatusOr<std::unique_ptr<RecordWriter>> first =
+      RecordWriter::Create(path_);
+  absl::StatusOr<std::unique_ptr<RecordWriter>> second =
+      RecordWriter::Create(path_);
+  ASSERT_TRUE(first.ok() && second.ok());
+  ASSERT_TRUE((*first)->Write("first's").ok());
+  ASSERT_TRUE((*second)->Write("second's").ok());
+  first->reset();
+  ASSERT_TRUE((*second)->Close().ok());
+  absl::StatusOr<std::vector<std::string>> read = ReadRecordFile(path_);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, std::vector<std::string>{"second's"});
+  EXPECT_TRUE(Temps().empty());
 }
 
 TEST_F(RecordIoTest, WriteAfterCloseFails) {

@@ -218,7 +218,8 @@ class Batch {
 // the cohort_client library brings along.
 class RecordWriter {
  public:
-  // Writes to `path` + ".tmp" and renames it into place on Close().
+  // Writes to a temp file beside `path`, of its own, and renames it into
+  // place on Close().
   static absl::StatusOr<std::unique_ptr<RecordWriter>> Create(
       const std::string& path);
   virtual ~RecordWriter() = default;
