@@ -46,6 +46,7 @@ v1::TaskReport TaskRuntime::BaseReport() const {
   v1::TaskReport report;
   report.mutable_task()->set_type(config_.task.type);
   report.mutable_task()->set_index(config_.task.index);
+  absl::MutexLock lock(&mu_);
   report.set_address(address_);
   report.set_pid(getpid());
   report.set_hostname(Hostname());
@@ -80,8 +81,13 @@ int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
     return absl::IsFailedPrecondition(started) ? kExitConfigError
                                                : kExitFailure;
   }
-  address_ = config_.advertise_address.empty() ? server.address()
-                                               : config_.advertise_address;
+  const std::string address = config_.advertise_address.empty()
+                                  ? server.address()
+                                  : config_.advertise_address;
+  {
+    absl::MutexLock lock(&mu_);
+    address_ = address;
+  }
   spdlog::info("{} serving on {}; coordinator {}", daemon_name_,
                server.address(), config_.coordinator);
   std::unique_ptr<SystemdWatchdog> watchdog =
@@ -101,7 +107,10 @@ int TaskRuntime::Run(const std::vector<grpc::Service*>& services,
       return 1;
     }
     metrics = *std::move(started);
-    metrics_address_ = AdvertisedAddress(metrics->address(), address_);
+    {
+      absl::MutexLock lock(&mu_);
+      metrics_address_ = AdvertisedAddress(metrics->address(), address);
+    }
     report_metrics = ScopedCollector(
         &MetricRegistry::Default(), [report](MetricWriter& out) {
           WriteReportMetrics(report(), absl::Now(), out);

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cohort/v1/cluster.pb.h"
 #include "common/cluster_spec.h"
@@ -78,8 +80,11 @@ class TaskRuntime {
   const rpc::Authenticator auth_;
   const absl::Time started_;
   std::atomic<bool> registered_{false};
-  std::string address_;          // set once, before the session starts
-  std::string metrics_address_;  // likewise; empty: no metrics endpoint
+  // Set once each in Run(), while the server already answers status calls
+  // that read them.
+  mutable absl::Mutex mu_;
+  std::string address_ ABSL_GUARDED_BY(mu_);
+  std::string metrics_address_ ABSL_GUARDED_BY(mu_);  // empty: no endpoint
 };
 
 }  // namespace cohort::task

@@ -42,14 +42,19 @@ absl::Status TaskSession::last_status() const {
 }
 
 void TaskSession::Shutdown(absl::string_view reason) {
-  std::string session;
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
-    session = session_id_;
   }
   if (thread_.joinable()) thread_.join();
+  // Read after the join: a Register in flight when the stop began may have
+  // opened a session since, which the coordinator must hear the end of.
+  std::string session;
+  {
+    absl::MutexLock lock(&mu_);
+    session = session_id_;
+  }
   if (session.empty()) return;
   cohort::v1::DeregisterRequest request;
   *request.mutable_task() = options_.report().task();

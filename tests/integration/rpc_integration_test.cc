@@ -2,8 +2,12 @@
 // server lifecycle, port files, auth, health, and the task session against
 // the real coordinator services.
 
+#include <atomic>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "cohort/client.h"
 #include "cohort/v1/job.grpc.pb.h"
 #include "common/file_util.h"
@@ -226,6 +230,38 @@ TEST(TaskSessionTest, RegistersAgainWhenTheCoordinatorForgetsIt) {
       WaitUntil([&] { return registrations.load() == 2; }, absl::Seconds(5)));
   EXPECT_EQ(coordinator.manager().state(worker), v1::READY);
   session.Shutdown("test over");
+  EXPECT_EQ(coordinator.manager().state(worker), v1::DEAD);
+}
+
+// A stop that begins while the first Register is on its way still ends the
+// session that Register opens: the coordinator hears the task leave.
+TEST(TaskSessionTest, AStopDuringRegisterStillDeregisters) {
+  InProcessCoordinator coordinator(kSpec, std::nullopt);
+  ASSERT_TRUE(coordinator.Start().ok());
+  absl::Notification registering, release;
+  std::atomic<int> reports{0};
+  task::TaskSession session({
+      .coordinator_address = coordinator.server().address(),
+      .heartbeat_interval = absl::Milliseconds(50),
+      .report =
+          [&] {
+            // The first report is the Register's: held until the stop began.
+            if (reports++ == 0) {
+              registering.Notify();
+              release.WaitForNotificationWithTimeout(absl::Seconds(30));
+            }
+            return WorkerReport();
+          },
+  });
+  session.Start();
+  ASSERT_TRUE(registering.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  std::thread stopper([&] { session.Shutdown("test over"); });
+  // Shutdown marks the stop at once, then waits for the session's thread:
+  // a moment is ample for the first.
+  absl::SleepFor(absl::Milliseconds(200));
+  release.Notify();
+  stopper.join();
+  const TaskId worker{"worker", 0};
   EXPECT_EQ(coordinator.manager().state(worker), v1::DEAD);
 }
 
