@@ -34,7 +34,9 @@ std::string Bytes(int64_t bytes) {
     return absl::StrFormat("%.1fGiB", bytes / double(1LL << 30));
   if (bytes >= (1LL << 20))
     return absl::StrFormat("%.1fMiB", bytes / double(1LL << 20));
-  return absl::StrFormat("%dKiB", bytes / 1024);
+  // A small shard is not "0KiB".
+  if (bytes >= 1024) return absl::StrFormat("%.1fKiB", bytes / 1024.0);
+  return absl::StrFormat("%dB", bytes);
 }
 
 // "4.2s ago (1500 updates)", or "-" before the first snapshot.

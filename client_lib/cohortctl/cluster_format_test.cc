@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+
 namespace cohort::ctl {
 namespace {
 
@@ -49,6 +51,14 @@ TEST(ClusterFormatTest, PsShardsGetTheirOwnTable) {
                                "4.2s ago (1500 updates)\n"));
   EXPECT_THAT(ClusterStateToTable(StateWithPs(false), kNow),
               HasSubstr("1520     -\n"));
+  for (const auto& [bytes, shown] :
+       std::vector<std::pair<int64_t, std::string>>{
+           {528, "528B"}, {1536, "1.5KiB"}, {int64_t{5} << 30, "5.0GiB"}}) {
+    v1::ClusterState state = StateWithPs(false);
+    state.mutable_tasks(1)->mutable_ps()->set_variable_bytes(bytes);
+    EXPECT_THAT(ClusterStateToTable(state, kNow),
+                HasSubstr(absl::StrCat(" ", shown, " ")));
+  }
 }
 
 TEST(ClusterFormatTest, AClockASecondOrMoreOffIsShown) {

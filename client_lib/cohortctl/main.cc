@@ -1,8 +1,11 @@
 // cohortctl: the command-line client of a Cohort cluster.
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <iostream>
 #include <vector>
 
 #include "absl/flags/declare.h"
@@ -175,8 +178,11 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "cohortctl: no command given (try --help)\n");
     return kUsageError;
   }
-  if (absl::GetFlag(FLAGS_timeout) <= absl::ZeroDuration()) {
-    std::fprintf(stderr, "cohortctl: --timeout must be positive, got %s\n",
+  // Finite: watch and logs --follow give up on a silent coordinator after it.
+  if (absl::GetFlag(FLAGS_timeout) <= absl::ZeroDuration() ||
+      absl::GetFlag(FLAGS_timeout) == absl::InfiniteDuration()) {
+    std::fprintf(stderr,
+                 "cohortctl: --timeout must be positive and finite, got %s\n",
                  absl::FormatDuration(absl::GetFlag(FLAGS_timeout)).c_str());
     return kUsageError;
   }
@@ -258,4 +264,15 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace cohort::ctl
 
-int main(int argc, char** argv) { return cohort::ctl::Main(argc, argv); }
+int main(int argc, char** argv) {
+  const int code = cohort::ctl::Main(argc, argv);
+  // A command that printed into a full disk did not do its job. A reader
+  // that went away (`| head`) is no failure.
+  std::cout.flush();
+  if (!std::cout && code == 0 && errno != EPIPE) {
+    std::fprintf(stderr, "cohortctl: cannot write its output: %s\n",
+                 std::strerror(errno));
+    return 1;
+  }
+  return code;
+}

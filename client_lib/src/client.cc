@@ -78,6 +78,23 @@ v1::Communication ToProto(Communication communication) {
 
 // The checks that need no coordinator; the coordinator repeats them and adds
 // its own (registered names, placement).
+// A duration the job spec carries in whole milliseconds: finite, not
+// negative (positive unless `zero_means` says what 0 is), and, when not 0,
+// at least 1 ms, as one under it would arrive as 0 and mean the default.
+absl::Status CheckMillis(absl::string_view field, absl::Duration d,
+                         absl::string_view zero_means = "") {
+  const bool zero_allowed = !zero_means.empty();
+  if (d < absl::ZeroDuration() || d == absl::InfiniteDuration() ||
+      (d == absl::ZeroDuration() && !zero_allowed) ||
+      (d > absl::ZeroDuration() && d < absl::Milliseconds(1))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": must be a finite duration, ",
+        zero_allowed ? absl::StrCat("0 (", zero_means, ") or ") : "",
+        "1ms or more, got ", absl::FormatDuration(d)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateSpec(const JobSpec& spec) {
   if (spec.library_path.empty()) {
     return absl::InvalidArgumentError("library_path: no step library given");
@@ -93,11 +110,8 @@ absl::Status ValidateSpec(const JobSpec& spec) {
           "schedules the calls), got ",
           spec.steps));
     }
-    if (spec.ps.client_timeout <= absl::ZeroDuration() ||
-        spec.ps.client_timeout == absl::InfiniteDuration()) {
-      return absl::InvalidArgumentError(
-          "ps.client_timeout: must be a positive, finite duration");
-    }
+    COHORT_RETURN_IF_ERROR(
+        CheckMillis("ps.client_timeout", spec.ps.client_timeout));
   } else if (spec.step_fn.empty()) {
     return absl::InvalidArgumentError("step_fn: no step function given");
   } else if (spec.steps <= 0) {
@@ -113,34 +127,21 @@ absl::Status ValidateSpec(const JobSpec& spec) {
       return absl::InvalidArgumentError(absl::StrCat(
           "ps.max_inflight: must be at least 1, got ", spec.ps.max_inflight));
     }
-    if (spec.ps.recovery_timeout <= absl::ZeroDuration() ||
-        spec.ps.recovery_timeout == absl::InfiniteDuration()) {
-      return absl::InvalidArgumentError(
-          "ps.recovery_timeout: must be a positive, finite duration");
-    }
+    COHORT_RETURN_IF_ERROR(
+        CheckMillis("ps.recovery_timeout", spec.ps.recovery_timeout));
   }
   if (spec.max_restarts < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_restarts: must not be negative, got ", spec.max_restarts));
   }
-  if (spec.placement_timeout < absl::ZeroDuration() ||
-      spec.placement_timeout == absl::InfiniteDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("placement_timeout: must be a finite duration, 0 (the "
-                     "coordinator's) or more, got ",
-                     absl::FormatDuration(spec.placement_timeout)));
-  }
+  COHORT_RETURN_IF_ERROR(CheckMillis(
+      "placement_timeout", spec.placement_timeout, "the coordinator's"));
   if (spec.checkpoint_every < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "checkpoint_every: must not be negative, got ", spec.checkpoint_every));
   }
-  if (spec.checkpoint_interval < absl::ZeroDuration() ||
-      spec.checkpoint_interval == absl::InfiniteDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("checkpoint_interval: must be a finite duration, 0 or "
-                     "more, got ",
-                     absl::FormatDuration(spec.checkpoint_interval)));
-  }
+  COHORT_RETURN_IF_ERROR(CheckMillis(
+      "checkpoint_interval", spec.checkpoint_interval, "no time-based ones"));
   const EarlyStopping& stop = spec.early_stopping;
   if (stop.metric.empty() && (stop.target.has_value() || stop.patience != 0 ||
                               stop.min_delta != 0 || stop.maximize)) {
@@ -162,13 +163,8 @@ absl::Status ValidateSpec(const JobSpec& spec) {
         absl::StrCat("devices_per_agent: must not be negative, got ",
                      spec.devices_per_agent));
   }
-  if (spec.collective_timeout < absl::ZeroDuration() ||
-      spec.collective_timeout == absl::InfiniteDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("collective_timeout: must be finite and not negative, "
-                     "got ",
-                     absl::FormatDuration(spec.collective_timeout)));
-  }
+  COHORT_RETURN_IF_ERROR(CheckMillis(
+      "collective_timeout", spec.collective_timeout, "the agent's default"));
   // Checked here too, before the library is read and sent.
   if (spec.config_json.size() > rpc::kMaxConfigJsonBytes) {
     return absl::InvalidArgumentError(

@@ -542,7 +542,9 @@ TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
        "cohortctl up: --coordinator names a running coordinator; `up` starts "
        "one: pass --listen=HOST:PORT"},
       {{Binary("cohortctl"), "--timeout=0s", "status"},
-       "cohortctl: --timeout must be positive, got 0"},
+       "cohortctl: --timeout must be positive and finite, got 0"},
+      {{Binary("cohortctl"), "--timeout=inf", "status"},
+       "cohortctl: --timeout must be positive and finite, got inf"},
       {{Binary("cohort-coordinator"), "--heartbeat_timeout=abc"},
        "cohort-coordinator: --heartbeat_timeout: Illegal value 'abc'"},
       {{Binary("cohort-coordinator"), "--heartbeat_timeout", "abc"},

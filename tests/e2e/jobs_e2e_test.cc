@@ -327,7 +327,12 @@ TEST_F(JobsE2eTest, ACheckpointIntervalBoundsWhatAKilledAgentCosts) {
   spec.checkpoint_interval = absl::Seconds(-1);
   EXPECT_THAT(client_->SubmitJob(spec).status().message(),
               HasSubstr("checkpoint_interval: must be a finite duration, 0 "
-                        "or more, got -1s"));
+                        "(no time-based ones) or 1ms or more, got -1s"));
+  // Carried in whole milliseconds, it would arrive as 0: none at all.
+  spec.checkpoint_interval = absl::Microseconds(500);
+  EXPECT_THAT(client_->SubmitJob(spec).status().message(),
+              HasSubstr("checkpoint_interval: must be a finite duration, 0 "
+                        "(no time-based ones) or 1ms or more, got 500us"));
   spec.checkpoint_interval = absl::Milliseconds(100);
   spec.strategy = StrategyKind::kParameterServer;
   EXPECT_THAT(client_->SubmitJob(spec).status().message(),
@@ -553,6 +558,19 @@ TEST_F(JobsE2eTest, CohortctlSubmitWaitShowsProgressAndJobJsonHasTheStatus) {
   }
   EXPECT_THAT(json.output,
               ::testing::ContainsRegex("steps_?[pP]er_?[sS]econd"));
+
+  // Output that cannot be written (a full disk) is a failure, not exit 0
+  // with the table cut short.
+  for (const char* command : {"jobs", "logs coordinator"}) {
+    SCOPED_TRACE(command);
+    const CommandResult full =
+        RunCommand({"/bin/sh", "-c",
+                    absl::StrCat(Binary("cohortctl"),
+                                 " --coordinator=", coordinator_->address(),
+                                 " ", command, " >/dev/full")});
+    EXPECT_EQ(full.exit_code, 1) << full.output;
+    EXPECT_THAT(full.output, HasSubstr("cohortctl: cannot write its output"));
+  }
 }
 
 TEST_F(JobsE2eTest, ASubmissionRepeatedWithItsIdIsOneJob) {
