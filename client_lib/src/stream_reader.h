@@ -28,9 +28,14 @@ enum class StreamRead { kMessage, kEnded, kTimedOut };
 
 // One call. Next and status from one thread; gRPC calls the reactions.
 // Destroying it cancels the call and waits for gRPC to be done with it.
+// At most kMaxQueued messages wait for Next: past that no read is in
+// flight, so HTTP/2 flow control holds the server back while the caller is
+// slow (`cohortctl logs --follow | less`) instead of memory growing.
 template <typename Message>
 class StreamReader final : public grpc::ClientReadReactor<Message> {
  public:
+  static constexpr size_t kMaxQueued = 8;
+
   explicit StreamReader(std::unique_ptr<grpc::ClientContext> context)
       : context_(std::move(context)) {}
   StreamReader(const StreamReader&) = delete;
@@ -61,12 +66,25 @@ class StreamReader final : public grpc::ClientReadReactor<Message> {
       return !queue_.empty() || done_;
     };
     mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
-    if (!queue_.empty()) {
-      *out = std::move(queue_.front());
-      queue_.pop_front();
-      return StreamRead::kMessage;
+    if (queue_.empty()) {
+      return done_ ? StreamRead::kEnded : StreamRead::kTimedOut;
     }
-    return done_ ? StreamRead::kEnded : StreamRead::kTimedOut;
+    *out = std::move(queue_.front());
+    queue_.pop_front();
+    if (paused_) {
+      // No read is in flight, so none can race this one for incoming_.
+      paused_ = false;
+      mu_.Unlock();
+      this->StartRead(&incoming_);
+      mu_.Lock();
+    }
+    return StreamRead::kMessage;
+  }
+
+  // Messages waiting for Next; for tests.
+  size_t queued() {
+    absl::MutexLock lock(&mu_);
+    return queue_.size();
   }
 
   // The call's status, once Next returned kEnded.
@@ -80,8 +98,12 @@ class StreamReader final : public grpc::ClientReadReactor<Message> {
     {
       absl::MutexLock lock(&mu_);
       queue_.push_back(std::move(incoming_));
+      incoming_ = Message();
+      if (queue_.size() >= kMaxQueued) {
+        paused_ = true;  // Next starts the next read
+        return;
+      }
     }
-    incoming_ = Message();
     this->StartRead(&incoming_);
   }
 
@@ -94,10 +116,11 @@ class StreamReader final : public grpc::ClientReadReactor<Message> {
  private:
   const std::unique_ptr<grpc::ClientContext> context_;
   bool started_ = false;
-  Message incoming_;  // the read in flight
+  Message incoming_;  // the read in flight, if any
   absl::Mutex mu_;
   std::deque<Message> queue_ ABSL_GUARDED_BY(mu_);
   bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;  // full: no read in flight
   grpc::Status status_ ABSL_GUARDED_BY(mu_);
 };
 

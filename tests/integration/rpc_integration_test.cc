@@ -8,15 +8,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "client_lib/src/stream_reader.h"
 #include "cohort/client.h"
 #include "cohort/v1/job.grpc.pb.h"
 #include "common/file_util.h"
 #include "common/host_info.h"
+#include "common/log_buffer.h"
 #include "coordinator/cluster_manager.h"
 #include "coordinator/coordinator_service.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rpc/log_service.h"
 #include "rpc/server.h"
+#include "rpc/stream_pump.h"
 #include "task/task_session.h"
 #include "tests/testing/test_cluster.h"
 
@@ -191,6 +195,47 @@ TEST(RpcServerTest, ASubmissionHasTimeToUploadItsLibrary) {
   // 60 s, and 32 s for 32 MiB at 1 MiB/s; less what the call took.
   EXPECT_GT(jobs.time_left(), absl::Seconds(80));
   EXPECT_LE(jobs.time_left(), absl::Seconds(92));
+}
+
+// A stream the caller does not read holds a few messages, not the whole
+// stream: the server waits on flow control instead. All of it still comes,
+// in order, once read.
+TEST(StreamReaderTest, AStreamThatIsNotReadHoldsAFewMessages) {
+  LogBuffer buffer(int64_t{256} << 20);
+  constexpr int kLines = 20 * rpc::kLogLinesPerChunk;
+  for (int i = 0; i < kLines; ++i) {
+    buffer.Append(absl::Now(), absl::StrCat(std::string(300, 'x'), i));
+  }
+  rpc::StreamPump pump(absl::Milliseconds(100));
+  const rpc::Authenticator auth(std::nullopt);
+  rpc::LogService service(&buffer, &auth, &pump);
+  rpc::RpcServer server(rpc::ServerOptions{});
+  server.AddService(&service);
+  ASSERT_TRUE(server.Start().ok());
+  rpc::Connection connection(server.DialAddress(), rpc::Security{});
+  auto stub = v1::Logs::NewStub(connection.channel());
+  const v1::ReadLogRequest request;
+  using Reader = StreamReader<v1::LogChunk>;
+  Reader reader(connection.NewContext(absl::Seconds(60)));
+  reader.Start([&](grpc::ClientContext* context, Reader* r) {
+    stub->async()->ReadLog(context, &request, r);
+  });
+  ASSERT_TRUE(WaitUntil([&] { return reader.queued() == Reader::kMaxQueued; },
+                        absl::Seconds(30)));
+  // Time for more to arrive, were they read.
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_EQ(reader.queued(), Reader::kMaxQueued);
+
+  int64_t next_seq = 1;
+  v1::LogChunk chunk;
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (reader.Next(deadline, &chunk) == StreamRead::kMessage) {
+    for (const v1::LogLine& line : chunk.lines()) {
+      ASSERT_EQ(line.seq(), next_seq++);
+    }
+  }
+  EXPECT_TRUE(reader.status().ok()) << reader.status().error_message();
+  EXPECT_EQ(next_seq, kLines + 1);
 }
 
 v1::TaskReport WorkerReport() {
