@@ -50,6 +50,13 @@ absl::Status PsClient::RunWithRecovery(
     const std::function<absl::Status(uint64_t incarnation, bool* restarted)>&
         attempt) {
   uint64_t sent_to = incarnation(shard.id);
+  if (op == Op::kPush && sent_to == 0) {
+    // A push carries the incarnation it is meant for, and 0 matches any: one
+    // that failed could not tell whether it was applied, and would be sent
+    // again to the shard that applied it. Learn the incarnation first.
+    COHORT_RETURN_IF_ERROR(CreateWithRetry(shard, create));
+    sent_to = incarnation(shard.id);
+  }
   bool recreated = false;
   std::optional<absl::Time> deadline;  // set by the first unavailability
   // Bounded: every pass either returns, or has waited for the shard (within

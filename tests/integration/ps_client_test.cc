@@ -5,21 +5,30 @@
 
 #include "ps_client/ps_client.h"
 
+#include <signal.h>
+
+#include <filesystem>
 #include <future>
+#include <optional>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/host_info.h"
+#include "common/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ps_client/partitioner.h"
 #include "ps_server/in_process_ps.h"
 #include "tests/testing/test_cluster.h"
+#include "tests/testing/wait.h"
 
 namespace cohort::ps {
 namespace {
 
 using ::cohort::testing::ScratchDir;
+using ::cohort::testing::TestBinary;
+using ::cohort::testing::WaitUntil;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
@@ -457,6 +466,68 @@ TEST(PsClientTest, AShardBackWithoutSnapshotGetsTheVariablesAgain) {
   EXPECT_EQ(events[0].updates_seen, 2);
   EXPECT_EQ(events[0].restored_updates, 0);
   EXPECT_EQ(events[0].lost, 2);
+}
+
+// A push whose answer was lost (its link cut after the shard applied it)
+// is not sent again to the shard that applied it, even by a client that had
+// not heard the shard's incarnation: a push meant for incarnation 0 matches
+// any, and could not tell the shard that applied it from a restarted one.
+TEST(PsClientTest, APushWhoseAnswerWasLostIsNotAppliedTwice) {
+  ScratchDir dir;
+  Shards shards(1);
+  const std::vector<float> zeros(4, 0.0f), ones(4, 1.0f);
+  absl::StatusOr<Placement> placement = PlaceVariables({{"a", {4}, 4}}, 1, {});
+  ASSERT_TRUE(placement.ok()) << placement.status();
+  const std::vector<PsVariableOptions> options = {
+      {.optimizer = Sgd(1), .initial = In(zeros)}};
+  std::unique_ptr<PsClient> first = NewClient(shards.addresses(), "worker:0");
+  ASSERT_TRUE(first->CreateVariables(*placement, options).ok());
+
+  // The client under test reaches the shard through a relay that holds
+  // every byte for 500 ms each way: a window to cut the link in after the
+  // shard applied the push and before its answer is back.
+  const std::string address = shards.addresses()[0];
+  const std::string port = address.substr(address.rfind(':') + 1);
+  std::optional<Subprocess> relay;
+  auto start_relay = [&](int n) {
+    const std::string ready = absl::StrCat(dir.path(), "/relay", n, ".ready");
+    absl::StatusOr<Subprocess> spawned = Subprocess::Spawn(
+        {.argv = {TestBinary("delay_relay"), "--listen_host=127.0.0.2",
+                  "--target_host=127.0.0.1", absl::StrCat("--ports=", port),
+                  "--delay=500ms", absl::StrCat("--ready_file=", ready)},
+         .output_file = absl::StrCat(dir.path(), "/relay", n, ".log")});
+    ASSERT_TRUE(spawned.ok()) << spawned.status();
+    relay.emplace(*std::move(spawned));
+    ASSERT_TRUE(WaitUntil([&] { return std::filesystem::exists(ready); },
+                          absl::Seconds(10)));
+  };
+  const absl::Cleanup stop_relay = [&] {
+    if (relay.has_value()) relay->Stop(absl::Seconds(5));
+  };
+  // Its create finds nothing there: it knows no incarnation.
+  std::unique_ptr<PsClient> client =
+      NewClient({"127.0.0.2:" + port}, "worker:1",
+                {.recovery_timeout = absl::Seconds(6)});
+  EXPECT_EQ(client->CreateVariables(*placement, options).code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(client->incarnation(0), 0u);
+  start_relay(1);
+
+  const PushBuffer push[] = {{"a", In(ones)}};
+  std::future<absl::Status> pushed =
+      std::async(std::launch::async, [&] { return client->Push(push); });
+  VariableStore& store = *shards[0].service().store();
+  ASSERT_TRUE(
+      WaitUntil([&] { return store.updates() == 1; }, absl::Seconds(30)));
+  relay->Signal(SIGKILL);  // the answer is still in the relay
+  relay->Stop(absl::Seconds(5));
+  start_relay(2);
+  const absl::Status status = pushed.get();
+  // Applied once. The answer is an error only when the cut beat it back.
+  EXPECT_EQ(store.updates(), 1);
+  if (!status.ok()) {
+    EXPECT_THAT(status.message(), HasSubstr("it is not re-sent")) << status;
+  }
 }
 
 TEST(PsClientTest, CallsWaitForAShardThatIsBeingRestarted) {
