@@ -254,6 +254,25 @@ void ClusterManager::MarkExited(const TaskId& task, const std::string& reason,
 std::vector<TaskId> ClusterManager::ExpireSilent(absl::Time now) {
   std::vector<TaskId> died;
   absl::MutexLock lock(&mu_);
+  // Heartbeats that came during a stall wait unread in gRPC's queues; a
+  // sweep right after it would blame every task for the coordinator's own
+  // pause. Up to half the timeout is an ordinary late sweep (a busy
+  // machine), so that under lasting load silence still adds up and a dead
+  // task is still found.
+  const absl::Duration allowance = options_.heartbeat_timeout / 2;
+  if (last_sweep_.has_value() && now - *last_sweep_ > allowance) {
+    const absl::Duration stall = now - *last_sweep_ - allowance;
+    spdlog::warn(
+        "the coordinator's checks ran {} late (a stall of this process or "
+        "its host); that time is not counted as any task's silence",
+        absl::FormatDuration(absl::Trunc(stall, absl::Milliseconds(1))));
+    for (auto& [task, record] : tasks_) {
+      if (record.last_heartbeat.has_value()) {
+        record.last_heartbeat = std::min(now, *record.last_heartbeat + stall);
+      }
+    }
+  }
+  last_sweep_ = now;
   for (auto& [task, record] : tasks_) {
     std::string reason;
     if (record.state == v1::READY && record.last_heartbeat.has_value() &&

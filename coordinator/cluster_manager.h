@@ -71,7 +71,11 @@ class ClusterManager {
   void MarkExited(const TaskId& task, const std::string& reason,
                   absl::Time now);
   // Declares DEAD every task past its heartbeat or startup timeout, and
-  // returns those that just died.
+  // returns those that just died. Called every poll interval: a gap since
+  // the last call of more than half the heartbeat timeout is a stall of the
+  // coordinator's own (paused, swapping, starved), during which it heard
+  // no heartbeats, and the part of it past that half does not count as the
+  // tasks' silence.
   std::vector<TaskId> ExpireSilent(absl::Time now);
   // Records why `task`, nobody's to launch, may never register (its host
   // does not resolve here, say); shown once it is overdue.
@@ -143,6 +147,7 @@ class ClusterManager {
   mutable absl::Mutex mu_;
   std::map<TaskId, Record> tasks_ ABSL_GUARDED_BY(mu_);
   uint64_t next_session_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<absl::Time> last_sweep_ ABSL_GUARDED_BY(mu_);  // ExpireSilent
   const uint64_t session_salt_;
 };
 

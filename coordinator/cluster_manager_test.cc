@@ -247,6 +247,25 @@ TEST_F(ClusterManagerTest, AnUnlaunchedTaskOverdueSaysWhy) {
   EXPECT_THAT(error_of(ps, 35), HasSubstr("deregistered"));
 }
 
+// A coordinator that was itself stalled (SIGSTOP, a paused VM) heard no
+// heartbeats meanwhile: the stall is not the tasks' silence, and a task
+// that beat just before it is not declared DEAD on the first sweep after.
+// A task that stays silent is still found.
+TEST_F(ClusterManagerTest, ACoordinatorStallIsNotTheTasksSilence) {
+  auto response = manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(0));
+  ASSERT_TRUE(response.ok());
+  ASSERT_TRUE(
+      manager_.Heartbeat(Beat(kWorker1, response->session_id()), At(4)).ok());
+  EXPECT_TRUE(manager_.ExpireSilent(At(5)).empty());
+  // Stalled from 5 s to 25 s: 2.5 s of it is an ordinary late sweep.
+  EXPECT_TRUE(manager_.ExpireSilent(At(25)).empty());
+  EXPECT_EQ(manager_.state(kWorker1), v1::READY);
+  // Silent on: 1 s before the stall, 2.5 s of it, then 1.5 s after.
+  EXPECT_EQ(manager_.ExpireSilent(At(26)), std::vector<TaskId>{});
+  EXPECT_EQ(manager_.ExpireSilent(At(27)), std::vector<TaskId>{kWorker1});
+  EXPECT_EQ(manager_.state(kWorker1), v1::DEAD);
+}
+
 TEST_F(ClusterManagerTest, SilentTaskDiesAndMustRegisterAgain) {
   auto response = manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(0));
   ASSERT_TRUE(response.ok());
