@@ -403,6 +403,27 @@ TEST_F(JobManagerPsTest, AWorkerThatKeepsFailingWithoutProgressEndsTheJob) {
                         "a closure: ps:0 did not come back"));
 }
 
+// A worker back from being lost that fails is lost again once: its one
+// failure counts once towards the limit, however many ticks see it.
+TEST_F(JobManagerPsTest, AFailureOfAWorkerBackFromBeingLostCountsOnce) {
+  Start();
+  manager_.Tick(Views(v1::DEAD), now_);
+  for (int i = 0; i < 3; ++i) {
+    v1::AgentJobReport report;
+    report.mutable_task()->set_type("worker");
+    report.set_job_id("1");
+    report.set_attempt(1);
+    const v1::AgentSyncResponse sync = manager_.Sync(report, now_);
+    report.set_group(sync.assignment().group());
+    report.set_state(v1::AgentJobReport::FAILED);
+    report.set_error("ps:0 did not come back within 60s");
+    manager_.Sync(report, now_);
+    manager_.Tick(Views(), now_);
+    manager_.Tick(Views(), now_);  // nothing new
+  }
+  EXPECT_NE(Job().state(), v1::JOB_FAILED) << Job().error();
+}
+
 TEST_F(JobManagerPsTest, AClusterWithoutPsTasksIsRefusedAtSubmit) {
   JobManager manager(
       *ClusterSpec::FromJson(R"({"cluster": {"worker": ["127.0.0.1:2"]}})"),

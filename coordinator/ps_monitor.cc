@@ -171,6 +171,9 @@ PsVerdict CheckPsAttempt(Job& job, const std::vector<TaskId>& ps_tasks,
                  now);
     } else if (report != job.reports.end() &&
                report->second.state() == v1::AgentJobReport::FAILED) {
+      // Back from being lost, and failed since: no longer lost, so that the
+      // loss below takes its report and counts the failure once.
+      if (job.lost.erase(task) > 0) TakeDevicesOf(job, task, *view);
       failed.push_back(task);
     } else {
       // Back, with a fresh assignment.
