@@ -40,9 +40,13 @@ std::vector<std::string> RemoveUnusedLibraries(
   for (const fs::directory_iterator end; it != end; it.increment(ec)) {
     if (ec) break;
     const std::string name = it->path().filename().string();
-    if (!absl::EndsWith(name, ".so")) continue;
-    const std::string digest = name.substr(0, name.size() - 3);
-    if (!IsSha256Hex(digest) || in_use.contains(digest)) {
+    // A write cut short by a crash leaves "<digest>.so.tmp.<pid>.<n>"
+    // (WriteFileAtomically), which no one will finish: it goes once old.
+    const size_t temp_at = name.find(".so.tmp.");
+    const bool temp = temp_at != std::string::npos;
+    if (!temp && !absl::EndsWith(name, ".so")) continue;
+    const std::string digest = name.substr(0, temp ? temp_at : name.size() - 3);
+    if (!IsSha256Hex(digest) || (!temp && in_use.contains(digest))) {
       continue;
     }
     struct stat info {};
@@ -60,7 +64,8 @@ std::vector<std::string> RemoveUnusedLibraries(
                    it->path().string(), std::strerror(errno));
       continue;
     }
-    removed.push_back(absl::StrFormat("%s (%.1f MiB)", digest,
+    removed.push_back(absl::StrFormat("%s%s (%.1f MiB)", digest,
+                                      temp ? ", a partial write" : "",
                                       info.st_size / double(1 << 20)));
   }
   return removed;

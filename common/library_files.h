@@ -22,9 +22,10 @@ bool RecordLibraryUse(const std::string& path);
 
 // Removes every library in `dir` whose digest is not in `in_use` and whose
 // last use is before `cutoff`; returns what it removed, "<digest> (<size>
-// MiB)". Other files are left alone. `mu`, when given, is held across
-// each library's check and removal, so that a use recorded under it is
-// never lost to a removal.
+// MiB)"; the temp files of writes a crash cut short go alike once they
+// are older than `cutoff`. Other files are left alone. `mu`, when given, is
+// held across each library's check and removal, so that a use recorded under it
+// is never lost to a removal.
 std::vector<std::string> RemoveUnusedLibraries(
     const std::string& dir, const absl::flat_hash_set<std::string>& in_use,
     absl::Time cutoff, absl::Mutex* mu = nullptr);
