@@ -17,16 +17,12 @@ constexpr size_t kMaxSubmissionIdBytes = 128;
 
 namespace {
 
-// The longest wait a job may set, so that no spec parks the job queue, a
-// collective or a ps recovery for good.
-constexpr int64_t kMaxWaitMs = int64_t{7} * 24 * 3600 * 1000;
-
-// A wait of `ms` (0: `zero_means`), between 0 and kMaxWaitMs.
+// A wait of `ms` (0: `zero_means`), between 0 and kMaxJobWaitMs.
 absl::Status CheckWait(absl::string_view field, int64_t ms,
                        absl::string_view zero_means) {
-  if (ms >= 0 && ms <= kMaxWaitMs) return absl::OkStatus();
+  if (ms >= 0 && ms <= kMaxJobWaitMs) return absl::OkStatus();
   return absl::InvalidArgumentError(
-      absl::StrCat("job spec: ", field, " must be in [0, ", kMaxWaitMs,
+      absl::StrCat("job spec: ", field, " must be in [0, ", kMaxJobWaitMs,
                    "] (0: ", zero_means, "; at most 7 days), got ", ms));
 }
 

@@ -3,14 +3,16 @@
 #include <algorithm>
 
 #include "common/steady_time.h"
+#include "coordinator/job_validation.h"
 #include "rpc/limits.h"
 #include "rpc/unary.h"
 
 namespace cohort::coordinator {
 namespace {
 
-// A wait without a client deadline still ends.
-constexpr absl::Duration kMaxWait = absl::Minutes(10);
+// A wait without a client deadline still ends, though not before any a job
+// may set: a rank waits for the NCCL id as long as its collective timeout.
+constexpr absl::Duration kMaxWait = absl::Milliseconds(kMaxJobWaitMs + 60'000);
 
 // Ends the wait early enough that its error (naming the key, or the ranks a
 // barrier lacks) reaches the client before the client's own deadline. On
