@@ -24,9 +24,14 @@ absl::StatusOr<int64_t> VariableBytes(const VariableDecl& v) {
   }
   int64_t bytes = v.element_bytes;
   for (int64_t dim : v.shape) {
-    if (dim < 0) {
-      return Invalid(v.name, absl::StrCat("negative dimension in shape [",
-                                          absl::StrJoin(v.shape, ","), "]"));
+    // A ps shard holds no empty variable: refused here, naming it, rather
+    // than by the shard along with every other variable of its request.
+    if (dim <= 0) {
+      return Invalid(v.name, absl::StrCat(dim < 0 ? "negative" : "zero",
+                                          " dimension in shape [",
+                                          absl::StrJoin(v.shape, ","),
+                                          "]: a ps variable holds at least one "
+                                          "element"));
     }
     if (__builtin_mul_overflow(bytes, dim, &bytes)) {
       return Invalid(v.name,

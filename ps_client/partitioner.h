@@ -11,8 +11,8 @@
 //   - a variable split into n parts gives the first (dim0 % n) parts one row
 //     more than the others; part i is named "<name>/part_<i>", an unsplit
 //     variable keeps its name;
-//   - scalars and variables with no rows (rank 0, or dim0 == 0) are never
-//     split;
+//   - scalars (rank 0) are never split; a variable with a zero dimension
+//     is refused, as no ps shard holds an empty one;
 //   - a variable colocated with an earlier one (colocate_vars_with) is
 //     never split, sits with that one's first part, and takes no turn.
 //

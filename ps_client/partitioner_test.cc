@@ -101,16 +101,14 @@ TEST(PartitionerTest, FixedShardsNeverMakesMorePartsThanRows) {
   EXPECT_EQ(Parts({9}, 2, fixed), 4);
 }
 
-TEST(PartitionerTest, ScalarsAndEmptyVariablesAreNeverSplit) {
+TEST(PartitionerTest, ScalarsAreNeverSplit) {
   PartitionerOptions fixed{.policy = PartitionPolicy::kFixedShards,
                            .num_shards = 3};
-  Placement p =
-      Place({{"s", {}, 4}, {"e", {0, 5}, 4}, {"t", {3}, 4}}, 3, fixed);
+  Placement p = Place({{"s", {}, 4}, {"t", {3}, 4}}, 3, fixed);
   EXPECT_THAT(Parts(p.variables[0]), ElementsAre(P{"s", 0, 0, 0, 0, 4}));
-  EXPECT_THAT(Parts(p.variables[1]), ElementsAre(P{"e", 1, 0, 0, 0, 0}));
-  EXPECT_THAT(Parts(p.variables[2]), ElementsAre(P{"t/part_0", 2, 0, 1, 0, 4},
-                                                 P{"t/part_1", 0, 1, 1, 4, 4},
-                                                 P{"t/part_2", 1, 2, 1, 8, 4}));
+  EXPECT_THAT(Parts(p.variables[1]), ElementsAre(P{"t/part_0", 1, 0, 1, 0, 4},
+                                                 P{"t/part_1", 2, 1, 1, 4, 4},
+                                                 P{"t/part_2", 0, 2, 1, 8, 4}));
 }
 
 TEST(PartitionerTest, MinSizeAsTfDocumentsIt) {
@@ -219,6 +217,10 @@ TEST(PartitionerTest, RejectsBadInputsNamingThem) {
       HasSubstr("max_shards"));
   EXPECT_THAT(error({{"v", {4, -1}, 4}}, 2, {}),
               HasSubstr("\"v\": negative dimension in shape [4,-1]"));
+  // No shard holds an empty variable.
+  EXPECT_THAT(error({{"e", {0, 5}, 4}}, 2, {}),
+              HasSubstr("\"e\": zero dimension in shape [0,5]: a ps "
+                        "variable holds at least one element"));
   EXPECT_THAT(error({{"v", {4}, 0}}, 2, {}), HasSubstr("element size"));
   EXPECT_THAT(error({{"", {4}, 4}}, 2, {}), HasSubstr("empty name"));
   EXPECT_THAT(error({{"v", {4}, 4}, {"v", {2}, 4}}, 2, {}),
