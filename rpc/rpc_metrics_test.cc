@@ -6,11 +6,14 @@
 #include <grpcpp/generic/generic_stub.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/log_buffer.h"
 #include "common/metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rpc/channel.h"
+#include "rpc/log_service.h"
 #include "rpc/server.h"
+#include "rpc/stream_pump.h"
 
 namespace cohort::rpc {
 namespace {
@@ -62,6 +65,31 @@ TEST(RpcMetricsTest, MadeUpMethodsShareOneLabel) {
   EXPECT_THAT(text, HasSubstr("{method=\"/grpc.health.v1.Health/Check\""));
   EXPECT_THAT(text, HasSubstr("{method=\"/grpc.reflection.v1alpha."
                               "ServerReflection/ServerReflectionInfo\""));
+}
+
+// Reflection never sees the token: a server that wants one leaves it out,
+// rather than list its services to anyone.
+TEST(RpcServerTest, AServerWithATokenServesNoReflection) {
+  constexpr char kReflection[] =
+      "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
+  RpcServer open(ServerOptions{});
+  ASSERT_TRUE(open.Start().ok());
+  EXPECT_NE(CallGeneric(Connection(open.DialAddress(), Security{}), kReflection)
+                .error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+  // With a service of its own, as every daemon's server has.
+  LogBuffer buffer(1 << 20);
+  StreamPump pump(absl::Milliseconds(100));
+  const Authenticator auth(std::string("secret"));
+  LogService logs(&buffer, &auth, &pump);
+  RpcServer guarded(ServerOptions{.security = {.token = "secret"}});
+  guarded.AddService(&logs);
+  const absl::Status started = guarded.Start();
+  ASSERT_TRUE(started.ok()) << started;
+  EXPECT_EQ(
+      CallGeneric(Connection(guarded.DialAddress(), Security{}), kReflection)
+          .error_code(),
+      grpc::StatusCode::UNIMPLEMENTED);
 }
 
 }  // namespace

@@ -72,6 +72,12 @@ absl::Status RpcServer::Start() {
   ApplyTransportTuning(builder);
   builder.experimental().SetInterceptorCreators(RpcMetricsInterceptors());
   for (grpc::Service* service : services_) builder.RegisterService(service);
+  // Reflection would answer without the token (it never sees it) and list
+  // every service and message to anyone: a server that wants a token
+  // serves none.
+  if (options_.security.token.has_value() && !options_.async_only) {
+    builder.SetOption(std::make_unique<WithoutReflection>());
+  }
   if (options_.async_only) {
     cq_ = builder.AddCompletionQueue();
     builder.SetOption(
