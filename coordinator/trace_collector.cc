@@ -36,20 +36,26 @@ namespace {
 // Clock readings per agent; the one with the shortest round trip is kept.
 constexpr int kClockReadings = 5;
 
-// The agent's offset from the best of kClockReadings short calls.
+// The agent's offset from the best of kClockReadings short calls, all by
+// `deadline`.
 absl::StatusOr<v1::ClockOffset> MeasureOffset(v1::Agent::Stub& stub,
                                               const rpc::Connection& connection,
-                                              absl::Duration timeout) {
+                                              absl::Time deadline) {
   std::optional<v1::ClockOffset> best;
   v1::GetTraceRequest request;
   request.set_clock_only(true);
   for (int i = 0; i < kClockReadings; ++i) {
     v1::TraceData reading;
-    auto context = connection.NewContext(timeout);
+    auto context = connection.NewContext(
+        std::max(deadline - absl::Now(), absl::Milliseconds(1)));
     const int64_t sent = absl::GetCurrentTimeNanos();
     const grpc::Status status = stub.GetTrace(context.get(), request, &reading);
     const int64_t received = absl::GetCurrentTimeNanos();
-    if (!status.ok()) return connection.Annotate("Agent.GetTrace", status);
+    if (!status.ok()) {
+      // Out of time: the readings so far serve.
+      if (best.has_value()) break;
+      return connection.Annotate("Agent.GetTrace", status);
+    }
     v1::ClockOffset offset =
         EstimateOffset(sent, received, reading.agent_now_unix_ns());
     if (!best.has_value() ||
@@ -108,8 +114,7 @@ absl::StatusOr<v1::TraceData> CollectTrace(
     }
     any_answered = true;
     absl::StatusOr<v1::ClockOffset> measured =
-        MeasureOffset(*stub, connection,
-                      std::max(deadline - absl::Now(), absl::Milliseconds(1)));
+        MeasureOffset(*stub, connection, deadline);
     // The trace call itself bounds it too, if more loosely.
     v1::ClockOffset offset =
         measured.ok() ? *measured

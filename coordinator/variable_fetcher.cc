@@ -113,13 +113,13 @@ class ShardReader {
 
   // Appends the shard's parts, without values, to `parts`.
   absl::Status List(const std::string& job_id, const std::string& job_uid,
-                    absl::Duration timeout, std::vector<StoredPart>& parts) {
+                    absl::Time deadline, std::vector<StoredPart>& parts) {
     v1::ListVariablesRequest list;
     list.set_job_id(job_id);
     list.set_job_uid(job_uid);
     v1::ListVariablesResponse listed;
     const grpc::Status status = stub_->ListVariables(
-        connection_.NewContext(timeout).get(), list, &listed);
+        connection_.NewContext(Left(deadline)).get(), list, &listed);
     if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
       return absl::FailedPreconditionError(
           absl::StrCat("ps:", shard_, ": ", status.error_message(),
@@ -135,7 +135,7 @@ class ShardReader {
   // Fills in the values of `wanted` (this shard's parts), each checked
   // against the size its spec gives.
   absl::Status Pull(const std::string& job_id, const std::string& job_uid,
-                    absl::Duration timeout,
+                    absl::Time deadline,
                     const std::vector<StoredPart*>& wanted) {
     if (wanted.empty()) return absl::OkStatus();
     v1::PullRequest pull;
@@ -150,7 +150,7 @@ class ShardReader {
       part->value.assign(static_cast<size_t>(SpecBytes(part->spec)), '\0');
     }
     std::unique_ptr<grpc::ClientContext> context =
-        connection_.NewContext(timeout);
+        connection_.NewContext(Left(deadline));
     auto reader = stub_->Pull(context.get(), pull);
     v1::PullResponse message;
     while (reader->Read(&message)) {
@@ -190,6 +190,13 @@ class ShardReader {
   }
 
  private:
+  // What is left of the fetch's one deadline: shards asked in turn must not
+  // add up past the caller's. At least 1 ms, so that a call past it fails
+  // as DEADLINE_EXCEEDED, naming the shard.
+  static absl::Duration Left(absl::Time deadline) {
+    return std::max(deadline - absl::Now(), absl::Milliseconds(1));
+  }
+
   absl::Status Failed(absl::string_view method, const grpc::Status& status) {
     const absl::Status annotated = connection_.Annotate(method, status);
     return absl::Status(annotated.code(),
@@ -245,12 +252,13 @@ absl::StatusOr<std::vector<v1::VariableValue>> FetchPsVariables(
     const std::string& job_id, const std::string& job_uid,
     const std::vector<std::string>& names, absl::Duration timeout,
     int64_t max_bytes) {
+  const absl::Time deadline = absl::Now() + timeout;
   std::vector<std::unique_ptr<ShardReader>> shards;
   std::vector<StoredPart> parts;
   for (size_t shard = 0; shard < ps_addresses.size(); ++shard) {
     shards.push_back(std::make_unique<ShardReader>(
         static_cast<int>(shard), ps_addresses[shard], security));
-    absl::Status listed = shards.back()->List(job_id, job_uid, timeout, parts);
+    absl::Status listed = shards.back()->List(job_id, job_uid, deadline, parts);
     if (!listed.ok()) return listed;
   }
   // Only what was asked for is pulled, and only when it fits one answer.
@@ -287,7 +295,7 @@ absl::StatusOr<std::vector<v1::VariableValue>> FetchPsVariables(
   }
   for (size_t shard = 0; shard < shards.size(); ++shard) {
     absl::Status pulled =
-        shards[shard]->Pull(job_id, job_uid, timeout, wanted[shard]);
+        shards[shard]->Pull(job_id, job_uid, deadline, wanted[shard]);
     if (!pulled.ok()) return pulled;
   }
   return JoinParts(std::move(parts), names);

@@ -33,7 +33,7 @@ absl::StatusOr<std::vector<v1::VariableValue>> JoinParts(
 
 // Lists every shard at `ps_addresses` (index = shard id), then pulls the
 // parts of the variables in `names` (empty: all), one shard after another,
-// each call within `timeout`. `job_uid` (JobStatus.uid) tells the job from
+// all of it within `timeout`. `job_uid` (JobStatus.uid) tells the job from
 // an earlier cluster's job of the same id that a shard may still hold.
 // RESOURCE_EXHAUSTED, before anything is pulled, when those hold more than
 // max_bytes. Errors name the shard: UNAVAILABLE for one that does not answer,

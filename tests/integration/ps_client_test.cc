@@ -14,8 +14,10 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 #include "common/host_info.h"
 #include "common/subprocess.h"
+#include "coordinator/variable_fetcher.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ps_client/partitioner.h"
@@ -90,6 +92,29 @@ class Shards {
   std::vector<InProcessPsOptions> options_;
   std::vector<std::unique_ptr<InProcessPs>> shards_;
 };
+
+// A delay_relay from 127.0.0.2:`port` to the shard at 127.0.0.1:`port`,
+// holding every byte for `delay` each way; ready when returned.
+absl::StatusOr<Subprocess> StartRelay(const ScratchDir& dir,
+                                      const std::string& port,
+                                      const std::string& delay) {
+  static int started = 0;
+  const std::string name = absl::StrCat(dir.path(), "/relay", ++started);
+  absl::StatusOr<Subprocess> relay = Subprocess::Spawn(
+      {.argv = {TestBinary("delay_relay"), "--listen_host=127.0.0.2",
+                "--target_host=127.0.0.1", absl::StrCat("--ports=", port),
+                absl::StrCat("--delay=", delay),
+                absl::StrCat("--ready_file=", name, ".ready")},
+       .output_file = name + ".log"});
+  if (!relay.ok()) return relay.status();
+  if (!WaitUntil([&] { return std::filesystem::exists(name + ".ready"); },
+                 absl::Seconds(10))) {
+    relay->Stop(absl::Seconds(5));
+    return absl::DeadlineExceededError("the relay did not start: " +
+                                       ReadFile(name + ".log").value_or(""));
+  }
+  return relay;
+}
 
 std::unique_ptr<PsClient> NewClient(const std::vector<std::string>& addresses,
                                     const std::string& worker = "worker:0",
@@ -489,17 +514,10 @@ TEST(PsClientTest, APushWhoseAnswerWasLostIsNotAppliedTwice) {
   const std::string address = shards.addresses()[0];
   const std::string port = address.substr(address.rfind(':') + 1);
   std::optional<Subprocess> relay;
-  auto start_relay = [&](int n) {
-    const std::string ready = absl::StrCat(dir.path(), "/relay", n, ".ready");
-    absl::StatusOr<Subprocess> spawned = Subprocess::Spawn(
-        {.argv = {TestBinary("delay_relay"), "--listen_host=127.0.0.2",
-                  "--target_host=127.0.0.1", absl::StrCat("--ports=", port),
-                  "--delay=500ms", absl::StrCat("--ready_file=", ready)},
-         .output_file = absl::StrCat(dir.path(), "/relay", n, ".log")});
+  auto start_relay = [&] {
+    absl::StatusOr<Subprocess> spawned = StartRelay(dir, port, "500ms");
     ASSERT_TRUE(spawned.ok()) << spawned.status();
     relay.emplace(*std::move(spawned));
-    ASSERT_TRUE(WaitUntil([&] { return std::filesystem::exists(ready); },
-                          absl::Seconds(10)));
   };
   const absl::Cleanup stop_relay = [&] {
     if (relay.has_value()) relay->Stop(absl::Seconds(5));
@@ -511,7 +529,7 @@ TEST(PsClientTest, APushWhoseAnswerWasLostIsNotAppliedTwice) {
   EXPECT_EQ(client->CreateVariables(*placement, options).code(),
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(client->incarnation(0), 0u);
-  start_relay(1);
+  start_relay();
 
   const PushBuffer push[] = {{"a", In(ones)}};
   std::future<absl::Status> pushed =
@@ -521,13 +539,41 @@ TEST(PsClientTest, APushWhoseAnswerWasLostIsNotAppliedTwice) {
       WaitUntil([&] { return store.updates() == 1; }, absl::Seconds(30)));
   relay->Signal(SIGKILL);  // the answer is still in the relay
   relay->Stop(absl::Seconds(5));
-  start_relay(2);
+  start_relay();
   const absl::Status status = pushed.get();
   // Applied once. The answer is an error only when the cut beat it back.
   EXPECT_EQ(store.updates(), 1);
   if (!status.ok()) {
     EXPECT_THAT(status.message(), HasSubstr("it is not re-sent")) << status;
   }
+}
+
+// The coordinator's fetch of a job's variables asks the shards in turn,
+// within one deadline: shards that each answer within it, slowly, do not
+// add up past it.
+TEST(PsClientTest, AFetchAsksTheShardsInTurnWithinOneDeadline) {
+  ScratchDir dir;
+  Shards shards(1);
+  absl::StatusOr<Placement> placement = PlaceVariables({{"a", {4}, 4}}, 1, {});
+  ASSERT_TRUE(placement.ok()) << placement.status();
+  std::unique_ptr<PsClient> client = NewClient(shards.addresses());
+  ASSERT_TRUE(client->CreateVariables(*placement, {{}}).ok());
+  // Each ask goes through a relay holding every byte 1 s each way: a new
+  // connection and a call take 4 s or more, well within the fetch's 6 s,
+  // and three of them well past it.
+  const std::string address = shards.addresses()[0];
+  const std::string port = address.substr(address.rfind(':') + 1);
+  absl::StatusOr<Subprocess> relay = StartRelay(dir, port, "1s");
+  ASSERT_TRUE(relay.ok()) << relay.status();
+  const absl::Cleanup stop_relay = [&] { relay->Stop(absl::Seconds(5)); };
+  const std::string relayed = "127.0.0.2:" + port;
+  const absl::Status fetched =
+      coordinator::FetchPsVariables({relayed, relayed, relayed},
+                                    rpc::Security{}, kJob, "", {},
+                                    absl::Seconds(6), /*max_bytes=*/1 << 20)
+          .status();
+  EXPECT_EQ(fetched.code(), absl::StatusCode::kDeadlineExceeded) << fetched;
+  EXPECT_THAT(fetched.message(), HasSubstr("ps:"));
 }
 
 TEST(PsClientTest, CallsWaitForAShardThatIsBeingRestarted) {
