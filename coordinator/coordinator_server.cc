@@ -211,6 +211,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
     COHORT_RETURN_IF_ERROR(CheckLaunchBinaries(config));
   }
   std::optional<PersistedState> saved;
+  // A cluster --new_cluster replaces: set aside (its tasks stopped) only
+  // once nothing below can refuse the start.
+  std::optional<PersistedState> previous;
   if (!config.state_dir.empty()) {
     COHORT_RETURN_IF_ERROR(MakeDirectories(config.state_dir));
     absl::StatusOr<FileLock> lock =
@@ -226,8 +229,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
     server->store_.emplace(config.state_dir);
     COHORT_ASSIGN_OR_RETURN(saved, server->store_->Load());
     if (config.new_cluster && saved.has_value()) {
-      COHORT_RETURN_IF_ERROR(
-          SetAsidePreviousCluster(config.state_dir, *saved, absl::Seconds(5)));
+      previous = std::move(saved);
       saved.reset();
     }
   }
@@ -260,6 +262,16 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
   COHORT_RETURN_IF_ERROR(
       CheckReachableFromTheSpecsHosts(*config.spec, config.server.listen));
   COHORT_RETURN_IF_ERROR(CheckLaunchedTasksReachable(config));
+  if (previous.has_value()) {
+    // The address is bound only in Start(): a port in use is found here,
+    // while the previous cluster still runs.
+    COHORT_ASSIGN_OR_RETURN(const HostPort listen,
+                            ParseHostPort(config.server.listen,
+                                          /*allow_port_zero=*/true));
+    COHORT_RETURN_IF_ERROR(rpc::CheckCanListen(listen));
+    COHORT_RETURN_IF_ERROR(
+        SetAsidePreviousCluster(config.state_dir, *previous, absl::Seconds(5)));
+  }
   ++server->state_.incarnation;
   if (server->state_.cluster_uid.empty()) {
     absl::BitGen random;

@@ -1,6 +1,7 @@
 // End-to-end tests of the cluster: the real cohort-coordinator, cohort-agent,
 // cohort-ps and cohortctl binaries as child processes on loopback.
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -424,6 +425,28 @@ TEST(ClusterE2eTest, ACoordinatorOnLoopbackRefusesASpecWithOtherHosts) {
     EXPECT_TRUE(std::filesystem::exists(state + "/coordinator_state.json"));
     EXPECT_FALSE(std::filesystem::exists(state + "/previous"));
   }
+
+  // Or one whose address is taken, which only binding would have found.
+  const int taken = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(taken, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(bind(taken, reinterpret_cast<sockaddr*>(&addr), len), 0);
+  ASSERT_EQ(listen(taken, 1), 0);
+  ASSERT_EQ(getsockname(taken, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string address = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+  const CommandResult in_use = RunCommand(
+      {Binary("cohort-coordinator"), absl::StrCat("--cluster_spec=", local),
+       "--listen=" + address, "--launch=none", "--new_cluster",
+       absl::StrCat("--state_dir=", state)},
+      absl::Seconds(10));
+  close(taken);
+  EXPECT_NE(in_use.exit_code, 0) << in_use.output;
+  EXPECT_THAT(in_use.output, HasSubstr(address));
+  EXPECT_TRUE(std::filesystem::exists(state + "/coordinator_state.json"));
+  EXPECT_FALSE(std::filesystem::exists(state + "/previous"));
 }
 
 TEST(ClusterE2eTest, MalformedSpecsExitTwoWithOneLineNamingThePath) {
