@@ -43,6 +43,8 @@ absl::StatusOr<const internal::Registry*> OpenStepLibrary(
   auto registry_fn =
       reinterpret_cast<RegistryFn>(dlsym(handle, "cohort_step_registry"));
   if (version_fn == nullptr || registry_fn == nullptr) {
+    // Nothing will use it: unmapped, not kept for the agent's lifetime.
+    dlclose(handle);
     return absl::FailedPreconditionError(absl::StrCat(
         display_name,
         " is a shared library but not a Cohort step library: it has no "
@@ -51,6 +53,7 @@ absl::StatusOr<const internal::Registry*> OpenStepLibrary(
   }
   const int version = version_fn();
   if (version != COHORT_STEP_API_VERSION) {
+    dlclose(handle);
     return absl::FailedPreconditionError(absl::StrCat(
         display_name, " was built against step API version ", version,
         ", and this agent runs version ", COHORT_STEP_API_VERSION,
