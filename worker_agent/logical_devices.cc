@@ -53,6 +53,9 @@ absl::Status LogicalDevices::RunOn(
     status = MakeCurrent(device);
     // This thread runs the library's code: an exception must not end it.
     if (status.ok()) status = CallUserCode([&] { return fn(device); });
+    // What fn queued on k's stream is done before the caller reads it on
+    // device 0 (a gradient all-reduced there, say).
+    if (status.ok()) status = Synchronize(device);
     done.Notify();
   });
   // No deadline of its own: this is the step's work, which has none either;

@@ -35,7 +35,8 @@ class LogicalDevices {
   const Device& device(int k) const { return devices_[k]; }
   absl::StatusOr<Device> Get(int k) const;
 
-  // Runs `fn` with device `k` and waits for it; fn's status.
+  // Runs `fn` with device `k` and waits for it, and for the work it queued
+  // on k's stream; fn's status.
   absl::Status RunOn(int k,
                      const std::function<absl::Status(const Device&)>& fn);
   // `count` zeroed elements on device `k`.
