@@ -262,13 +262,20 @@ std::vector<TaskId> ClusterManager::ExpireSilent(absl::Time now) {
   const absl::Duration allowance = options_.heartbeat_timeout / 2;
   if (last_sweep_.has_value() && now - *last_sweep_ > allowance) {
     const absl::Duration stall = now - *last_sweep_ - allowance;
-    spdlog::warn(
-        "the coordinator's checks ran {} late (a stall of this process or "
-        "its host); that time is not counted as any task's silence",
-        absl::FormatDuration(absl::Trunc(stall, absl::Milliseconds(1))));
+    if (stall >= absl::Seconds(1)) {
+      spdlog::warn(
+          "the coordinator's checks ran {} late (a stall of this process or "
+          "its host); that time is not counted as any task's silence",
+          absl::FormatDuration(absl::Trunc(stall, absl::Milliseconds(1))));
+    }
     for (auto& [task, record] : tasks_) {
       if (record.last_heartbeat.has_value()) {
         record.last_heartbeat = std::min(now, *record.last_heartbeat + stall);
+      }
+      // A launched task's Register may wait unread in the queues alike.
+      if ((record.state == v1::STARTING || record.state == v1::RESTARTING) &&
+          record.launched) {
+        record.state_since = std::min(now, record.state_since + stall);
       }
     }
   }

@@ -74,8 +74,8 @@ class ClusterManager {
   // returns those that just died. Called every poll interval: a gap since
   // the last call of more than half the heartbeat timeout is a stall of the
   // coordinator's own (paused, swapping, starved), during which it heard
-  // no heartbeats, and the part of it past that half does not count as the
-  // tasks' silence.
+  // no heartbeats or registrations, and the part of it past that half does
+  // not count as the tasks' silence, nor against their startup timeout.
   std::vector<TaskId> ExpireSilent(absl::Time now);
   // Records why `task`, nobody's to launch, may never register (its host
   // does not resolve here, say); shown once it is overdue.

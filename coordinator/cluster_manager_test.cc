@@ -266,6 +266,19 @@ TEST_F(ClusterManagerTest, ACoordinatorStallIsNotTheTasksSilence) {
   EXPECT_EQ(manager_.state(kWorker1), v1::DEAD);
 }
 
+// Nor against a launched task's startup timeout: its Register may be what
+// waits unread.
+TEST_F(ClusterManagerTest, ACoordinatorStallIsNotCountedAgainstAStartup) {
+  manager_.MarkLaunched(kWorker1, 100, /*is_restart=*/false, At(0));
+  EXPECT_TRUE(manager_.ExpireSilent(At(20)).empty());
+  // Stalled from 20 s to 60 s: 37.5 s of it is not the task's.
+  EXPECT_TRUE(manager_.ExpireSilent(At(60)).empty());
+  EXPECT_EQ(manager_.state(kWorker1), v1::STARTING);
+  // 30 s from its launch, less the stall's 37.5 s: 67.5 s.
+  for (int t : {62, 64, 66}) EXPECT_TRUE(manager_.ExpireSilent(At(t)).empty());
+  EXPECT_EQ(manager_.ExpireSilent(At(68)), std::vector<TaskId>{kWorker1});
+}
+
 TEST_F(ClusterManagerTest, SilentTaskDiesAndMustRegisterAgain) {
   auto response = manager_.Register(Report(kWorker1, "127.0.0.1:2002"), At(0));
   ASSERT_TRUE(response.ok());

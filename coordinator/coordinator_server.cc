@@ -263,12 +263,15 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Create(
       CheckReachableFromTheSpecsHosts(*config.spec, config.server.listen));
   COHORT_RETURN_IF_ERROR(CheckLaunchedTasksReachable(config));
   if (previous.has_value()) {
-    // The address is bound only in Start(): a port in use is found here,
-    // while the previous cluster still runs.
-    COHORT_ASSIGN_OR_RETURN(const HostPort listen,
-                            ParseHostPort(config.server.listen,
-                                          /*allow_port_zero=*/true));
-    COHORT_RETURN_IF_ERROR(rpc::CheckCanListen(listen));
+    // The addresses are bound only in Start(): a port in use is found
+    // here, while the previous cluster still runs.
+    for (const std::string& address :
+         {config.server.listen, config.metrics_listen}) {
+      if (address.empty()) continue;
+      COHORT_ASSIGN_OR_RETURN(const HostPort listen,
+                              ParseHostPort(address, /*allow_port_zero=*/true));
+      COHORT_RETURN_IF_ERROR(rpc::CheckCanListen(listen));
+    }
     COHORT_RETURN_IF_ERROR(
         SetAsidePreviousCluster(config.state_dir, *previous, absl::Seconds(5)));
   }

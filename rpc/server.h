@@ -3,7 +3,8 @@
 // The lifecycle of a daemon's gRPC server: bind (port 0 picks a free port,
 // which is written to a port file), serve the registered services plus the
 // standard grpc.health.v1.Health service and server reflection (unless
-// async_only), and shut down with a deadline.
+// async_only; reflection also not with a token, as it never sees one), and
+// shut down with a deadline.
 
 #include <grpcpp/completion_queue.h>
 #include <grpcpp/server.h>

@@ -303,16 +303,25 @@ absl::Status ReplicaContextImpl::SaveCheckpoint(int64_t step) {
   COHORT_RETURN_IF_ERROR(WhileGroupWaits(
       std::move(write), absl::StrCat("writing checkpoint ", step)));
   // The others would otherwise go on, and a later attempt could resume from
-  // their copies at a step the failed agent's directory never holds.
-  int64_t failed = written.ok() ? -1 : replica_id_;
+  // their copies at a step the failed agent's directory never holds. They
+  // fail with the failed write's code, so that every replica's report is
+  // as permanent as the write's error (a directory refused for good).
+  constexpr int64_t kCodes = 64;  // above every absl::StatusCode
+  int64_t failed =
+      written.ok() ? -1
+                   : replica_id_ * kCodes + static_cast<int>(written.code());
   COHORT_RETURN_IF_ERROR(
       AllReduceHost(&failed, 1, DType::kInt64, ReduceOp::kMax));
-  if (!written.ok()) return written;
+  if (!written.ok()) {
+    spdlog::error("replica {} could not write its copy of checkpoint {}: {}",
+                  replica_id_, step, written.ToString());
+    return written;
+  }
   if (failed >= 0) {
-    return absl::AbortedError(absl::StrCat("replica ", failed,
-                                           " could not write its copy of "
-                                           "checkpoint ",
-                                           step, " (its error says why)"));
+    return absl::Status(static_cast<absl::StatusCode>(failed % kCodes),
+                        absl::StrCat("replica ", failed / kCodes,
+                                     " could not write its copy of checkpoint ",
+                                     step, " (its agent's log says why)"));
   }
   return absl::OkStatus();
 }

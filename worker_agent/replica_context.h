@@ -175,8 +175,9 @@ class ReplicaContextImpl final : public ReplicaContext {
   // Writes a checkpoint of the state after `step` steps: ON_READ variables
   // are aggregated (collective), and every agent's first replica writes its
   // agent's copy. A copy that one agent fails to write fails the call on
-  // every replica (ABORTED naming that replica on the others), so that no
-  // agent goes on as if the checkpoint were everywhere. Collective.
+  // every replica (on the others with the write's code, naming that
+  // replica), so that no agent goes on as if the checkpoint were
+  // everywhere. Collective.
   absl::Status SaveCheckpoint(int64_t step);
   // After RestoreOrSync restored `step`: writes it again, as SaveCheckpoint
   // does, when some agent's newest copy is not that step (a host that lost

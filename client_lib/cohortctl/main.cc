@@ -1,10 +1,8 @@
 // cohortctl: the command-line client of a Cohort cluster.
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <vector>
 
@@ -266,12 +264,14 @@ int Main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   const int code = cohort::ctl::Main(argc, argv);
-  // A command that printed into a full disk did not do its job. A reader
-  // that went away (`| head`) is no failure.
+  // A command that printed into a full disk did not do its job. Both
+  // streams are checked: commands write through std::cout and stdio alike.
   std::cout.flush();
-  if (!std::cout && code == 0 && errno != EPIPE) {
-    std::fprintf(stderr, "cohortctl: cannot write its output: %s\n",
-                 std::strerror(errno));
+  if (code == 0 &&
+      (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout) != 0)) {
+    std::fprintf(stderr,
+                 "cohortctl: cannot write its output (a full disk, or a "
+                 "reader that went away)\n");
     return 1;
   }
   return code;

@@ -76,8 +76,6 @@ v1::Communication ToProto(Communication communication) {
   return v1::COMMUNICATION_AUTO;
 }
 
-// The checks that need no coordinator; the coordinator repeats them and adds
-// its own (registered names, placement).
 // A duration the job spec carries in whole milliseconds: finite, not
 // negative (positive unless `zero_means` says what 0 is), and, when not 0,
 // at least 1 ms, as one under it would arrive as 0 and mean the default.
@@ -95,6 +93,8 @@ absl::Status CheckMillis(absl::string_view field, absl::Duration d,
   return absl::OkStatus();
 }
 
+// The checks that need no coordinator; the coordinator repeats them and adds
+// its own (registered names, placement).
 absl::Status ValidateSpec(const JobSpec& spec) {
   if (spec.library_path.empty()) {
     return absl::InvalidArgumentError("library_path: no step library given");

@@ -44,6 +44,13 @@ class StreamReader final : public grpc::ClientReadReactor<Message> {
   ~StreamReader() override {
     if (!started_) return;
     context_->TryCancel();
+    bool paused = false;
+    {
+      absl::MutexLock lock(&mu_);
+      std::swap(paused, paused_);
+    }
+    // The pause's hold; OnDone may follow now (outside mu_, which it takes).
+    if (paused) this->RemoveHold();
     // gRPC calls OnDone promptly once a call is cancelled.
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(&done_));
@@ -72,10 +79,12 @@ class StreamReader final : public grpc::ClientReadReactor<Message> {
     *out = std::move(queue_.front());
     queue_.pop_front();
     if (paused_) {
-      // No read is in flight, so none can race this one for incoming_.
+      // No read is in flight, so none can race this one for incoming_; the
+      // hold taken at the pause kept the call alive (no OnDone) until now.
       paused_ = false;
       mu_.Unlock();
       this->StartRead(&incoming_);
+      this->RemoveHold();
       mu_.Lock();
     }
     return StreamRead::kMessage;
@@ -100,7 +109,11 @@ class StreamReader final : public grpc::ClientReadReactor<Message> {
       queue_.push_back(std::move(incoming_));
       incoming_ = Message();
       if (queue_.size() >= kMaxQueued) {
-        paused_ = true;  // Next starts the next read
+        // Next starts the next read. Until then the hold keeps the call
+        // from finishing (OnDone), which would make that read a use of a
+        // finished call.
+        this->AddHold();
+        paused_ = true;
         return;
       }
     }

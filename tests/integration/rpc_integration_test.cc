@@ -236,6 +236,21 @@ TEST(StreamReaderTest, AStreamThatIsNotReadHoldsAFewMessages) {
   }
   EXPECT_TRUE(reader.status().ok()) << reader.status().error_message();
   EXPECT_EQ(next_seq, kLines + 1);
+
+  // A call that ends while its reader is paused (the server gone) still
+  // hands over what came, then its end: the pause keeps it open till then.
+  Reader cut(connection.NewContext(absl::Seconds(60)));
+  cut.Start([&](grpc::ClientContext* context, Reader* r) {
+    stub->async()->ReadLog(context, &request, r);
+  });
+  ASSERT_TRUE(WaitUntil([&] { return cut.queued() == Reader::kMaxQueued; },
+                        absl::Seconds(30)));
+  server.Shutdown(absl::ZeroDuration());
+  int read = 0;
+  const absl::Time cut_deadline = absl::Now() + absl::Seconds(60);
+  while (cut.Next(cut_deadline, &chunk) == StreamRead::kMessage) ++read;
+  EXPECT_GE(read, static_cast<int>(Reader::kMaxQueued));
+  EXPECT_FALSE(cut.status().ok());
 }
 
 v1::TaskReport WorkerReport() {
