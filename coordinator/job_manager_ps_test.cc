@@ -67,6 +67,18 @@ class JobManagerPsTest : public ::testing::Test {
     return *id;
   }
   v1::JobStatus Job() { return *manager_.Get("1"); }
+  // worker:0's runner of attempt 1, on its current assignment, fails.
+  void ReportWorkerFailed(const std::string& error) {
+    v1::AgentJobReport report;
+    report.mutable_task()->set_type("worker");
+    report.set_job_id("1");
+    report.set_attempt(1);
+    const v1::AgentSyncResponse sync = manager_.Sync(report, now_);
+    report.set_group(sync.assignment().group());
+    report.set_state(v1::AgentJobReport::FAILED);
+    report.set_error(error);
+    manager_.Sync(report, now_);
+  }
   // A coordinator restarted from manager_'s saved table, its tasks as
   // `views` say; null (and a test failure) when there was nothing to save.
   std::unique_ptr<JobManager> RestartCoordinator(
@@ -383,15 +395,7 @@ TEST_F(JobManagerPsTest, AStepErrorFailsTheJobAtOnce) {
 TEST_F(JobManagerPsTest, AWorkerThatKeepsFailingWithoutProgressEndsTheJob) {
   Start();
   for (int i = 0; i < 4; ++i) {
-    v1::AgentJobReport report;
-    report.mutable_task()->set_type("worker");
-    report.set_job_id("1");
-    report.set_attempt(1);
-    const v1::AgentSyncResponse sync = manager_.Sync(report, now_);
-    report.set_group(sync.assignment().group());
-    report.set_state(v1::AgentJobReport::FAILED);
-    report.set_error("ps:0 did not come back within 60s");
-    manager_.Sync(report, now_);
+    ReportWorkerFailed("ps:0 did not come back within 60s");
     manager_.Tick(Views(), now_);
     if (i < 3) {
       ASSERT_NE(Job().state(), v1::JOB_FAILED) << i;
@@ -409,15 +413,7 @@ TEST_F(JobManagerPsTest, AFailureOfAWorkerBackFromBeingLostCountsOnce) {
   Start();
   manager_.Tick(Views(v1::DEAD), now_);
   for (int i = 0; i < 3; ++i) {
-    v1::AgentJobReport report;
-    report.mutable_task()->set_type("worker");
-    report.set_job_id("1");
-    report.set_attempt(1);
-    const v1::AgentSyncResponse sync = manager_.Sync(report, now_);
-    report.set_group(sync.assignment().group());
-    report.set_state(v1::AgentJobReport::FAILED);
-    report.set_error("ps:0 did not come back within 60s");
-    manager_.Sync(report, now_);
+    ReportWorkerFailed("ps:0 did not come back within 60s");
     manager_.Tick(Views(), now_);
     manager_.Tick(Views(), now_);  // nothing new
   }

@@ -1,10 +1,7 @@
 #include "worker_agent/ps_job_runner.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <deque>
@@ -14,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "ps_server/in_process_ps.h"
+#include "tests/testing/silent_listener.h"
 #include "tests/testing/wait.h"
 #include "worker_agent/closure_only_coordinator.h"
 
@@ -166,29 +164,19 @@ TEST_F(PsJobRunnerTest, AnAbortWhileAPsCallWaitsFailsWithTheAbortsReason) {
   // Regression: the executor's ps call ended as "ps client shut down", and
   // that, not the abort's reason, became the attempt's error.
   // A ps task that accepts connections and never answers.
-  const int silent = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(silent, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  ASSERT_EQ(bind(silent, reinterpret_cast<sockaddr*>(&address), length), 0);
-  ASSERT_EQ(listen(silent, 16), 0);
-  ASSERT_EQ(getsockname(silent, reinterpret_cast<sockaddr*>(&address), &length),
-            0);
+  const cohort::testing::SilentListener silent;
+  ASSERT_TRUE(silent.ok());
   RunnerOptions options = Options(std::make_shared<NothingYet>(), 10);
-  options.assignment.set_ps_addresses(
-      0, absl::StrCat("127.0.0.1:", ntohs(address.sin_port)));
+  options.assignment.set_ps_addresses(0, silent.address());
   options.assignment.mutable_spec()->set_init_fn("colocated_init");
   PsJobRunner runner(std::move(options));
   runner.Start();
   // The executor declares its variables: a call now waits on the ps.
-  pollfd connected{.fd = silent, .events = POLLIN};
+  pollfd connected{.fd = silent.fd(), .events = POLLIN};
   ASSERT_EQ(poll(&connected, 1, /*timeout_ms=*/30000), 1);
   runner.Abort(absl::UnavailableError("the coordinator ended attempt 1"));
   ASSERT_TRUE(cohort::testing::WaitUntil([&] { return runner.done(); },
                                          absl::Seconds(30)));
-  close(silent);
   const v1::AgentJobReport report = runner.Report();
   EXPECT_EQ(report.state(), v1::AgentJobReport::FAILED);
   EXPECT_EQ(report.error(), "the coordinator ended attempt 1");

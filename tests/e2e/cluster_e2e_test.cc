@@ -1,10 +1,7 @@
 // End-to-end tests of the cluster: the real cohort-coordinator, cohort-agent,
 // cohort-ps and cohortctl binaries as child processes on loopback.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -21,6 +18,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/testing/fake_notify_socket.h"
 #include "tests/testing/jobs.h"
+#include "tests/testing/silent_listener.h"
 #include "tests/testing/test_cluster.h"
 #include "tests/testing/wait.h"
 
@@ -243,22 +241,9 @@ TEST(ClusterE2eTest, SigtermStopsEveryLaunchedProcess) {
 TEST(ClusterE2eTest, ATaskThatExitsAtOnceIsDeadWithItsOwnErrorAndBacksOff) {
   // Something else holds the chief's port, so the launched chief cannot
   // serve: its reason is in its own log, and must reach the cluster state.
-  const int held = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(held, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(held, reinterpret_cast<sockaddr*>(&address), sizeof(address)),
-            0);
-  ASSERT_EQ(listen(held, 1), 0);
-  socklen_t length = sizeof(address);
-  ASSERT_EQ(getsockname(held, reinterpret_cast<sockaddr*>(&address), &length),
-            0);
-  const std::string chief = absl::StrCat("127.0.0.1:", ntohs(address.sin_port));
-  struct CloseOnExit {
-    int fd;
-    ~CloseOnExit() { close(fd); }
-  } close_on_exit{held};
+  const SilentListener held;
+  ASSERT_TRUE(held.ok());
+  const std::string chief = held.address();
 
   ScratchDir dir;
   const std::string spec =
@@ -427,22 +412,14 @@ TEST(ClusterE2eTest, ACoordinatorOnLoopbackRefusesASpecWithOtherHosts) {
   }
 
   // Or one whose address is taken, which only binding would have found.
-  const int taken = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(taken, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(bind(taken, reinterpret_cast<sockaddr*>(&addr), len), 0);
-  ASSERT_EQ(listen(taken, 1), 0);
-  ASSERT_EQ(getsockname(taken, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const std::string address = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+  const SilentListener taken;
+  ASSERT_TRUE(taken.ok());
+  const std::string address = taken.address();
   const CommandResult in_use = RunCommand(
       {Binary("cohort-coordinator"), absl::StrCat("--cluster_spec=", local),
        "--listen=" + address, "--launch=none", "--new_cluster",
        absl::StrCat("--state_dir=", state)},
       absl::Seconds(10));
-  close(taken);
   EXPECT_NE(in_use.exit_code, 0) << in_use.output;
   EXPECT_THAT(in_use.output, HasSubstr(address));
   EXPECT_TRUE(std::filesystem::exists(state + "/coordinator_state.json"));
