@@ -83,7 +83,7 @@ absl::Status ReplicaContextImpl::AllReduceHost(void* host, size_t count,
 }
 
 absl::StatusOr<int64_t> ReplicaContextImpl::OwnLatestCheckpoint() const {
-  if (local_index_ != 0 || job_->checkpoint_dir.empty()) return -1;
+  if (!KeepsAgentCopy()) return -1;
   absl::StatusOr<int64_t> latest = NewestCheckpointStep(job_->checkpoint_dir);
   if (latest.ok()) return *latest;
   if (absl::IsNotFound(latest.status())) return -1;
@@ -266,7 +266,7 @@ absl::StatusOr<int64_t> ReplicaContextImpl::RestoreOrSync() {
 
 absl::Status ReplicaContextImpl::SaveCheckpoint(int64_t step) {
   // Each agent's first replica writes its agent's copy.
-  const bool writer = local_index_ == 0 && !job_->checkpoint_dir.empty();
+  const bool writer = KeepsAgentCopy();
   std::vector<SavedTensor> tensors;
   auto add = [&](Variable& variable) -> absl::Status {
     const VariableOptions& vo = variable.options();
@@ -327,7 +327,7 @@ absl::Status ReplicaContextImpl::SaveCheckpoint(int64_t step) {
 }
 
 absl::Status ReplicaContextImpl::SaveWhereMissing(int64_t step) {
-  const bool writer = local_index_ == 0 && !job_->checkpoint_dir.empty();
+  const bool writer = KeepsAgentCopy();
   int64_t missing = writer && !holds_restored_ ? 1 : 0;
   COHORT_RETURN_IF_ERROR(
       AllReduceHost(&missing, 1, DType::kInt64, ReduceOp::kMax));

@@ -208,6 +208,11 @@ class ReplicaContextImpl final : public ReplicaContext {
   // Collective.
   absl::Status WhileGroupWaits(std::function<absl::Status()> work,
                                std::string what);
+  // Whether this replica writes and reads its agent's checkpoint copy: each
+  // agent's first replica, when the job checkpoints.
+  bool KeepsAgentCopy() const {
+    return local_index_ == 0 && !job_->checkpoint_dir.empty();
+  }
   // The newest complete checkpoint this replica can read: its step, or -1.
   absl::StatusOr<int64_t> OwnLatestCheckpoint() const;
   // Loads checkpoint `step`, as ReadCheckpoint gave it, into this replica's
