@@ -129,7 +129,7 @@ uint64_t PsClient::incarnation(int shard) const {
   if (shard < 0 || shard >= num_shards()) return 0;
   Shard& s = *shards_[shard];
   absl::MutexLock lock(&s.mu);
-  return s.incarnation;
+  return s.incarnations.current();
 }
 
 std::vector<PsRecoveryEvent> PsClient::TakeRecoveryEvents() {
@@ -284,6 +284,7 @@ absl::Status PsClient::PullOnce(Shard& shard,
   request.set_worker(options_.worker);
   for (const PullSlice& s : slices) request.add_names(s.name);
 
+  const uint64_t call = shard.StartCall();
   std::unique_ptr<grpc::ClientContext> context =
       shard.connection.NewContext(options_.rpc_timeout);
   std::unique_ptr<grpc::ClientReader<v1::PullResponse>> reader =
@@ -295,7 +296,7 @@ absl::Status PsClient::PullOnce(Shard& shard,
     if (!local.ok()) continue;  // cancelled: drain what is left
     if (response.has_shard()) {
       absl::StatusOr<bool> observed =
-          Observe(shard, response.shard(), /*acknowledged=*/false);
+          Observe(shard, response.shard(), call, /*acknowledged=*/false);
       if (!observed.ok()) {
         local = observed.status();
       } else {
@@ -318,6 +319,7 @@ absl::Status PsClient::PullOnce(Shard& shard,
 absl::Status PsClient::PushOnce(Shard& shard,
                                 const std::vector<PushSlice>& slices,
                                 uint64_t incarnation, bool* restarted) {
+  const uint64_t call = shard.StartCall();
   std::unique_ptr<grpc::ClientContext> context =
       shard.connection.NewContext(options_.rpc_timeout);
   v1::PushResponse response;
@@ -342,7 +344,7 @@ absl::Status PsClient::PushOnce(Shard& shard,
   const grpc::Status status = writer->Finish();
   COHORT_RETURN_IF_ERROR(
       shard.connection.Annotate("ParameterServer.Push", status));
-  COHORT_ASSIGN_OR_RETURN(*restarted, Observe(shard, response.shard(),
+  COHORT_ASSIGN_OR_RETURN(*restarted, Observe(shard, response.shard(), call,
                                               /*acknowledged=*/true));
   return absl::OkStatus();
 }
@@ -350,6 +352,7 @@ absl::Status PsClient::PushOnce(Shard& shard,
 absl::Status PsClient::CreateOnce(Shard& shard,
                                   const v1::CreateVariablesRequest& request,
                                   absl::Duration timeout) {
+  const uint64_t call = shard.StartCall();
   std::unique_ptr<grpc::ClientContext> context =
       shard.connection.NewContext(timeout);
   v1::CreateVariablesResponse response;
@@ -357,7 +360,8 @@ absl::Status PsClient::CreateOnce(Shard& shard,
       "ParameterServer.CreateVariables",
       shard.stub->CreateVariables(context.get(), request, &response)));
   // A new incarnation seen here needs no recreate: this was it.
-  return Observe(shard, response.shard(), /*acknowledged=*/false).status();
+  return Observe(shard, response.shard(), call, /*acknowledged=*/false)
+      .status();
 }
 
 }  // namespace cohort::ps

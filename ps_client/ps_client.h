@@ -205,8 +205,10 @@ class PsClient {
   // `acknowledged`: the state answers a push, so its `updates` count as
   // acknowledged to this worker (what a restart may lose is measured
   // against those alone).
+  // `call` is the number Shard::StartCall gave the call answered: a late
+  // answer from an earlier incarnation is ignored (incarnation_tracker.h).
   absl::StatusOr<bool> Observe(Shard& shard, const v1::PsShardState& state,
-                               bool acknowledged);
+                               uint64_t call, bool acknowledged);
   // After a successful call saw a new incarnation: CreateVariables there
   // again (logged, not returned, when it fails).
   void RecreateAfterRestart(Shard& shard,

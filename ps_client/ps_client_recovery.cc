@@ -165,7 +165,7 @@ absl::Status PsClient::Backoff(absl::Duration delay) {
 
 absl::StatusOr<bool> PsClient::Observe(Shard& shard,
                                        const v1::PsShardState& state,
-                                       bool acknowledged) {
+                                       uint64_t call, bool acknowledged) {
   if (state.shard_id() != shard.id) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the ps task at ", shard.connection.address(), " says it is shard ",
@@ -175,24 +175,26 @@ absl::StatusOr<bool> PsClient::Observe(Shard& shard,
   PsRecoveryEvent event;
   {
     absl::MutexLock lock(&shard.mu);
-    if (shard.retired.contains(state.incarnation())) return false;  // late
-    if (shard.incarnation == 0 || shard.incarnation == state.incarnation()) {
-      shard.incarnation = state.incarnation();
-      if (acknowledged) {
-        shard.updates_seen = std::max(shard.updates_seen, state.updates());
-      }
-      return false;
+    const uint64_t old_incarnation = shard.incarnations.current();
+    switch (shard.incarnations.Answer(state.incarnation(), call)) {
+      case IncarnationTracker::Verdict::kLate:
+        return false;
+      case IncarnationTracker::Verdict::kCurrent:
+        if (acknowledged) {
+          shard.updates_seen = std::max(shard.updates_seen, state.updates());
+        }
+        return false;
+      case IncarnationTracker::Verdict::kNew:
+        break;
     }
     event =
         PsRecoveryEvent{.shard = shard.id,
-                        .old_incarnation = shard.incarnation,
+                        .old_incarnation = old_incarnation,
                         .new_incarnation = state.incarnation(),
                         .updates_seen = shard.updates_seen,
                         .restored_updates = state.restored_updates(),
                         .lost = std::max<int64_t>(
                             0, shard.updates_seen - state.restored_updates())};
-    shard.retired.insert(shard.incarnation);
-    shard.incarnation = state.incarnation();
     shard.updates_seen =
         acknowledged ? state.updates() : state.restored_updates();
   }

@@ -4,12 +4,12 @@
 // ps_client_recovery.cc. Internal to the ps client library.
 
 #include <memory>
-#include <set>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "cohort/v1/ps.grpc.pb.h"
+#include "ps_client/incarnation_tracker.h"
 #include "ps_client/ps_client.h"
 #include "rpc/channel.h"
 
@@ -26,12 +26,15 @@ struct PsClient::Shard {
   const rpc::Connection connection;
   const std::unique_ptr<v1::ParameterServer::Stub> stub;
 
+  // Numbers a call to this shard for Observe; taken before it is sent.
+  uint64_t StartCall() {
+    absl::MutexLock lock(&mu);
+    return incarnations.StartCall();
+  }
+
   absl::Mutex mu;
-  uint64_t incarnation ABSL_GUARDED_BY(mu) = 0;  // 0: never answered
-  int64_t updates_seen ABSL_GUARDED_BY(mu) = 0;  // of that incarnation
-  // Incarnations replaced by a newer one: a late answer from one of them
-  // (a call that started before the restart) is not a restart.
-  std::set<uint64_t> retired ABSL_GUARDED_BY(mu);
+  IncarnationTracker incarnations ABSL_GUARDED_BY(mu);
+  int64_t updates_seen ABSL_GUARDED_BY(mu) = 0;  // of the current incarnation
 };
 
 }  // namespace cohort::ps
