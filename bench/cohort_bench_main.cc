@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -60,7 +61,7 @@ constexpr char kUsage[] =
     "nccl-tests-style benchmarks of Cohort's collectives.\n"
     "\n"
     "  cohort-bench allreduce --ranks=2 --sizes=4K,1M,16M,64M\n"
-    "  cohort-bench allgather --ranks=4 --format=csv\n"
+    "  cohort-bench allgather --ranks=4\n"
     "\n"
     "Ranks on given hosts: serve a store, then start each rank where it "
     "should run:\n"
@@ -214,13 +215,14 @@ int Launch(const std::string& command) {
     }
     children.push_back(*std::move(child));
   }
-  // Every rank ends on its own (each collective has a deadline); the bound
-  // here covers a rank that never joins.
+  // Every rank ends on its own (each collective has a deadline); the one
+  // deadline here covers a rank that never joins.
   int failures = 0;
-  const absl::Duration bound =
-      absl::GetFlag(FLAGS_timeout) * 2 + absl::Minutes(10);
+  const absl::Time deadline =
+      absl::Now() + absl::GetFlag(FLAGS_timeout) * 2 + absl::Minutes(10);
   for (int r = 0; r < ranks; ++r) {
-    std::optional<ExitStatus> exit = children[r].Wait(bound);
+    std::optional<ExitStatus> exit = children[r].Wait(
+        std::max(deadline - absl::Now(), absl::ZeroDuration()));
     if (!exit.has_value()) {
       std::cerr << "cohort-bench: rank " << r
                 << " did not finish; stopping it\n";
@@ -267,9 +269,14 @@ int Main(int argc, char** argv) {
         absl::StrCat("--min_time must not be negative, got ",
                      absl::FormatDuration(absl::GetFlag(FLAGS_min_time)))));
   }
-  if (absl::StatusOr<bool> csv = ParseCsvFormat(absl::GetFlag(FLAGS_format));
-      !csv.ok()) {
-    ExitWithConfigError(csv.status());
+  absl::StatusOr<bool> csv = ParseCsvFormat(absl::GetFlag(FLAGS_format));
+  if (!csv.ok()) ExitWithConfigError(csv.status());
+  // The peers' RESULT lines carry no collective, and their tools read every
+  // line as an all-reduce.
+  if (*csv && *collective != Collective::kAllReduce) {
+    ExitWithConfigError(absl::InvalidArgumentError(
+        absl::StrCat("--format=csv writes the peers' all-reduce RESULT lines; ",
+                     CollectiveName(*collective), " has only the table")));
   }
   if (const int rank = absl::GetFlag(FLAGS_rank); rank >= 0) {
     if (rank >= absl::GetFlag(FLAGS_ranks)) {

@@ -1,8 +1,8 @@
 #include "bench/collective_bench.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
-#include <numeric>
 
 #include "absl/strings/str_cat.h"
 
@@ -11,6 +11,13 @@ namespace {
 
 using collective::DType;
 using collective::ReduceOp;
+
+// The bytes one operation delivers to each rank, as nccl-tests counts them
+// for algbw: an all-gather's whole output, the others' buffer.
+double AlgorithmBytes(Collective collective, size_t bytes_per_rank, int n) {
+  const double bytes = static_cast<double>(bytes_per_rank);
+  return collective == Collective::kAllGather ? bytes * n : bytes;
+}
 
 // Bus bandwidth factor of nccl-tests.
 double BusFactor(Collective collective, int n) {
@@ -97,6 +104,22 @@ class Op {
   std::vector<float> input_;
 };
 
+// A monotonic clock: the wall clock may be stepped during a run.
+double MicrosecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// The median, as the peers compute it: the mean of the middle two of an
+// even count.
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid]
+                                : (values[mid - 1] + values[mid]) / 2;
+}
+
 // The maximum over ranks of each rank's values (an all-reduce MAX).
 absl::Status MaxOverRanks(collective::Communicator& comm,
                           std::vector<double>& values) {
@@ -115,37 +138,42 @@ absl::StatusOr<BenchRow> RunSize(collective::Communicator& comm,
 
   // Warm-up, and the slowest rank's warm-up picks the iteration count.
   const int warmup = row.bytes <= (1 << 20) ? 20 : 3;
-  const absl::Time warm_start = absl::Now();
+  const auto warm_start = std::chrono::steady_clock::now();
   for (int i = 0; i < warmup; ++i) {
     if (absl::Status s = op.Run(); !s.ok()) return s;
   }
-  std::vector<double> per_iteration = {
-      absl::ToDoubleSeconds(absl::Now() - warm_start) / warmup};
+  std::vector<double> per_iteration = {MicrosecondsSince(warm_start) * 1e-6 /
+                                       warmup};
   if (absl::Status s = MaxOverRanks(comm, per_iteration); !s.ok()) return s;
   const int iterations =
       std::clamp(static_cast<int>(absl::ToDoubleSeconds(options.min_time) /
                                   per_iteration[0]),
                  options.min_iterations, options.max_iterations);
 
+  // Each iteration's time is the slowest rank's; the mean is rank 0's loop
+  // time per iteration, as the peers report it.
   std::vector<double> times(static_cast<size_t>(iterations));
+  const auto loop_start = std::chrono::steady_clock::now();
   for (int i = 0; i < iterations; ++i) {
-    const absl::Time start = absl::Now();
+    const auto start = std::chrono::steady_clock::now();
     if (absl::Status s = op.Run(); !s.ok()) return s;
-    times[i] = absl::ToDoubleMicroseconds(absl::Now() - start);
+    times[i] = MicrosecondsSince(start);
   }
+  row.mean_us = MicrosecondsSince(loop_start) / iterations;
   if (absl::Status s = MaxOverRanks(comm, times); !s.ok()) return s;
 
-  std::vector<double> sorted = times;
-  std::sort(sorted.begin(), sorted.end());
   row.iterations = iterations;
-  row.median_us = sorted[sorted.size() / 2];
-  row.mean_us = std::accumulate(times.begin(), times.end(), 0.0) / times.size();
-  row.min_us = sorted.front();
-  row.algbw_gbps =
-      static_cast<double>(row.bytes) / (row.median_us * 1e-6) / 1e9;
+  row.median_us = Median(times);
+  row.min_us = *std::min_element(times.begin(), times.end());
+  row.algbw_gbps = AlgorithmBytes(options.collective, row.bytes, comm.size()) /
+                   (row.median_us * 1e-6) / 1e9;
   row.busbw_gbps = row.algbw_gbps * BusFactor(options.collective, comm.size());
-  // Correct on every rank, before and after the timed loop.
-  std::vector<double> ok = {*checked && op.AllZero() ? 0.0 : 1.0};
+  // Correct on every rank: the timed loop kept its zeros, and the path gives
+  // exact values after it as before.
+  const bool zeros = op.AllZero();
+  absl::StatusOr<bool> checked_after = op.Check();
+  if (!checked_after.ok()) return checked_after.status();
+  std::vector<double> ok = {*checked && zeros && *checked_after ? 0.0 : 1.0};
   if (absl::Status s = MaxOverRanks(comm, ok); !s.ok()) return s;
   row.ok = ok[0] == 0.0;
   return row;

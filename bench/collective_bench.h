@@ -28,6 +28,8 @@ struct BenchOptions {
 struct BenchRow {
   size_t bytes = 0;
   int iterations = 0;
+  // Per iteration: median and min of the slowest rank's times; mean of
+  // rank 0's loop time.
   double median_us = 0, mean_us = 0, min_us = 0;
   double algbw_gbps = 0, busbw_gbps = 0;
   bool ok = false;
