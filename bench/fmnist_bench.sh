@@ -24,24 +24,13 @@ python=/usr/bin/python3  # Debian's own: it sees python3-torch
 # instead of the reference BLAS.
 tools/setup.sh python3-torch libopenblas0-pthread
 
+source tools/lib/local_cluster.sh
 state="$(mktemp -d "${TMPDIR:-/tmp}/cohort-fmnist-bench.XXXXXX")"
-export XDG_STATE_HOME="$state"
-"$bin/cohortctl" up --cpu_devices=1 >"$state/up.log" 2>&1 &
-up_pid=$!
-trap 'kill -TERM "$up_pid" 2>/dev/null || true; wait "$up_pid" 2>/dev/null || true; rm -rf "$state"' EXIT
-for _ in $(seq 1 100); do
-  # Captured first: under pipefail, grep -q leaving early would fail the
-  # pipeline with the writer's SIGPIPE.
-  if status_text=$("$bin/cohortctl" status 2>/dev/null) &&
-     ! grep -qE 'STARTING|RESTARTING|DEAD' <<<"$status_text"; then
-    break
-  fi
-  sleep 0.2
-done
-"$bin/cohortctl" status >/dev/null
+start_local_cluster "$bin" "$state" "$state/up.log" --cpu_devices=1
 "$bin/cohort-example-fmnist-data" --out="$state/fmnist" --files=8 >/dev/null
 
-# Submits a job and prints its status as JSON once it ended.
+# Submits a job and prints its status as JSON once it succeeded; a job that
+# failed ends the script, since its times would be those of a crash.
 cohort_job() {  # strategy steps [extra flags...]
   local strategy="$1" n="$2"
   shift 2
@@ -50,7 +39,11 @@ cohort_job() {  # strategy steps [extra flags...]
     --init=fmnist_init --step=fmnist_step --dataset=fmnist_data \
     --strategy="$strategy" --devices_per_agent=1 --steps="$n" \
     --global_batch=128 --seed=1 "$@")"
-  "$bin/cohortctl" watch "$id" >/dev/null || true
+  if ! "$bin/cohortctl" watch "$id" >/dev/null; then
+    echo "fmnist_bench: job $id did not succeed:" >&2
+    "$bin/cohortctl" job "$id" >&2 || true
+    return 1
+  fi
   "$bin/cohortctl" job "$id" --json
 }
 
@@ -84,8 +77,10 @@ early = json.loads(sys.argv[6])
 print(json.dumps({
     "framework": "cohort", "procs": procs, "threads": 1, "global_batch": 128,
     "steps_per_s": round(steps / ((t2 - t1) / 1000), 2),
+    # None unless the job reached the target, as the torch script reports.
     "steps_to_target": int(early.get("stopped_at_step", 0)) or None,
-    "seconds_to_target": round(te / 1000, 2),
+    "seconds_to_target": round(te / 1000, 2)
+                         if int(early.get("stopped_at_step", 0)) else None,
     "accuracy": round(early["metrics"]["accuracy"], 4)}))
 PY
 }

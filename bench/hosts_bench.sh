@@ -6,7 +6,8 @@
 # 127.0.0.1), and OpenMPI's TCP transport with the peers' tuning (mpirun
 # starts its daemons on the hosts through an rsh agent that enters them).
 # Prints the peers' RESULT lines (see ../shared/bench/peers) and
-# writes them to $OUT/hosts.csv. Needs root.
+# writes them to $OUT/hosts.csv, with a FAILED line for each run that failed
+# (and then exits 1). Needs root.
 #
 #   bench/hosts_bench.sh                       # 2 and 4 ranks
 #   RANKS="2" SIZES="4096 1048576" bench/hosts_bench.sh
@@ -31,9 +32,11 @@ mkdir -p "$OUT"
 scratch=$(mktemp -d -t cohort-hosts-bench.XXXXXX)
 name="hb$(( $$ % 10000 ))"
 store_pid=""
+made_hosts=false  # only a set this run made is taken down
+failures=0
 cleanup() {
   [ -n "$store_pid" ] && kill "$store_pid" 2>/dev/null || true
-  "$hosts" down "$name" >/dev/null 2>&1 || true
+  if $made_hosts; then "$hosts" down "$name" >/dev/null 2>&1 || true; fi
   rm -rf "$scratch"
 }
 trap cleanup EXIT
@@ -41,12 +44,14 @@ trap cleanup EXIT
 max=0
 for n in $RANKS; do [ "$n" -gt "$max" ] && max=$n; done
 "$hosts" up "$name" "$max"
+made_hosts=true
 bridge=$("$hosts" addr "$name" 0)
 sizes_csv=$(echo "$SIZES" | tr ' ' ',')
 : >"$OUT/hosts.csv"
 
 # Runs "$@" as rank r of n on host r+1, for every r, and waits for all; rank
 # 0's output goes to $scratch/rank0.out. Each rank is bounded in time.
+# Fails when a rank did.
 run_ranks() {
   local n=$1 r pids=()
   shift
@@ -62,22 +67,38 @@ run_ranks() {
   if [ "$failed" -ne 0 ]; then
     echo "hosts_bench: a rank failed:" >&2
     cat "$scratch"/rank*.err >&2
+    return 1
   fi
 }
 
+# Records a failed run as the peers' run_all.sh does, so that no median is
+# silently taken over fewer runs.
+record_failure() {  # label ranks
+  echo "FAILED,$1,$2" | tee -a "$OUT/hosts.csv" >&2
+  failures=$((failures + 1))
+}
+
 # --- Cohort: a store on the bridge, each rank's Peer server on its host.
-"$COHORT_BENCH" store --listen="$bridge:7000" >"$scratch/store.out" 2>&1 &
+"$COHORT_BENCH" store --listen="$bridge:0" >"$scratch/store.out" 2>&1 &
 store_pid=$!
+store=""
 for _ in $(seq 1 100); do
-  grep -q "serving on" "$scratch/store.out" 2>/dev/null && break
+  store=$(sed -n 's/.*store serving on //p' "$scratch/store.out" 2>/dev/null)
+  [ -n "$store" ] && break
   sleep 0.05
 done
+if [ -z "$store" ]; then
+  echo "hosts_bench: the store did not start:" >&2
+  cat "$scratch/store.out" >&2
+  exit 1
+fi
 run_cohort() {  # run_cohort N REPEAT
   echo "hosts_bench: cohort, $1 ranks on $1 hosts" >&2
-  run_ranks "$1" "'$COHORT_BENCH' allreduce --store=$bridge:7000 \
+  if ! run_ranks "$1" "'$COHORT_BENCH' allreduce --store=$store \
     --group=hosts$1-$2 --ranks=$1 --rank=\$RANK --listen=\$ADDR:0 \
-    --sizes=$sizes_csv --format=csv --label=cohort-hosts"
-  # A failed run is reported (run_ranks) and the others go on.
+    --sizes=$sizes_csv --format=csv --label=cohort-hosts"; then
+    record_failure cohort-hosts "$1"  # and the others go on
+  fi
   grep '^RESULT,' "$scratch/rank0.out" | tee -a "$OUT/hosts.csv" || true
 }
 
@@ -94,10 +115,12 @@ else
 fi
 run_gloo() {  # run_gloo N REPEAT
   echo "hosts_bench: gloo, $1 ranks on $1 hosts" >&2
-  local store="$scratch/gloo$1-$2"
-  mkdir -p "$store"
-  run_ranks "$1" "GLOO_HOSTNAME=\$ADDR '$scratch/gloo_hosts' \$RANK $1 \
-    '$store' ring,ring_chunked,hd $SIZES"
+  local dir="$scratch/gloo$1-$2"
+  mkdir -p "$dir"
+  if ! run_ranks "$1" "GLOO_HOSTNAME=\$ADDR '$scratch/gloo_hosts' \$RANK $1 \
+    '$dir' ring,ring_chunked,hd $SIZES"; then
+    record_failure gloo-hosts "$1"
+  fi
   grep '^RESULT,' "$scratch/rank0.out" | sed 's/^RESULT,gloo/RESULT,gloo-hosts/' |
     tee -a "$OUT/hosts.csv" || true
 }
@@ -134,6 +157,7 @@ run_mpi() {  # run_mpi N
     grep '^RESULT,' | tee -a "$OUT/hosts.csv" || {
       echo "hosts_bench: openmpi failed:" >&2
       cat "$scratch/mpi.err" >&2
+      record_failure mpi-hosts-tcp+tuned "$1"
     }
 }
 
@@ -143,3 +167,7 @@ for rep in $(seq 1 "$REPEATS"); do
   if $have_gloo; then for n in $RANKS; do run_gloo "$n" "$rep"; done; fi
   if $have_mpi; then for n in $RANKS; do run_mpi "$n"; done; fi
 done
+if [ "$failures" -gt 0 ]; then
+  echo "hosts_bench: $failures run(s) failed; see the FAILED lines" >&2
+  exit 1
+fi

@@ -79,7 +79,11 @@ find_libs() {
 }
 
 run() {
-  local out="${OUT:-/tmp}" summary
+  local out="${OUT:-}" summary
+  if [ -z "$out" ]; then
+    out="$(mktemp -d "${TMPDIR:-/tmp}/cohort-gpu-check.XXXXXX")"
+    echo "gpu_check: results in $out" >&2
+  fi
   summary="$out/gpu_check.txt"
   : >"$summary"
   say() { echo "$*" | tee -a "$summary"; }
@@ -102,8 +106,10 @@ run() {
               "cohort_agent_test:OptimizerKernelsCudaTest.*:DeviceDiscoveryTest.GpusAreReportedThroughTheCudaRuntime"; do
     filter="${test#*:}"
     log="$out/${test%%:*}.log"
+    # Passed, none skipped, and not a filter that matched nothing.
     if "$bundle/tests/${test%%:*}" --gtest_filter="$filter" >"$log" 2>&1 &&
-       ! grep -q "SKIPPED \]" "$log"; then
+       ! grep -q "SKIPPED \]" "$log" &&
+       ! grep -qE '^\[  PASSED  \] 0 tests' "$log"; then
       say "PASS ${test%%:*} ($filter): $(grep -E '^\[  PASSED' "$log")"
     else
       say "FAIL ${test%%:*} ($filter): see $log"; failed=1
@@ -112,21 +118,12 @@ run() {
 
   # A local cluster whose two agents share the GPU.
   local bin="$bundle/bin"
-  state="$(mktemp -d)"  # global, as up_pid
-  export XDG_STATE_HOME="$state"
-  unset TF_CONFIG COHORT_COORDINATOR  # this cluster alone
-  "$bin/cohortctl" up >"$out/up.log" 2>&1 &
-  up_pid=$!  # global: the EXIT trap runs after run() has returned
-  trap 'kill -TERM "$up_pid" 2>/dev/null || true; wait "$up_pid" 2>/dev/null || true; rm -rf "$state"' EXIT
-  for _ in $(seq 1 150); do
-    # Captured first: under pipefail, grep -q leaving early would fail the
-    # pipeline with the writer's SIGPIPE.
-    if status_text=$("$bin/cohortctl" status 2>/dev/null) &&
-       ! grep -qE 'STARTING|RESTARTING|DEAD' <<<"$status_text"; then
-      break
-    fi
-    sleep 0.2
-  done
+  source tools/lib/local_cluster.sh
+  if ! start_local_cluster "$bin" "$(mktemp -d)" "$out/up.log"; then
+    say "FAIL the local cluster did not come up (see $out/up.log)"
+    return 1
+  fi
+  local state="$local_cluster_state"
   "$bin/cohortctl" status | tee -a "$summary"
   "$bin/cohort-example-fmnist-data" --source="$bundle/data" --out="$state/fmnist" >/dev/null
 

@@ -9,34 +9,9 @@ cd "$(dirname "$0")/.."
 tools/setup.sh
 tools/build.sh
 
+source tools/lib/local_cluster.sh
 state="$(mktemp -d "${TMPDIR:-/tmp}/cohort-quickstart.XXXXXX")"
-export XDG_STATE_HOME="$state"
-# This cluster alone: not one that TF_CONFIG or COHORT_COORDINATOR names.
-unset TF_CONFIG COHORT_COORDINATOR
-build/bin/cohortctl up >"$state/up.log" 2>&1 &
-up_pid=$!
-cleanup() {
-  kill -TERM "$up_pid" 2>/dev/null || true
-  wait "$up_pid" 2>/dev/null || true
-  rm -rf "$state"
-}
-trap cleanup EXIT
-
-# Wait (bounded) for the cluster: `cohortctl up` writes the port, then the
-# tasks register.
-for _ in $(seq 1 100); do
-  # Captured first: under pipefail, grep -q leaving early would fail the
-  # pipeline with the writer's SIGPIPE.
-  if status_text=$(build/bin/cohortctl status 2>/dev/null) &&
-     ! grep -qE 'STARTING|RESTARTING|DEAD' <<<"$status_text"; then
-    break
-  fi
-  if ! kill -0 "$up_pid" 2>/dev/null; then
-    cat "$state/up.log" >&2
-    exit 1
-  fi
-  sleep 0.2
-done
+start_local_cluster build/bin "$state" "$state/up.log"
 build/bin/cohortctl status
 
 build/bin/cohort-example-fmnist-data --out="$state/fmnist" --files=8

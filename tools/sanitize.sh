@@ -27,6 +27,8 @@ case "$which" in
     ;;
 esac
 shift
+# Absolute from here on: the logs and the instrumented Abseil live under it.
+case "$build" in /*) ;; *) build=$root/$build ;; esac
 
 tools/setup.sh
 
@@ -40,9 +42,11 @@ build_tsan_abseil() {
     local version
     version=$(dpkg-query -W -f='${source:Version}' libabsl-dev)
     echo "sanitize: fetching Abseil $version's source (apt-get source)"
+    # apt-get source unpacks with dpkg-source, from dpkg-dev.
+    command -v dpkg-source >/dev/null || tools/setup.sh dpkg-dev
     (cd "$prefix/src" && apt-get source -qq "abseil=$version" >/dev/null) || {
-      echo "sanitize: apt-get source abseil failed; add a deb-src line for" \
-           "bookworm to /etc/apt/sources.list.d/ and run apt-get update" >&2
+      echo "sanitize: apt-get source abseil failed; it needs a deb-src line" \
+           "for bookworm in /etc/apt/sources.list.d/ (then apt-get update)" >&2
       exit 2
     }
     mv "$(find "$prefix/src" -maxdepth 1 -type d -name 'abseil-*' | head -n 1)" "$src"
@@ -65,15 +69,15 @@ build_tsan_abseil() {
 COHORT_BUILD_DIR=$build tools/build.sh -DCOHORT_WITH_CUDA=OFF \
   -DCOHORT_WITH_NCCL=OFF -DCOHORT_SANITIZE="$which"
 
-logs=$root/$build/sanitizer-logs
+logs=$build/sanitizer-logs
 # handle_segv=0 in both: a test that crashes a process on purpose (a step
 # library's raise(SIGSEGV)) judges that crash itself; the sanitizers report
 # races, memory errors, undefined behaviour and leaks.
 rm -rf "$logs"
 mkdir -p "$logs"
 if [ "$which" = thread ]; then
-  build_tsan_abseil "$root/$build/absl"
-  export LD_LIBRARY_PATH=$root/$build/absl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  build_tsan_abseil "$build/absl"
+  export LD_LIBRARY_PATH=$build/absl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export TSAN_OPTIONS="log_path=$logs/tsan:handle_segv=0:second_deadlock_stack=1:suppressions=$root/tools/tsan.supp"
 else
   export ASAN_OPTIONS="log_path=$logs/asan:handle_segv=0:detect_leaks=1"
