@@ -193,20 +193,17 @@ absl::Status FashionCudaStep(ReplicaContext& ctx, const Batch& batch) {
   }
   FMNIST_CUDA_RETURN_IF_ERROR(Cuda(cudaSetDevice(s->device), "cudaSetDevice"));
   FMNIST_CUDA_RETURN_IF_ERROR(Reserve(*s, rows));
+  // The host's view of the batch, checked even when it was prefetched: the
+  // kernels index the logits by label.
+  for (int r = 0; r < rows; ++r) {
+    FMNIST_CUDA_RETURN_IF_ERROR(
+        CheckExample(batch.element(r), r, "fmnist_cuda_step"));
+  }
   const uint8_t* examples = batch.device_as<uint8_t>();
   if (examples == nullptr || batch.element_bytes() != kExampleBytes) {
-    // Not prefetched (or not this data): check and stage it from the host.
+    // Not prefetched (or not this data): stage it from the host.
     s->host_batch.clear();
-    for (int r = 0; r < rows; ++r) {
-      if (batch.element(r).size() != kExampleBytes) {
-        return absl::InvalidArgumentError(
-            "fmnist_cuda_step: element " + std::to_string(r) + " has " +
-            std::to_string(batch.element(r).size()) + " bytes, expected " +
-            std::to_string(kExampleBytes) +
-            "; is the data made by cohort-example-fmnist-data?");
-      }
-      s->host_batch.append(batch.element(r));
-    }
+    for (int r = 0; r < rows; ++r) s->host_batch.append(batch.element(r));
     FMNIST_CUDA_RETURN_IF_ERROR(
         Cuda(cudaMemcpyAsync(s->staged.get(), s->host_batch.data(),
                              s->host_batch.size(), cudaMemcpyHostToDevice,

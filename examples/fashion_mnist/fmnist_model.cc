@@ -64,26 +64,36 @@ absl::StatusOr<std::vector<Variable*>> CreateFashionVariables(
 FashionMlp::FashionMlp(const FashionConfig& config)
     : shape_(FashionShape(config)) {}
 
+absl::Status CheckExample(std::string_view example, size_t index,
+                          std::string_view who) {
+  const std::string element =
+      std::string(who) + ": element " + std::to_string(index);
+  if (example.size() != kExampleBytes) {
+    return absl::InvalidArgumentError(
+        element + " of the batch has " + std::to_string(example.size()) +
+        " bytes, expected " + std::to_string(kExampleBytes) +
+        " (a label and 28x28 pixels); is the data made by "
+        "cohort-example-fmnist-data?");
+  }
+  const auto label = static_cast<uint8_t>(example[0]);
+  if (label >= kFashionClasses) {
+    return absl::InvalidArgumentError(
+        element + " has label " + std::to_string(label) + ", expected 0 to 9");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FashionMlp::Load(const Batch& batch) {
   rows_ = static_cast<int64_t>(batch.size());
   input_.resize(static_cast<size_t>(rows_) * kImagePixels);
   labels_.resize(static_cast<size_t>(rows_));
   for (int64_t b = 0; b < rows_; ++b) {
     const std::string_view e = batch.element(static_cast<size_t>(b));
-    if (e.size() != kExampleBytes) {
-      return absl::InvalidArgumentError(
-          "fmnist: element " + std::to_string(b) + " of the batch has " +
-          std::to_string(e.size()) + " bytes, expected " +
-          std::to_string(kExampleBytes) +
-          " (a label and 28x28 pixels); is the data made by "
-          "cohort-example-fmnist-data?");
+    if (absl::Status s = CheckExample(e, static_cast<size_t>(b), "fmnist");
+        !s.ok()) {
+      return s;
     }
     const auto* bytes = reinterpret_cast<const uint8_t*>(e.data());
-    if (bytes[0] >= kFashionClasses) {
-      return absl::InvalidArgumentError(
-          "fmnist: element " + std::to_string(b) + " has label " +
-          std::to_string(bytes[0]) + ", expected 0 to 9");
-    }
     labels_[static_cast<size_t>(b)] = bytes[0];
     float* x = &input_[static_cast<size_t>(b) * kImagePixels];
     for (int p = 0; p < kImagePixels; ++p) x[p] = bytes[1 + p] * (1.0f / 255);

@@ -29,6 +29,11 @@ std::array<DenseShape, kFashionLayers> FashionShape(const FashionConfig& c);
 absl::StatusOr<std::vector<Variable*>> CreateFashionVariables(
     ReplicaContext& ctx, const FashionConfig& config, uint64_t seed);
 
+// Checks element `index` of a batch: kExampleBytes long, with a label below
+// kFashionClasses. INVALID_ARGUMENT naming the element, prefixed `who: `.
+absl::Status CheckExample(std::string_view example, size_t index,
+                          std::string_view who);
+
 // The forward and backward passes of one replica, with their scratch
 // matrices. Not thread-safe: one replica's.
 class FashionMlp {

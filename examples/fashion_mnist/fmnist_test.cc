@@ -175,5 +175,24 @@ TEST(FashionMlpTest, GradientsMatchFiniteDifferences) {
   }
 }
 
+// Both the CPU and the CUDA step check each element this way; the CUDA
+// kernels would read past a row of logits for a label above 9.
+TEST(FashionExampleTest, AWrongSizeOrALabelAboveNineIsNamed) {
+  std::string example(kExampleBytes, '\0');
+  example[0] = 9;
+  EXPECT_TRUE(CheckExample(example, 0, "fmnist").ok());
+  example[0] = 10;
+  EXPECT_THAT(CheckExample(example, 3, "fmnist_cuda_step"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("fmnist_cuda_step: element 3 has label 10")));
+  example[0] = static_cast<char>(200);
+  EXPECT_THAT(CheckExample(example, 0, "fmnist"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("has label 200, expected 0 to 9")));
+  EXPECT_THAT(CheckExample(example.substr(1), 5, "fmnist"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("element 5 of the batch has 784 bytes")));
+}
+
 }  // namespace
 }  // namespace cohort::examples
