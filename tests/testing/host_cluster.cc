@@ -79,8 +79,12 @@ absl::StatusOr<std::unique_ptr<HostCluster>> HostCluster::Start(
   cluster->spec_json_ = spec.dump();
   const std::string spec_file = dir->Write("cluster.json", cluster->spec_json_);
 
-  cluster->coordinator_flags_ = {absl::StrCat("--cluster_spec=", spec_file),
-                                 "--launch=none"};
+  // A state dir in the scratch dir (a test's own comes later and wins): a
+  // coordinator without one keeps its jobs' checkpoints in a /tmp directory
+  // of its own, left behind when RestartCoordinator kills it.
+  cluster->coordinator_flags_ = {
+      absl::StrCat("--state_dir=", dir->path(), "/coordinator"),
+      absl::StrCat("--cluster_spec=", spec_file), "--launch=none"};
   cluster->coordinator_flags_.insert(cluster->coordinator_flags_.end(),
                                      o.coordinator_flags.begin(),
                                      o.coordinator_flags.end());
@@ -198,6 +202,15 @@ absl::Status HostCluster::StartTask(const std::string& task) {
       found->relay_host > 0 ? absl::StrCat(hosts_->address(found->relay_host),
                                            ":", kCoordinatorPort)
                             : coordinator_->address();
+  // Replacing a live process would lose its pid, and the process with it.
+  if (Subprocess* old = process(task); old != nullptr) {
+    old->Poll();
+    if (old->running()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("task ", task, " is still running (pid ", old->pid(),
+                       "): kill it before starting it again"));
+    }
+  }
   std::vector<std::string> argv = {
       Binary(ps ? "cohort-ps" : "cohort-agent"),
       absl::StrCat("--coordinator=", coordinator),

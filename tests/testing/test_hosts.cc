@@ -2,21 +2,16 @@
 
 #include <unistd.h>
 
-#include <filesystem>
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "common/file_util.h"
-#include "common/subprocess.h"
 #include "tests/testing/test_cluster.h"
 
 namespace cohort::testing {
 namespace {
 
-constexpr char kStateRoot[] = "/run/cohort-testhosts";
 const absl::Duration kScriptTimeout = absl::Seconds(60);
 
 CommandResult RunScript(std::vector<std::string> args) {
@@ -26,20 +21,9 @@ CommandResult RunScript(std::vector<std::string> args) {
 }
 
 // Sets whose owning test process is gone (killed before its destructor ran).
-void RemoveOrphanedSets() {
-  std::error_code error;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(kStateRoot, error)) {
-    const std::string owner =
-        ReadFile(entry.path().string() + "/owner").value_or("");
-    int pid = 0;
-    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(owner), &pid) &&
-        ProcessAlive(pid)) {
-      continue;
-    }
-    RunScript({"down", entry.path().filename().string()});
-  }
-}
+// Only the harness's own sets (named below), under the script's lock, so
+// that neither a set somebody made by hand nor one being made is removed.
+void RemoveOrphanedSets() { RunScript({"reap", "^t[0-9]+$"}); }
 
 }  // namespace
 

@@ -23,9 +23,12 @@
 #                                     to PORTS (e.g. 2222,20000:20099), as a
 #                                     host firewall would
 #   testhosts.sh clear NAME I         remove host I's rate limit, loss and firewall
-#   testhosts.sh down NAME            remove the set
+#   testhosts.sh down NAME            remove the set, and end every process on it
+#   testhosts.sh reap [REGEX]         remove the sets (named REGEX) whose owner is gone
 #   testhosts.sh list                 the sets that exist, with their owner pids
 #
+# up, down and reap hold a lock on the state directory, so that sets made at
+# the same time get different subnets and a reap never sees half a set.
 # NAME: 1 to 6 letters or digits (it goes into interface names).
 set -euo pipefail
 
@@ -84,9 +87,9 @@ cmd_up() {
   dir=$(set_dir "$name")
   bridge="${name}br"
   mkdir -p "$dir"
-  echo "$subnet" >"$dir/subnet"
   # Whose set this is: a later run may remove a set whose owner is gone.
   echo "${TESTHOSTS_OWNER:-$PPID}" >"$dir/owner"
+  echo "$subnet" >"$dir/subnet"
   # On any failure from here on, take down what was made.
   trap 'cmd_down "$name" >/dev/null 2>&1 || true' ERR
   ip link add "$bridge" type bridge
@@ -106,10 +109,11 @@ cmd_up() {
     ip link set "$port" master "$bridge"
     ip link set "$port" up
     # The holder keeps the host's hostname, IPC namespace and private
-    # /dev/shm alive; commands join its namespaces.
+    # /dev/shm alive; commands join its namespaces. The hostname is set
+    # last: the wait below takes it for "set up". It must not hold the lock.
     ip netns exec "$ns" unshare --uts --ipc --mount --propagation private -- \
-      sh -c "hostname '$name-$i' && mount -t tmpfs -o mode=1777,size=512m tmpfs /dev/shm && exec sleep infinity" \
-      </dev/null >/dev/null 2>&1 &
+      sh -c "mount -t tmpfs -o mode=1777,size=512m tmpfs /dev/shm && hostname '$name-$i' && exec sleep infinity" \
+      </dev/null >/dev/null 2>&1 9>&- &
     echo $! >"$dir/$i.pid"
   done
   # Wait (bounded) until every holder has its hostname.
@@ -173,10 +177,11 @@ cmd_loss() {
   local ns probability chain
   ns=$(netns "$1" "$2")
   probability=$(awk -v p="$3" 'BEGIN { printf "%.4f", p / 100 }')
-  for chain in INPUT OUTPUT; do
-    ip netns exec "$ns" iptables -A "$chain" -m statistic --mode random \
-      --probability "$probability" -j DROP
-  done
+  # The link only: the host's own traffic over lo keeps flowing.
+  ip netns exec "$ns" iptables -A INPUT -i eth0 -m statistic --mode random \
+    --probability "$probability" -j DROP
+  ip netns exec "$ns" iptables -A OUTPUT -o eth0 -m statistic --mode random \
+    --probability "$probability" -j DROP
 }
 
 cmd_firewall() {
@@ -220,6 +225,9 @@ cmd_down() {
   done
   local ns
   for ns in $(ip netns list | awk '{print $1}' | grep -E "^cohort-$name-[0-9]+$" || true); do
+    # What still runs on the host is the set's own (daemons a test started
+    # there): left alive, it would keep the namespace, unnamed, forever.
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
     ip netns del "$ns" 2>/dev/null || true
   done
   local link
@@ -229,6 +237,27 @@ cmd_down() {
   done
   rm -rf "$dir"
   echo "testhosts: set '$name' removed"
+}
+
+cmd_reap() {
+  local pattern=${1:-.} dir name owner
+  [ -d "$state_root" ] || return 0
+  for dir in "$state_root"/*/; do
+    [ -d "$dir" ] || continue
+    name=$(basename "$dir")
+    grep -qE "$pattern" <<<"$name" || continue
+    owner=$(cat "$dir/owner" 2>/dev/null || true)
+    if [[ "$owner" =~ ^[0-9]+$ ]] && kill -0 "$owner" 2>/dev/null; then continue; fi
+    cmd_down "$name"
+  done
+}
+
+# Serializes up, down and reap (bounded: a holder stuck for 30 s is an
+# error, not a wait forever).
+lock_state() {
+  mkdir -p "$state_root"
+  exec 9>"$state_root/.lock"
+  flock -w 30 9 || die "another testhosts.sh held $state_root/.lock for 30 s"
 }
 
 cmd_list() {
@@ -248,7 +277,7 @@ need_root
 command=$1
 shift
 case "$command" in
-  up)    [ $# -ge 2 ] || die "usage: up NAME N [SUBNET]"; cmd_up "$@" ;;
+  up)    [ $# -ge 2 ] || die "usage: up NAME N [SUBNET]"; lock_state; cmd_up "$@" ;;
   exec)  [ $# -ge 3 ] || die "usage: exec NAME I CMD..."; cmd_exec "$@" ;;
   addr)  [ $# -eq 2 ] || die "usage: addr NAME I"; cmd_addr "$@" ;;
   address) [ $# -eq 3 ] || die "usage: address NAME I CIDR"; cmd_address "$@" ;;
@@ -257,7 +286,8 @@ case "$command" in
   loss)  [ $# -eq 3 ] || die "usage: loss NAME I PERCENT"; cmd_loss "$@" ;;
   firewall) [ $# -eq 3 ] || die "usage: firewall NAME I PORTS"; cmd_firewall "$@" ;;
   clear) [ $# -eq 2 ] || die "usage: clear NAME I"; cmd_clear "$@" ;;
-  down)  [ $# -eq 1 ] || die "usage: down NAME"; cmd_down "$@" ;;
+  down)  [ $# -eq 1 ] || die "usage: down NAME"; lock_state; cmd_down "$@" ;;
+  reap)  [ $# -le 1 ] || die "usage: reap [REGEX]"; lock_state; cmd_reap "$@" ;;
   list)  cmd_list ;;
   *) die "unknown command '$command' (see --help)" ;;
 esac
