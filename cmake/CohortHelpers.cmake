@@ -27,9 +27,9 @@ endfunction()
 # that GCC vectorizes only at -O3, whose cost model, unlike -O2's, accepts a
 # remainder loop, and whose square roots it vectorizes only without errno.
 # SIMD additions, multiplications, divisions and square roots round as the
-# scalar ones do, and no fused multiply-add is formed for the baseline
-# x86-64, so results stay bitwise the same.
+# scalar ones do, and -ffp-contract=off forbids fused multiply-adds on
+# targets that have them, so results stay bitwise the same.
 function(cohort_vectorize)
   set_source_files_properties(${ARGN} PROPERTIES
-    COMPILE_OPTIONS "-O3;-fno-math-errno")
+    COMPILE_OPTIONS "-O3;-fno-math-errno;-ffp-contract=off")
 endfunction()

@@ -44,7 +44,7 @@ void Update(OptimizerKind kind, const Coefficients<T>& c, T* var, const T* grad,
         AdamUpdate(c, grad[i], var[i], m[i], v[i]);
       }
       break;
-    case OptimizerKind::kAdagrad:  // refused by create_optimizer
+    case OptimizerKind::kAdagrad:  // refused by CheckArgs
       break;
   }
 }
@@ -55,6 +55,11 @@ absl::Status CheckArgs(const OptimizerOptions& options, DType dtype,
   if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
     return absl::InvalidArgumentError(
         "optimizer update: variables must be float32 or float64");
+  }
+  if (options.kind == OptimizerKind::kAdagrad) {
+    return absl::InvalidArgumentError(
+        "optimizer update: Adagrad is applied by parameter servers only "
+        "(the ParameterServer strategy)");
   }
   const int slots = SlotCount(options.kind);
   if (slots < 0) {
@@ -124,6 +129,12 @@ absl::Status ApplyUpdateHost(const OptimizerOptions& options, DType dtype,
 
 #ifdef COHORT_HAVE_CUDA
 namespace {
+
+// optimizer_kernels.cu switches on these values without seeing step.h.
+static_assert(static_cast<int>(OptimizerKind::kSgd) == 0 &&
+                  static_cast<int>(OptimizerKind::kMomentum) == 1 &&
+                  static_cast<int>(OptimizerKind::kAdam) == 2,
+              "optimizer_kernels.cu's kSgd, kMomentum and kAdam");
 
 template <typename T>
 int Launch(const OptimizerOptions& options, void* var, const void* grad,

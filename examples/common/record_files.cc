@@ -1,6 +1,7 @@
 #include "examples/common/record_files.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 namespace cohort::examples {
@@ -32,6 +33,33 @@ absl::StatusOr<std::vector<std::string>> TrainRecordFiles(
                                " --out=" + dir);
   }
   std::sort(files.begin(), files.end());
+  // One whole set, as the tools write it: train-00000-of-N.rec to
+  // train-(N-1)-of-N.rec. Files left by an earlier run with another count
+  // would otherwise be read too, repeating or mixing examples.
+  const std::string first = std::filesystem::path(files[0]).filename();
+  int count = 0;
+  if (std::sscanf(first.c_str(), "train-%*5d-of-%5d.rec", &count) != 1 ||
+      count != static_cast<int>(files.size())) {
+    count = -1;
+  }
+  for (size_t i = 0; i < files.size() && count > 0; ++i) {
+    char expected[64];
+    std::snprintf(expected, sizeof(expected), "train-%05zu-of-%05d.rec", i,
+                  count);
+    if (std::filesystem::path(files[i]).filename() != expected) count = -1;
+  }
+  if (count < 0) {
+    std::string names;
+    for (const std::string& f : files) {
+      names += (names.empty() ? "" : ", ") +
+               std::filesystem::path(f).filename().string();
+    }
+    return absl::FailedPreconditionError(
+        "config field \"data_dir\": " + dir +
+        " does not hold one whole set of train-NNNNN-of-MMMMM.rec files (" +
+        names + "); write them again with " + maker +
+        " --out=DIR into an empty directory");
+  }
   return files;
 }
 

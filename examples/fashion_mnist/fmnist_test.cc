@@ -105,6 +105,12 @@ TEST_F(IdxFileTest, CountsThatDisagreeAreDataLoss) {
                        HasSubstr("holds 4 labels and ")));
 }
 
+TEST_F(IdxFileTest, AnEmptySplitIsDataLoss) {
+  WriteSplit("t10k", 0);
+  EXPECT_THAT(ReadFashionMnist(dir_, "t10k"),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("no images")));
+}
+
 TEST(FashionMnistPackageTest, TheInstalledTestSetHasTenThousandImages) {
   if (!std::filesystem::exists(kFashionMnistDir)) {
     GTEST_SKIP() << kFashionMnistDir << " is absent (dataset-fashion-mnist)";

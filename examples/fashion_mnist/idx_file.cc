@@ -118,6 +118,10 @@ absl::StatusOr<FashionMnistSplit> ReadFashionMnist(const std::string& dir,
         labels_path, " holds ", label_dims[0], " labels and ", images_path,
         " ", image_dims[0], " images"));
   }
+  // Every accuracy over the split would be 0/0.
+  if (image_dims[0] == 0) {
+    return absl::DataLossError(absl::StrCat(images_path, " holds no images"));
+  }
   FashionMnistSplit out;
   out.count = image_dims[0];
   out.examples.resize(static_cast<size_t>(out.count) * kExampleBytes);

@@ -169,12 +169,9 @@ absl::Status LinearStep(ReplicaContext& ctx, const Batch& batch) {
   if (absl::Status s = state->optimizer->apply_gradients(gradients); !s.ok()) {
     return s;
   }
-  if (absl::Status s =
-          ctx.all_reduce(ReduceOp::kMean, {&loss, 1, DType::kFloat64});
-      !s.ok()) {
-    return s;
-  }
-  ctx.report("loss", loss);
+  // Reduced with the step's other metrics, in one collective, and seen by
+  // an early-stopping rule on "loss".
+  ctx.report("loss", loss, ReduceOp::kMean);
 
   if (ctx.step() == ctx.total_steps() - 1) {
     double max_error =

@@ -112,6 +112,25 @@ TEST_F(MlpTest, EmptyDataDirSaysHowToFillIt) {
               HasSubstr("cohort-example-mlp-data --out="));
 }
 
+// Files of an earlier run with another count would be read as well.
+TEST_F(MlpTest, TrainFilesOfTwoSetsAreRefused) {
+  const std::string mixed = *dir_ + "/mixed";
+  std::filesystem::create_directories(mixed);
+  for (const char* name :
+       {"/train-00000-of-00002.rec", "/train-00001-of-00002.rec",
+        "/train-00002-of-00004.rec"}) {
+    std::filesystem::copy_file(*dir_ + "/train-00000-of-00004.rec",
+                               mixed + name);
+  }
+  FakeJobOptions job = Job(1);
+  job.config_json = R"({"data_dir": ")" + mixed + R"("})";
+  absl::StatusOr<FakeJobResult> result = RunFakeJob(Library(), job);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(result.status().message(),
+              HasSubstr("does not hold one whole set"));
+  EXPECT_THAT(result.status().message(), HasSubstr("train-00002-of-00004.rec"));
+}
+
 TEST_F(MlpTest, BadConfigNamesTheField) {
   for (const char* field : {"hidden", "learning_rate", "eval_every",
                             "eval_examples", "shuffle", "shard_policy"}) {
