@@ -102,10 +102,7 @@ absl::StatusOr<v1::RegisterResponse> ClusterManager::Register(
     NoteRefusal(*record, report, refusal, now);
     return refusal;
   }
-  const bool holder_alive =
-      record->state == v1::READY && !record->session_id.empty() &&
-      record->last_heartbeat.has_value() &&
-      now - *record->last_heartbeat < options_.heartbeat_timeout;
+  const bool holder_alive = HolderAlive(*record, now);
   // A pid and hostname recur: a container restarted keeps its hostname,
   // and its process is pid 1 again. The start time tells the two apart.
   const bool same_pid = record->report.pid() == report.pid() &&
@@ -229,6 +226,12 @@ void ClusterManager::MarkLaunched(const TaskId& task, int64_t pid,
   if (it == tasks_.end()) return;
   Record& record = it->second;
   record.launched = true;
+  if (HeldByOther(record, pid, now)) {
+    spdlog::warn(
+        "{}: pid {} launched while pid {} holds the task; the holder stays",
+        task.ToString(), pid, record.pid);
+    return;
+  }
   record.pid = pid;
   record.session_id.clear();
   record.last_heartbeat.reset();
@@ -236,12 +239,17 @@ void ClusterManager::MarkLaunched(const TaskId& task, int64_t pid,
   SetState(record, is_restart ? v1::RESTARTING : v1::STARTING, now);
 }
 
-void ClusterManager::MarkExited(const TaskId& task, const std::string& reason,
-                                absl::Time now) {
+int64_t ClusterManager::MarkExited(const TaskId& task, int64_t pid,
+                                   const std::string& reason, absl::Time now) {
   absl::MutexLock lock(&mu_);
   const auto it = tasks_.find(task);
-  if (it == tasks_.end()) return;
+  if (it == tasks_.end()) return 0;
   Record& record = it->second;
+  if (HeldByOther(record, pid, now)) {
+    spdlog::warn("{}: pid {} {}; pid {} holds the task and stays",
+                 task.ToString(), pid, reason, record.pid);
+    return record.pid;
+  }
   record.session_id.clear();
   // Already DEAD (silent, then killed for it): the first cause is the one
   // that explains the death.
@@ -249,6 +257,18 @@ void ClusterManager::MarkExited(const TaskId& task, const std::string& reason,
                           ? absl::StrCat(record.last_error, "; then ", reason)
                           : reason;
   SetState(record, v1::DEAD, now);
+  return 0;
+}
+
+bool ClusterManager::HolderAlive(const Record& record, absl::Time now) const {
+  return record.state == v1::READY && !record.session_id.empty() &&
+         record.last_heartbeat.has_value() &&
+         now - *record.last_heartbeat < options_.heartbeat_timeout;
+}
+
+bool ClusterManager::HeldByOther(const Record& record, int64_t pid,
+                                 absl::Time now) const {
+  return record.pid != pid && HolderAlive(record, now);
 }
 
 std::vector<TaskId> ClusterManager::ExpireSilent(absl::Time now) {

@@ -66,10 +66,15 @@ class ClusterManager {
   absl::Status Deregister(const v1::DeregisterRequest& request, absl::Time now);
 
   // --- Called by the supervisor. ---
+  // Both leave alone a task that another live process holds (registered,
+  // heartbeating, another pid): a process launched for it that exits, or
+  // one launched beside it, says nothing of the holder. MarkExited returns
+  // that holder's pid, else 0 (the task is DEAD now). `pid` 0: a launch
+  // that failed before any process ran.
   void MarkLaunched(const TaskId& task, int64_t pid, bool is_restart,
                     absl::Time now);
-  void MarkExited(const TaskId& task, const std::string& reason,
-                  absl::Time now);
+  int64_t MarkExited(const TaskId& task, int64_t pid, const std::string& reason,
+                     absl::Time now);
   // Declares DEAD every task past its heartbeat or startup timeout, and
   // returns those that just died. Called every poll interval: a gap since
   // the last call of more than half the heartbeat timeout is a stall of the
@@ -138,6 +143,12 @@ class ClusterManager {
   absl::StatusOr<Record*> Find(const v1::TaskId& task)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SetState(Record& record, v1::TaskState state, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Registered, and heard from within the heartbeat timeout.
+  bool HolderAlive(const Record& record, absl::Time now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Held alive by a process other than `pid`.
+  bool HeldByOther(const Record& record, int64_t pid, absl::Time now) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string NewSessionId() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -337,7 +337,9 @@ TEST_F(ClusterManagerTest, LaunchExitRestartCycleCountsRestarts) {
   EXPECT_EQ(manager_.state(kWorker1), v1::STARTING);
   ASSERT_TRUE(
       manager_.Register(Report(kWorker1, "127.0.0.1:2002", 100), At(1)).ok());
-  manager_.MarkExited(kWorker1, "process killed by signal 9 (Killed)", At(2));
+  EXPECT_EQ(manager_.MarkExited(kWorker1, 100,
+                                "process killed by signal 9 (Killed)", At(2)),
+            0);
   EXPECT_EQ(manager_.state(kWorker1), v1::DEAD);
   manager_.MarkLaunched(kWorker1, 101, /*is_restart=*/true, At(3));
   EXPECT_EQ(manager_.state(kWorker1), v1::RESTARTING);
@@ -353,6 +355,24 @@ TEST_F(ClusterManagerTest, LaunchExitRestartCycleCountsRestarts) {
   EXPECT_EQ(it->restart_count(), 1);
   EXPECT_EQ(it->pid(), 101);
   EXPECT_EQ(it->last_error(), "process killed by signal 9 (Killed)");
+}
+
+// A process launched beside a live holder (one a restarted coordinator did
+// not adopt) is refused and exits: the holder stays READY.
+TEST_F(ClusterManagerTest, AProcessLaunchedBesideALiveHolderLeavesItAlone) {
+  ASSERT_TRUE(
+      manager_.Register(Report(kWorker1, "127.0.0.1:2002", 50), At(0)).ok());
+  manager_.MarkLaunched(kWorker1, 100, /*is_restart=*/false, At(1));
+  EXPECT_EQ(manager_.state(kWorker1), v1::READY);
+  EXPECT_EQ(
+      manager_.MarkExited(kWorker1, 100, "process exited with code 2", At(2)),
+      50);
+  EXPECT_EQ(manager_.state(kWorker1), v1::READY);
+  // The holder's own exit is a death.
+  EXPECT_EQ(
+      manager_.MarkExited(kWorker1, 50, "process exited with code 1", At(3)),
+      0);
+  EXPECT_EQ(manager_.state(kWorker1), v1::DEAD);
 }
 
 TEST_F(ClusterManagerTest, LaunchedTaskThatNeverRegistersDies) {

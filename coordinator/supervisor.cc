@@ -116,7 +116,7 @@ void Supervisor::Launch(Child& child, bool is_restart, absl::Time now) {
     // Most likely a missing binary; retried with backoff like a crash.
     const std::string reason =
         absl::StrCat("launch failed: ", process.status().ToString());
-    manager_->MarkExited(task, reason, now);
+    manager_->MarkExited(task, /*pid=*/0, reason, now);
     ScheduleRestart(child, reason, now);
     return;
   }
@@ -168,7 +168,9 @@ bool Supervisor::Tick(absl::Time now) {
   }
   for (auto& [task, child] : children_) {
     std::optional<std::string> exit_reason;
+    int64_t exited_pid = 0;
     if (child.process.has_value() && child.process->running()) {
+      exited_pid = child.process->pid();
       if (auto status = child.process->Poll()) {
         exit_reason = status->ToString();
         if (status->exited() && *ExitCodeMeaning(status->exit_code()) != 0) {
@@ -178,6 +180,7 @@ bool Supervisor::Tick(absl::Time now) {
       }
     } else if (child.adopted_pid > 0 && !ProcessAlive(child.adopted_pid)) {
       exit_reason = "exited (adopted process)";
+      exited_pid = child.adopted_pid;
       child.adopted_pid = 0;
     }
     if (exit_reason.has_value()) {
@@ -188,7 +191,19 @@ bool Supervisor::Tick(absl::Time now) {
           !last.empty()) {
         absl::StrAppend(&reason, "; its last log line: ", last);
       }
-      manager_->MarkExited(task, reason, now);
+      const int64_t holder =
+          manager_->MarkExited(task, exited_pid, reason, now);
+      if (holder > 0 && RunsPlan(holder, child.plan)) {
+        // A process of an earlier coordinator that was not adopted at start
+        // holds the task, and the one launched beside it was refused: the
+        // holder is this task's process from now on.
+        spdlog::warn("{}: adopting pid {}, which holds the task",
+                     task.ToString(), holder);
+        child.process.reset();
+        child.adopted_pid = holder;
+        child.launched_at = now;
+        continue;
+      }
       if (now - child.launched_at >= options_.healthy_run) {
         child.consecutive_failures = 0;
       }

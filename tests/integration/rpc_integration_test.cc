@@ -2,6 +2,8 @@
 // server lifecycle, port files, auth, health, and the task session against
 // the real coordinator services.
 
+#include <unistd.h>
+
 #include <atomic>
 #include <thread>
 
@@ -285,7 +287,7 @@ TEST(TaskSessionTest, RegistersAgainWhenTheCoordinatorForgetsIt) {
 
   // The coordinator drops the session (as a restarted one would not know
   // it); the next heartbeat gets NOT_FOUND and the task registers again.
-  coordinator.manager().MarkExited(worker, "forgotten", absl::Now());
+  coordinator.manager().MarkExited(worker, getpid(), "forgotten", absl::Now());
   ASSERT_TRUE(
       WaitUntil([&] { return registrations.load() == 2; }, absl::Seconds(5)));
   EXPECT_EQ(coordinator.manager().state(worker), v1::READY);
