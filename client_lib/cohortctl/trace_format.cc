@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -94,10 +95,13 @@ nlohmann::json ChromeTrace(const v1::TraceData& trace) {
       args["attempt"] = replica.attempt();
       complete(span.name(), pid, tid, span.start_unix_ns(), span.duration_ns(),
                std::move(args));
+      // A sequence number that does not parse (an agent of another
+      // version, say) only leaves that span out of the matching.
       auto seq = span.args().find("seq");
-      if (seq != span.args().end()) {
-        collectives[{replica.attempt(), std::stoll(seq->second), span.name()}]
-            .push_back({&replica, &span});
+      int64_t number = 0;
+      if (seq != span.args().end() && absl::SimpleAtoi(seq->second, &number)) {
+        collectives[{replica.attempt(), number, span.name()}].push_back(
+            {&replica, &span});
       }
     }
   }

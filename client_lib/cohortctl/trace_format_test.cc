@@ -41,6 +41,14 @@ const nlohmann::json* Find(const nlohmann::json& trace, const std::string& name,
   return nullptr;
 }
 
+// An unparsable "seq" (a corrupt or foreign span) must not end the command.
+TEST(ChromeTraceTest, ASpanWhoseSequenceDoesNotParseIsStillDrawn) {
+  v1::TraceData data = TwoReplicas();
+  (*data.mutable_replicas(1)->mutable_spans(0)->mutable_args())["seq"] = "x7";
+  const nlohmann::json trace = ChromeTrace(data);
+  EXPECT_NE(Find(trace, "allreduce", 1), nullptr);
+}
+
 TEST(ChromeTraceTest, SpansBecomeCompleteEventsOnAProcessPerAgent) {
   const nlohmann::json trace = ChromeTrace(TwoReplicas());
   const nlohmann::json* step = Find(trace, "step", 0);

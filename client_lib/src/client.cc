@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <system_error>
 
@@ -200,18 +201,28 @@ absl::StatusOr<std::string> ReadLibrary(const std::string& path) {
     return absl::InvalidArgumentError(
         absl::StrCat("library_path: ", path, ": not a regular file"));
   }
+  // The size first, so that a multi-gigabyte file is not read to be
+  // refused; checked again on the bytes read, as the file may change.
+  auto refuse_size = [&](int64_t size) -> absl::Status {
+    if (size == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("library_path: ", path, ": the file is empty"));
+    }
+    if (size > rpc::kMaxMessageBytes - kSpecAllowanceBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "library_path: ", path, " is ", size, " bytes, over the ",
+          rpc::kMaxMessageBytes - kSpecAllowanceBytes,
+          " a submission can carry"));
+    }
+    return absl::OkStatus();
+  };
+  const std::uintmax_t size = std::filesystem::file_size(path, error);
+  if (!error) {
+    COHORT_RETURN_IF_ERROR(refuse_size(static_cast<int64_t>(
+        std::min<std::uintmax_t>(size, std::numeric_limits<int64_t>::max()))));
+  }
   COHORT_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
-  if (bytes.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("library_path: ", path, ": the file is empty"));
-  }
-  if (static_cast<int64_t>(bytes.size()) >
-      rpc::kMaxMessageBytes - kSpecAllowanceBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "library_path: ", path, " is ", bytes.size(), " bytes, over the ",
-        rpc::kMaxMessageBytes - kSpecAllowanceBytes,
-        " a submission can carry"));
-  }
+  COHORT_RETURN_IF_ERROR(refuse_size(static_cast<int64_t>(bytes.size())));
   return bytes;
 }
 

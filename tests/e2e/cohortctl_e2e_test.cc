@@ -596,6 +596,21 @@ TEST(CohortctlE2eTest, BadFlagsAndArgumentsExitTwoNamingTheProblem) {
     EXPECT_EQ(result.exit_code, 2) << c.argv[0] << "\n" << result.output;
     EXPECT_THAT(result.output, HasSubstr(c.expected));
   }
+  // A library too large to submit is refused by its size, before it is
+  // read: with 2 GB of address space, reading the (sparse) 8 GiB would fail.
+  {
+    ScratchDir big;
+    const std::string library = big.Write("libhuge.so", "");
+    std::filesystem::resize_file(library, uintmax_t{8} << 30);
+    const CommandResult result = RunCommand(
+        {"/bin/sh", "-c",
+         "ulimit -v 2000000 && exec \"$0\" submit --library=\"$1\" "
+         "--step=s --steps=1 --global_batch=1 --coordinator=127.0.0.1:1",
+         Binary("cohortctl"), library},
+        absl::Seconds(30));
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_THAT(result.output, HasSubstr("is 8589934592 bytes, over the"));
+  }
   // `up` exits as its coordinator did when the spec is refused.
   ScratchDir dir;
   const std::string spec = dir.Write("bad.json", "{not json");
