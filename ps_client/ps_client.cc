@@ -20,10 +20,14 @@ struct PsClient::Declared {
   absl::flat_hash_map<std::string, const VariablePlacement*> by_name;
   // Per shard, what CreateVariables sends it (possibly no variables: the
   // job still claims the shard).
-  std::vector<std::shared_ptr<const v1::CreateVariablesRequest>> requests;
+  std::vector<CreateBatches> requests;
 };
 
 namespace {
+
+// Data one message may carry: the message limit, less headroom for names
+// and framing.
+constexpr int64_t kMaxDataPerMessage = rpc::kMaxMessageBytes - (1 << 20);
 
 // Cuts the caller's buffers into the slices of their parts, by shard.
 // `Slice` is PullSlice or PushSlice, `Buffer` PullBuffer or PushBuffer.
@@ -83,11 +87,17 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(
     return absl::InvalidArgumentError("ps client: job_id is empty");
   }
   // Headroom under the message limit for the chunk's name and framing.
-  const int64_t max_chunk = rpc::kMaxMessageBytes - (1 << 20);
-  if (options.max_chunk_bytes <= 0 || options.max_chunk_bytes > max_chunk) {
+  if (options.max_chunk_bytes <= 0 ||
+      options.max_chunk_bytes > kMaxDataPerMessage) {
     return absl::InvalidArgumentError(
-        absl::StrCat("ps client: max_chunk_bytes must be in [1, ", max_chunk,
-                     "], got ", options.max_chunk_bytes));
+        absl::StrCat("ps client: max_chunk_bytes must be in [1, ",
+                     kMaxDataPerMessage, "], got ", options.max_chunk_bytes));
+  }
+  if (options.max_create_bytes <= 0 ||
+      options.max_create_bytes > kMaxDataPerMessage) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ps client: max_create_bytes must be in [1, ",
+                     kMaxDataPerMessage, "], got ", options.max_create_bytes));
   }
   if (options.rpc_timeout <= absl::ZeroDuration() ||
       options.recovery_timeout < absl::ZeroDuration() ||
@@ -155,13 +165,14 @@ absl::Status PsClient::CreateVariables(
         "CreateVariables: ", options.size(), " variable options for ",
         placement.variables.size(), " variables"));
   }
-  std::vector<v1::CreateVariablesRequest> requests(num_shards());
-  for (v1::CreateVariablesRequest& r : requests) {
-    r.set_job_id(options_.job_id);
-    r.set_job_sequence(options_.job_sequence);
-    r.set_job_uid(options_.job_uid);
-    r.set_cluster_uid(options_.cluster_uid);
-  }
+  v1::CreateVariablesRequest header;
+  header.set_job_id(options_.job_id);
+  header.set_job_sequence(options_.job_sequence);
+  header.set_job_uid(options_.job_uid);
+  header.set_cluster_uid(options_.cluster_uid);
+  // Per shard, batches of specs, and the initial bytes of each one's last.
+  std::vector<CreateBatches> requests(num_shards(), CreateBatches{header});
+  std::vector<int64_t> last_bytes(num_shards(), 0);
   for (size_t i = 0; i < options.size(); ++i) {
     const VariablePlacement& v = placement.variables[i];
     const PsVariableOptions& o = options[i];
@@ -178,7 +189,23 @@ absl::Status PsClient::CreateVariables(
                        o.initial.size(), " bytes, the variable has ", v.bytes));
     }
     for (const VariablePart& part : v.parts) {
-      v1::PsVariableSpec* spec = requests[part.ps].add_variables();
+      const int64_t bytes = o.initial.empty() ? 0 : part.bytes;
+      // A larger part needs a finer partitioner.
+      if (bytes > kMaxDataPerMessage) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "variable \"", part.name, "\": an initial value of ", bytes,
+            " bytes is over the ", kMaxDataPerMessage,
+            " one message to a ps task carries; partition the variable "
+            "into smaller parts"));
+      }
+      CreateBatches& batches = requests[part.ps];
+      if (batches.back().variables_size() > 0 &&
+          last_bytes[part.ps] + bytes > options_.max_create_bytes) {
+        batches.push_back(header);
+        last_bytes[part.ps] = 0;
+      }
+      last_bytes[part.ps] += bytes;
+      v1::PsVariableSpec* spec = batches.back().add_variables();
       spec->set_name(part.name);
       for (int64_t dim : part.shape) spec->add_shape(dim);
       spec->set_dtype(o.dtype);
@@ -199,9 +226,7 @@ absl::Status PsClient::CreateVariables(
   }
   std::vector<int> ids;
   for (int i = 0; i < num_shards(); ++i) {
-    declared->requests.push_back(
-        std::make_shared<const v1::CreateVariablesRequest>(
-            std::move(requests[i])));
+    declared->requests.push_back(std::move(requests[i]));
     ids.push_back(i);
   }
   {
@@ -209,7 +234,7 @@ absl::Status PsClient::CreateVariables(
     declared_ = declared;
   }
   return ForEachShard(ids, [&](Shard& shard) {
-    return CreateWithRetry(shard, *declared->requests[shard.id]);
+    return CreateWithRetry(shard, declared->requests[shard.id]);
   });
 }
 
@@ -225,7 +250,7 @@ absl::Status PsClient::Pull(absl::Span<const PullBuffer> variables) {
       const std::vector<std::vector<PullSlice>> by_shard,
       (SliceByShard<PullSlice>(d->by_name, num_shards(), variables, "Pull")));
   return ForEachShard(NonEmpty(by_shard), [&](Shard& shard) {
-    return RunWithRecovery(shard, Op::kPull, *d->requests[shard.id],
+    return RunWithRecovery(shard, Op::kPull, d->requests[shard.id],
                            [&](uint64_t /*incarnation*/, bool* restarted) {
                              return PullOnce(shard, by_shard[shard.id],
                                              restarted);
@@ -245,7 +270,7 @@ absl::Status PsClient::Push(absl::Span<const PushBuffer> variables) {
       const std::vector<std::vector<PushSlice>> by_shard,
       (SliceByShard<PushSlice>(d->by_name, num_shards(), variables, "Push")));
   return ForEachShard(NonEmpty(by_shard), [&](Shard& shard) {
-    return RunWithRecovery(shard, Op::kPush, *d->requests[shard.id],
+    return RunWithRecovery(shard, Op::kPush, d->requests[shard.id],
                            [&](uint64_t incarnation, bool* restarted) {
                              return PushOnce(shard, by_shard[shard.id],
                                              incarnation, restarted);
@@ -346,6 +371,14 @@ absl::Status PsClient::PushOnce(Shard& shard,
       shard.connection.Annotate("ParameterServer.Push", status));
   COHORT_ASSIGN_OR_RETURN(*restarted, Observe(shard, response.shard(), call,
                                               /*acknowledged=*/true));
+  return absl::OkStatus();
+}
+
+absl::Status PsClient::CreateAll(Shard& shard, const CreateBatches& batches,
+                                 absl::Duration timeout) {
+  for (const v1::CreateVariablesRequest& batch : batches) {
+    COHORT_RETURN_IF_ERROR(CreateOnce(shard, batch, timeout));
+  }
   return absl::OkStatus();
 }
 

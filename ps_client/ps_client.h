@@ -74,6 +74,9 @@ struct PsClientOptions {
   // Data per Push message; at most the shards' --max_chunk_bytes, which
   // bounds what they accept in one chunk.
   int64_t max_chunk_bytes = 4 << 20;
+  // Initial values per CreateVariables message: a larger declaration goes
+  // to a shard in several (each bounded by the 256 MiB message limit).
+  int64_t max_create_bytes = 64 << 20;
   absl::Duration rpc_timeout = absl::Seconds(30);  // each RPC, whole stream
   // How long a shard may stay unavailable, from the first failure, before
   // the call gives up (the last probe may add up to rpc_timeout).
@@ -133,7 +136,9 @@ class PsClient {
   // (with their slices of the initial values), all shards in parallel.
   // `options[i]` is for `placement.variables[i]`. The placement's ps count
   // must be the number of addresses. Replaces what an earlier call declared;
-  // idempotent on the shards, so every worker calls it.
+  // idempotent on the shards, so every worker calls it. Initial values over
+  // max_create_bytes go to a shard in several messages; a part whose own
+  // initial value no message can carry is INVALID_ARGUMENT naming it.
   absl::Status CreateVariables(const Placement& placement,
                                const std::vector<PsVariableOptions>& options);
 
@@ -161,6 +166,9 @@ class PsClient {
  private:
   struct Shard;
   struct Declared;  // what CreateVariables declared, shared by the calls
+  // What declares a shard's variables: one message, or several when their
+  // initial values are large. Sent in order, each idempotent.
+  using CreateBatches = std::vector<v1::CreateVariablesRequest>;
 
   explicit PsClient(PsClientOptions options);
 
@@ -174,6 +182,9 @@ class PsClient {
   absl::Status CreateOnce(Shard& shard,
                           const v1::CreateVariablesRequest& request,
                           absl::Duration timeout);
+  // CreateOnce with each batch in turn; the first error.
+  absl::Status CreateAll(Shard& shard, const CreateBatches& batches,
+                         absl::Duration timeout);
 
   // Runs a Pull or Push on one shard with the recovery rules above;
   // `create` is what probes and recreates the shard. `attempt` is given the
@@ -181,16 +192,14 @@ class PsClient {
   // restart is written to its second argument.
   enum class Op { kPull, kPush };
   absl::Status RunWithRecovery(
-      Shard& shard, Op op, const v1::CreateVariablesRequest& create,
+      Shard& shard, Op op, const CreateBatches& create,
       const std::function<absl::Status(uint64_t incarnation, bool* restarted)>&
           attempt);
   // CreateVariables on one shard, retried while it is unavailable.
-  absl::Status CreateWithRetry(Shard& shard,
-                               const v1::CreateVariablesRequest& request);
+  absl::Status CreateWithRetry(Shard& shard, const CreateBatches& request);
   // Probes `shard` with `request`, backing off, until it answers (and so
   // holds the variables again) or `deadline` passes.
-  absl::Status AwaitShard(Shard& shard,
-                          const v1::CreateVariablesRequest& request,
+  absl::Status AwaitShard(Shard& shard, const CreateBatches& request,
                           absl::Time deadline, absl::Status last_error);
   // Sleeps `delay` unless Shutdown() comes first (then CANCELLED).
   absl::Status Backoff(absl::Duration delay);
@@ -211,8 +220,7 @@ class PsClient {
                                uint64_t call, bool acknowledged);
   // After a successful call saw a new incarnation: CreateVariables there
   // again (logged, not returned, when it fails).
-  void RecreateAfterRestart(Shard& shard,
-                            const v1::CreateVariablesRequest& create);
+  void RecreateAfterRestart(Shard& shard, const CreateBatches& create);
 
   // Runs `fn(shard)` for each listed shard in parallel; the first error in
   // shard order.

@@ -46,7 +46,7 @@ absl::Status PsClient::Named(const Shard& shard, const absl::Status& status) {
 }
 
 absl::Status PsClient::RunWithRecovery(
-    Shard& shard, Op op, const v1::CreateVariablesRequest& create,
+    Shard& shard, Op op, const CreateBatches& create,
     const std::function<absl::Status(uint64_t incarnation, bool* restarted)>&
         attempt) {
   uint64_t sent_to = incarnation(shard.id);
@@ -113,16 +113,15 @@ absl::Status PsClient::RunWithRecovery(
   }
 }
 
-absl::Status PsClient::CreateWithRetry(
-    Shard& shard, const v1::CreateVariablesRequest& request) {
-  const absl::Status status = CreateOnce(shard, request, options_.rpc_timeout);
+absl::Status PsClient::CreateWithRetry(Shard& shard,
+                                       const CreateBatches& request) {
+  const absl::Status status = CreateAll(shard, request, options_.rpc_timeout);
   if (status.ok() || !Retryable(shard, status)) return Named(shard, status);
   return AwaitShard(shard, request, absl::Now() + options_.recovery_timeout,
                     status);
 }
 
-absl::Status PsClient::AwaitShard(Shard& shard,
-                                  const v1::CreateVariablesRequest& request,
+absl::Status PsClient::AwaitShard(Shard& shard, const CreateBatches& request,
                                   absl::Time deadline,
                                   absl::Status last_error) {
   absl::Duration backoff = options_.initial_backoff;
@@ -144,8 +143,7 @@ absl::Status PsClient::AwaitShard(Shard& shard,
             absl::ToChronoTime(absl::Now() + window))) {
       continue;
     }
-    const absl::Status status =
-        CreateOnce(shard, request, options_.rpc_timeout);
+    const absl::Status status = CreateAll(shard, request, options_.rpc_timeout);
     if (status.ok()) return status;
     if (!Retryable(shard, status)) return Named(shard, status);
     last_error = status;
@@ -209,8 +207,7 @@ absl::StatusOr<bool> PsClient::Observe(Shard& shard,
   return true;
 }
 
-void PsClient::RecreateAfterRestart(Shard& shard,
-                                    const v1::CreateVariablesRequest& create) {
+void PsClient::RecreateAfterRestart(Shard& shard, const CreateBatches& create) {
   // The call that saw the restart succeeded, so the shard holds what it
   // needed; this restores the rest of this client's variables, in case the
   // snapshot predates some. Best effort: a variable still missing is

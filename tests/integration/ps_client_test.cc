@@ -180,11 +180,14 @@ TEST(PsClientTest, ShardedVariablesSpreadOverBothShardsAndTrain) {
   Model model(2);
   // emb/part_0 rows 0-4 on ps 0, emb/part_1 rows 5-9 on ps 1, then the
   // counter goes on: bias/part_0 on ps 0, bias/part_1 on ps 1, scale on 0.
-  PsClientOptions small_chunks{.max_chunk_bytes = 12};
+  // At most 16 initial bytes per create: each shard's in two messages.
+  PsClientOptions small_chunks{.max_chunk_bytes = 12, .max_create_bytes = 16};
   std::unique_ptr<PsClient> client =
       NewClient(shards.addresses(), "worker:0", small_chunks);
   ASSERT_NE(client, nullptr);
   ASSERT_TRUE(model.Create(*client).ok());
+  // Each create that added variables is a generation of the shard's set.
+  EXPECT_EQ(shards[0].service().store()->declared_generation(), 2);
 
   for (const auto& [shard, name] :
        std::vector<std::pair<int, std::string>>{{0, "emb/part_0"},
@@ -322,6 +325,17 @@ TEST(PsClientTest, RejectsMisuseAndNamesTheShardOnErrors) {
               HasSubstr("\"emb\" is given twice"));
   EXPECT_EQ(client->CreateVariables(model.placement, {}).code(),
             absl::StatusCode::kInvalidArgument);
+  // An initial value no message to a ps task can carry names its variable.
+  absl::StatusOr<Placement> huge =
+      PlaceVariables({{"table", {64 << 20, 1}, 4}}, 2, {});
+  ASSERT_TRUE(huge.ok()) << huge.status();
+  const std::vector<char> zeros(size_t{256} << 20);
+  const absl::Status too_large =
+      client->CreateVariables(*huge, {{.initial = absl::MakeConstSpan(zeros)}});
+  EXPECT_EQ(too_large.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(too_large.message()),
+              HasSubstr("variable \"table\": an initial value of 268435456 "
+                        "bytes is over the"));
 
   // A newer job takes the shards; the older job's calls are refused, and
   // the error says which shard refused.
@@ -469,7 +483,9 @@ TEST(PsClientTest,
 TEST(PsClientTest, AShardBackWithoutSnapshotGetsTheVariablesAgain) {
   Shards shards(2);  // no state dir: a restart loses everything
   Model model(2);
-  std::unique_ptr<PsClient> client = NewClient(shards.addresses());
+  // Every variable in a create of its own: recreating sends them all.
+  std::unique_ptr<PsClient> client =
+      NewClient(shards.addresses(), "worker:0", {.max_create_bytes = 1});
   ASSERT_TRUE(model.Create(*client).ok());
   const std::vector<float> emb_grad(40, 1.0f);
   const PushBuffer push[] = {{"emb", In(emb_grad)}};
