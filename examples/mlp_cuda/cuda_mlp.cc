@@ -1,7 +1,9 @@
 #include "examples/mlp_cuda/cuda_mlp.h"
 
 #include <algorithm>
+#include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "examples/mlp_cuda/mlp_kernels.h"
 
 namespace cohort::examples {
@@ -88,6 +90,16 @@ absl::Status CudaMlp::Reserve(int rows) {
   for (size_t k = 0; k < layers_.size(); ++k) {
     widest = std::max(widest, layers_[k].out);
     if (k > 0) widest = std::max(widest, layers_[k].in);
+  }
+  // The kernels index a layer's rows x width elements with int, as cuBLAS
+  // takes its dimensions.
+  int widest_in = widest;
+  for (const Layer& layer : layers_) widest_in = std::max(widest_in, layer.in);
+  if (int64_t{rows} * widest_in > std::numeric_limits<int>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a batch of ", rows, " rows through a layer ", widest_in,
+        " wide is over the ", std::numeric_limits<int>::max(),
+        " elements the CUDA MLP indexes; use a smaller per-replica batch"));
   }
   const size_t n = static_cast<size_t>(rows);
   for (size_t k = 0; k < layers_.size(); ++k) {
