@@ -478,7 +478,7 @@ absl::Status CoordinatorServer::Start() {
       supervisor_->Add(std::move(plan), adopt_pid);
     }
   }
-  supervisor_->set_on_change([this] { PersistState(); });
+  supervisor_->set_on_change([this] { return PersistState(); });
   supervisor_->Start();
   job_loop_->Start();
   return absl::OkStatus();
@@ -516,8 +516,8 @@ void CoordinatorServer::AddServices(rpc::RpcServer& server) {
   server.AddService(job_control_service_.get());
 }
 
-void CoordinatorServer::PersistState() {
-  if (!store_.has_value()) return;
+bool CoordinatorServer::PersistState() {
+  if (!store_.has_value()) return true;
   PersistedState state = state_;
   state.tasks = supervisor_ != nullptr ? supervisor_->Tasks()
                                        : std::vector<PersistedTask>{};
@@ -532,7 +532,15 @@ void CoordinatorServer::PersistState() {
     if (saved.launched && !managed) state.tasks.push_back(saved);
   }
   absl::Status saved = store_->Save(state);
-  if (!saved.ok()) spdlog::error("cannot save state: {}", saved.ToString());
+  if (!saved.ok()) {
+    if (!persist_failing_.exchange(true)) {
+      spdlog::error("cannot save state: {}; trying again until it can",
+                    saved.ToString());
+    }
+    return false;
+  }
+  if (persist_failing_.exchange(false)) spdlog::info("state saved again");
+  return true;
 }
 
 void CoordinatorServer::Shutdown() {

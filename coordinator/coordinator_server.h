@@ -4,6 +4,7 @@
 // job table and its loop, the gRPC server with the Coordinator, Admin, Store,
 // Jobs and JobControl services.
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -115,11 +116,15 @@ class CoordinatorServer {
   // shutdown.
   std::string scratch_dir_;
   bool started_ = false;
+  // The last save of the state failed (the monitor thread and Shutdown).
+  std::atomic<bool> persist_failing_{false};
 
   CoordinatorServer() = default;
   std::vector<LaunchPlan> PlanLaunches() const;
   void AddServices(rpc::RpcServer& server);
-  void PersistState();
+  // Saves the task table and pids; false when the save failed (logged once
+  // per run of failures).
+  bool PersistState();
   absl::Status StartMetrics();
 };
 

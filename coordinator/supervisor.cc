@@ -82,7 +82,7 @@ void Supervisor::Add(LaunchPlan plan, int64_t adopt_pid) {
   children_.emplace(task, std::move(child));
 }
 
-void Supervisor::set_on_change(std::function<void()> on_change) {
+void Supervisor::set_on_change(std::function<bool()> on_change) {
   on_change_ = std::move(on_change);
 }
 
@@ -102,7 +102,7 @@ void Supervisor::Start() {
     }
   }
   Publish();
-  if (on_change_) on_change_();
+  if (on_change_) change_unrecorded_ = !on_change_();
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -235,7 +235,9 @@ void Supervisor::Run() {
   auto stopping = [this]()
                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
   while (true) {
-    if (Tick(SteadyNow()) && on_change_) on_change_();
+    if ((Tick(SteadyNow()) || change_unrecorded_) && on_change_) {
+      change_unrecorded_ = !on_change_();
+    }
     absl::MutexLock lock(&mu_);
     if (mu_.AwaitWithTimeout(absl::Condition(&stopping),
                              options_.poll_interval)) {

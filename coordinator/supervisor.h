@@ -60,8 +60,10 @@ class Supervisor {
   // runs it.
   void Add(LaunchPlan plan, int64_t adopt_pid = 0);
   // Called (on the monitor thread, without locks held) after any launch or
-  // exit, so that the owner can persist pids and restart counts.
-  void set_on_change(std::function<void()> on_change);
+  // exit, so that the owner can persist pids and restart counts. False: it
+  // could not (a full disk, say); it is called again every poll interval
+  // until it can, so that a later coordinator still adopts the children.
+  void set_on_change(std::function<bool()> on_change);
 
   void Start();
   // Stops the monitor, sends SIGTERM to every child, SIGKILL after the grace
@@ -103,7 +105,8 @@ class Supervisor {
   std::vector<PersistedTask> published_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  std::function<void()> on_change_;
+  std::function<bool()> on_change_;
+  bool change_unrecorded_ = false;  // the monitor thread's
   std::thread thread_;
 };
 
