@@ -33,7 +33,7 @@ ABSL_FLAG(int, ranks, 2, "Rank processes to start on loopback.");
 ABSL_FLAG(std::string, sizes, "4K,64K,1M,16M,64M",
           "Bytes per rank, comma-separated; K, M, G are powers of 1024.");
 ABSL_FLAG(std::string, format, "table",
-          "table, or csv (the peers' RESULT lines).");
+          "table, or csv (the peers' RESULT lines; allreduce only).");
 ABSL_FLAG(std::string, label, "cohort", "csv: the label column.");
 ABSL_FLAG(absl::Duration, min_time, absl::Milliseconds(1500),
           "Length of each timed loop.");

@@ -23,8 +23,9 @@ ABSL_FLAG(std::string, state_dir, "",
           "Directory for the coordinator's state, so that a restarted "
           "coordinator knows the cluster again. Empty: keep no state.");
 ABSL_FLAG(std::string, launch, "local",
-          "local: launch an agent per chief/worker and a PS per ps task whose "
-          "host is this machine. none: launch nothing; tasks register.");
+          "local: launch an agent per chief, worker and evaluator task, and a "
+          "PS per ps task, whose host is this machine. none: launch nothing; "
+          "tasks register.");
 ABSL_FLAG(absl::Duration, heartbeat_timeout, absl::Seconds(5),
           "A task silent this long is marked DEAD.");
 ABSL_FLAG(absl::Duration, startup_timeout, absl::Seconds(30),

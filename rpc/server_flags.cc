@@ -7,8 +7,9 @@
 
 ABSL_FLAG(std::string, listen, "",
           "HOST:PORT to serve on. Port 0 binds a free port (see "
-          "--port_file). Default: 127.0.0.1:7070 for the coordinator; a "
-          "task's address in TF_CONFIG for an agent or ps.");
+          "--port_file). Default: for the coordinator, the address saved in "
+          "--state_dir, else 127.0.0.1:7070; a task's address in TF_CONFIG "
+          "for an agent or ps.");
 ABSL_FLAG(std::string, port_file, "",
           "Write the bound port here once serving (useful with port 0).");
 ABSL_FLAG(std::string, metrics_listen, "",

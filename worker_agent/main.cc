@@ -16,7 +16,7 @@ ABSL_FLAG(std::string, state_dir, "",
           "This agent's local state: fetched step libraries and its own copy "
           "of each job's checkpoints, so that a job survives the loss of any "
           "one host without a shared filesystem. Default: "
-          "$TMPDIR/cohort-agent-<uid>/<task>.");
+          "$TMPDIR/cohort-agent-<uid>/<type>-<index>.");
 ABSL_FLAG(absl::Duration, stop_timeout, absl::Minutes(2),
           "How long a job attempt that was ended (cancelled, replaced, or "
           "stopped with the agent) may take to stop. Past it, the job's own "

@@ -31,9 +31,8 @@ ABSL_FLAG(bool, json, false,
           "JSON instead of text. With submit --wait and watch: the final "
           "JobStatus, the live view going to stderr.");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5),
-          "Deadline of each RPC. A submission gets at least 60 s, plus a "
-          "second per MiB of step library; a --timeout above 60 s adds to "
-          "it.");
+          "Deadline of each RPC. A submission gets the larger of --timeout "
+          "and 60 s, plus a second per MiB of step library.");
 ABSL_DECLARE_FLAG(std::string, state_dir);  // up_command.cc
 
 namespace cohort::ctl {
@@ -45,8 +44,10 @@ constexpr char kUsage[] =
     "Commands:\n"
     "  up [--cluster_spec=FILE] [--cpu_devices=N]\n"
     "                     run a coordinator (and its local tasks) in the\n"
-    "                     foreground; without a spec, a default local\n"
-    "                     cluster: one chief, one worker, one ps\n"
+    "                     foreground; without a spec, the saved one with\n"
+    "                     --resume, else TF_CONFIG's cluster when set, else\n"
+    "                     a default local cluster: one chief, one worker,\n"
+    "                     one ps\n"
     "  status [--json]    the cluster's tasks and their state\n"
     "  submit --library=PATH --step=NAME --steps=N --global_batch=B\n"
     "         [--init=NAME] [--dataset=NAME] [--strategy=S]\n"
@@ -60,6 +61,9 @@ constexpr char kUsage[] =
     "         [--early_stop_target=X] [--early_stop_patience=N]\n"
     "         [--early_stop_min_delta=D] [--early_stop_maximize]]\n"
     "         [--eval=FN --eval_dataset=FN [--eval_steps=N]] [--trace=N]\n"
+    "         [--ps_partitioner=P --ps_shards=N --ps_min_shard_bytes=B\n"
+    "         --ps_max_shard_bytes=B --max_inflight=N\n"
+    "         --ps_recovery_timeout=D]\n"
     "         [--submission_id=ID] [--wait] [--json]\n"
     "                     upload a step library and run it; prints the job\n"
     "                     id, or with --wait shows it live until it ends\n"

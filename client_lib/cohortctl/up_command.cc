@@ -27,12 +27,13 @@
 #include "rpc/security_flags.h"
 
 ABSL_FLAG(std::string, cluster_spec, "",
-          "up: the TF_CONFIG-style spec to run. Default: one chief, one worker "
-          "and one ps on free loopback ports.");
+          "up: the TF_CONFIG-style spec to run. Default: the saved spec with "
+          "--resume, else TF_CONFIG's cluster when that is set, else one "
+          "chief, one worker and one ps on free loopback ports.");
 ABSL_FLAG(std::string, state_dir, "",
           "The cluster's state dir: where `up` keeps it, and where the other "
           "commands find its coordinator (without --coordinator). Default: "
-          "~/.local/state/cohort/local.");
+          "$XDG_STATE_HOME/cohort/local, else ~/.local/state/cohort/local.");
 ABSL_FLAG(std::string, listen, "",
           "up: where the coordinator serves (port 0: a free port). Default: "
           "127.0.0.1:0, or with --resume the address the cluster had.");
