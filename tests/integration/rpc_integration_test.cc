@@ -2,8 +2,6 @@
 // server lifecycle, port files, auth, health, and the task session against
 // the real coordinator services.
 
-#include <unistd.h>
-
 #include <atomic>
 #include <thread>
 
@@ -287,7 +285,8 @@ TEST(TaskSessionTest, RegistersAgainWhenTheCoordinatorForgetsIt) {
 
   // The coordinator drops the session (as a restarted one would not know
   // it); the next heartbeat gets NOT_FOUND and the task registers again.
-  coordinator.manager().MarkExited(worker, getpid(), "forgotten", absl::Now());
+  coordinator.manager().MarkExited(worker, WorkerReport().pid(), "forgotten",
+                                   absl::Now());
   ASSERT_TRUE(
       WaitUntil([&] { return registrations.load() == 2; }, absl::Seconds(5)));
   EXPECT_EQ(coordinator.manager().state(worker), v1::READY);
