@@ -202,6 +202,7 @@ bool Supervisor::Tick(absl::Time now) {
         child.process.reset();
         child.adopted_pid = holder;
         child.launched_at = now;
+        child.log_start = FileSize(child.plan.spawn.output_file);
         continue;
       }
       if (now - child.launched_at >= options_.healthy_run) {

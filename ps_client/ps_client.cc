@@ -376,15 +376,27 @@ absl::Status PsClient::PushOnce(Shard& shard,
 
 absl::Status PsClient::CreateAll(Shard& shard, const CreateBatches& batches,
                                  absl::Duration timeout) {
-  for (const v1::CreateVariablesRequest& batch : batches) {
-    COHORT_RETURN_IF_ERROR(CreateOnce(shard, batch, timeout));
+  constexpr int kMaxPasses = 3;
+  for (int pass = 1;; ++pass) {
+    bool lost = false;
+    for (size_t k = 0; k < batches.size() && !lost; ++k) {
+      bool restarted = false;
+      COHORT_RETURN_IF_ERROR(
+          CreateOnce(shard, batches[k], timeout, &restarted));
+      lost = restarted && k > 0;
+    }
+    if (!lost) return absl::OkStatus();
+    if (pass == kMaxPasses) {
+      return Named(shard, absl::UnavailableError(absl::StrCat(
+                              "the shard restarted during each of ", kMaxPasses,
+                              " declarations of its variables")));
+    }
   }
-  return absl::OkStatus();
 }
 
 absl::Status PsClient::CreateOnce(Shard& shard,
                                   const v1::CreateVariablesRequest& request,
-                                  absl::Duration timeout) {
+                                  absl::Duration timeout, bool* restarted) {
   const uint64_t call = shard.StartCall();
   std::unique_ptr<grpc::ClientContext> context =
       shard.connection.NewContext(timeout);
@@ -392,9 +404,13 @@ absl::Status PsClient::CreateOnce(Shard& shard,
   COHORT_RETURN_IF_ERROR(shard.connection.Annotate(
       "ParameterServer.CreateVariables",
       shard.stub->CreateVariables(context.get(), request, &response)));
-  // A new incarnation seen here needs no recreate: this was it.
-  return Observe(shard, response.shard(), call, /*acknowledged=*/false)
-      .status();
+  // A new incarnation seen here needs no recreate of this message: it was
+  // one (CreateAll sends the others again).
+  COHORT_ASSIGN_OR_RETURN(
+      const bool observed,
+      Observe(shard, response.shard(), call, /*acknowledged=*/false));
+  if (restarted != nullptr) *restarted = observed;
+  return absl::OkStatus();
 }
 
 }  // namespace cohort::ps

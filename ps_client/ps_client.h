@@ -138,7 +138,9 @@ class PsClient {
   // must be the number of addresses. Replaces what an earlier call declared;
   // idempotent on the shards, so every worker calls it. Initial values over
   // max_create_bytes go to a shard in several messages; a part whose own
-  // initial value no message can carry is INVALID_ARGUMENT naming it.
+  // initial value no message can carry is INVALID_ARGUMENT naming it. Each
+  // message is checked and applied, and snapshotted, on its own: one
+  // refused leaves the earlier ones declared.
   absl::Status CreateVariables(const Placement& placement,
                                const std::vector<PsVariableOptions>& options);
 
@@ -181,8 +183,10 @@ class PsClient {
                         uint64_t incarnation, bool* restarted);
   absl::Status CreateOnce(Shard& shard,
                           const v1::CreateVariablesRequest& request,
-                          absl::Duration timeout);
-  // CreateOnce with each batch in turn; the first error.
+                          absl::Duration timeout, bool* restarted = nullptr);
+  // CreateOnce with each batch in turn; the first error. A restart seen
+  // after the first batch may have lost the earlier ones: all are sent
+  // again (a few times at most).
   absl::Status CreateAll(Shard& shard, const CreateBatches& batches,
                          absl::Duration timeout);
 

@@ -245,6 +245,7 @@ cmd_reap() {
   for dir in "$state_root"/*/; do
     [ -d "$dir" ] || continue
     name=$(basename "$dir")
+    [[ "$name" =~ ^[a-z0-9]{1,6}$ ]] || continue  # not a set's name
     grep -qE "$pattern" <<<"$name" || continue
     owner=$(cat "$dir/owner" 2>/dev/null || true)
     if [[ "$owner" =~ ^[0-9]+$ ]] && kill -0 "$owner" 2>/dev/null; then continue; fi

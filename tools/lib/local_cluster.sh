@@ -7,8 +7,9 @@
 # output in LOG, and waits (60 s at most) until no task is starting or dead.
 # It is this cluster alone: TF_CONFIG and COHORT_COORDINATOR are unset, and
 # XDG_STATE_HOME is STATE, so later cohortctl commands reach it. At exit the
-# cluster is stopped (by its pid) and STATE removed. On failure it prints
-# LOG to stderr and returns 1.
+# cluster is stopped (by its pid) and STATE removed: this sets the EXIT trap,
+# replacing any the caller set before. On failure it prints LOG to stderr
+# and returns 1.
 
 local_cluster_pid=""
 local_cluster_state=""
