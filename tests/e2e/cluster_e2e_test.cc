@@ -31,6 +31,24 @@ using ::testing::Not;
 // Every state wait in this file is bounded by one of these.
 constexpr absl::Duration kReadyTimeout = absl::Seconds(10);
 
+// The harness's cleanup kills only the processes it saw, not later ones
+// that were given their pids.
+TEST(ClusterE2eTest, TheHarnessSparesAProcessThatReusedAPid) {
+  absl::StatusOr<Subprocess> sleeper =
+      Subprocess::Spawn({.argv = {"/bin/sleep", "300"}});
+  ASSERT_TRUE(sleeper.ok()) << sleeper.status();
+  const std::optional<SeenProcess> seen = SeeProcess(sleeper->pid());
+  ASSERT_TRUE(seen.has_value());
+  SeenProcess earlier = *seen;
+  earlier.start_ticks -= 1;  // as the pid's previous owner would have been
+  KillIfAlive(std::vector<SeenProcess>{earlier});
+  // A SIGKILL sent would have ended it well within this (never a false
+  // failure: a slow machine can only make the check weaker).
+  EXPECT_FALSE(sleeper->Wait(absl::Milliseconds(500)).has_value());
+  KillIfAlive(std::vector<SeenProcess>{*seen});
+  EXPECT_TRUE(sleeper->Wait(absl::Seconds(30)).has_value());
+}
+
 TEST(ClusterE2eTest, LaunchesEveryLocalTaskAndReportsItReady) {
   ScratchDir dir;
   absl::StatusOr<ReadyCluster> cluster =

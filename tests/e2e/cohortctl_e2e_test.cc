@@ -383,7 +383,7 @@ TEST(CohortctlE2eTest, AWatchThatLostTheCoordinatorSaysTheJobMayStillRun) {
   EXPECT_EQ(ended->exit_code(), 3) << ReadFile(out).value_or("");
   EXPECT_THAT(ReadFile(out).value_or(""),
               HasSubstr(absl::StrCat("job ", *id, " may still be running")));
-  KillIfAlive(coordinator.seen_pids());
+  KillIfAlive(coordinator.seen());
 }
 
 TEST(CohortctlE2eTest, StatusAgainstNothingIsAClearError) {

@@ -4,11 +4,14 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "common/host_info.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -148,7 +151,7 @@ CoordinatorProcess::CoordinatorProcess(Subprocess process, std::string address,
 CoordinatorProcess::~CoordinatorProcess() {
   if (owns_process_) process_.Stop(absl::Seconds(6));
   // Give orphans of a killed coordinator a moment, then make sure.
-  KillIfAlive(seen_pids_);
+  KillIfAlive(seen_);
 }
 
 void CoordinatorProcess::ForgetProcess() { owns_process_ = false; }
@@ -165,9 +168,12 @@ absl::StatusOr<v1::ClusterState> CoordinatorProcess::State(
   absl::StatusOr<v1::ClusterState> state = (*client)->GetClusterState();
   if (state.ok()) {
     for (const v1::TaskStatus& task : state->tasks()) {
-      if (task.pid() > 0 && std::find(seen_pids_.begin(), seen_pids_.end(),
-                                      task.pid()) == seen_pids_.end()) {
-        seen_pids_.push_back(task.pid());
+      const bool known = std::any_of(
+          seen_.begin(), seen_.end(),
+          [&](const SeenProcess& p) { return p.pid == task.pid(); });
+      if (task.pid() <= 0 || known) continue;
+      if (std::optional<SeenProcess> p = SeeProcess(task.pid())) {
+        seen_.push_back(*p);
       }
     }
   }
@@ -266,6 +272,31 @@ bool AllReady(const v1::ClusterState& state) {
     if (task.state() != v1::READY) return false;
   }
   return state.tasks_size() > 0;
+}
+
+std::optional<SeenProcess> SeeProcess(int64_t pid) {
+  const std::string stat =
+      ReadFile(absl::StrCat("/proc/", pid, "/stat")).value_or("");
+  // Fields after the command name, which may hold spaces and parentheses:
+  // state is field 3, starttime field 22.
+  const size_t end = stat.rfind(')');
+  if (end == std::string::npos) return std::nullopt;
+  const std::vector<std::string> fields =
+      absl::StrSplit(stat.substr(end + 1), ' ', absl::SkipEmpty());
+  SeenProcess seen{.pid = pid};
+  if (fields.size() < 20 || !absl::SimpleAtoi(fields[19], &seen.start_ticks)) {
+    return std::nullopt;
+  }
+  return seen;
+}
+
+void KillIfAlive(const std::vector<SeenProcess>& processes) {
+  for (const SeenProcess& process : processes) {
+    const std::optional<SeenProcess> now = SeeProcess(process.pid);
+    if (now.has_value() && now->start_ticks == process.start_ticks) {
+      kill(static_cast<pid_t>(process.pid), SIGKILL);
+    }
+  }
 }
 
 void KillIfAlive(const std::vector<int64_t>& pids) {

@@ -55,6 +55,16 @@ std::string LocalSpec(int workers, int ps, int evaluators = 0);
 // serving status name ("SERVING"), or the error.
 absl::StatusOr<std::string> HealthCheck(const std::string& address);
 
+// A process as first seen: its pid, and its start time in clock ticks after
+// boot (/proc/PID/stat), which a later process given the same pid does not
+// share. pid_max may be as low as 32768, and a whole suite wraps it.
+struct SeenProcess {
+  int64_t pid = 0;
+  uint64_t start_ticks = 0;
+};
+// The process `pid` as it is now; nullopt if there is none.
+std::optional<SeenProcess> SeeProcess(int64_t pid);
+
 // A cohort-coordinator child process and everything it launched. The
 // destructor stops it with SIGTERM and then kills, by pid, any task process
 // it saw that is still alive (after a SIGKILL of the coordinator, say).
@@ -83,12 +93,12 @@ class CoordinatorProcess {
   absl::StatusOr<v1::ClusterState> WaitAllReady(
       absl::Duration timeout, const ClientOptions& options = {});
 
-  // Task pids seen so far in any State().
-  const std::vector<int64_t>& seen_pids() const { return seen_pids_; }
+  // Task processes seen so far in any State().
+  const std::vector<SeenProcess>& seen() const { return seen_; }
   void ForgetProcess();  // the test reaped or killed it itself
   // The tasks seen are not this object's to kill: the test started them
   // (--launch=none), and they outlive this coordinator.
-  void ForgetTasks() { seen_pids_.clear(); }
+  void ForgetTasks() { seen_.clear(); }
 
  private:
   CoordinatorProcess(Subprocess process, std::string address,
@@ -98,7 +108,7 @@ class CoordinatorProcess {
   bool owns_process_ = true;
   std::string address_;
   std::string log_file_;
-  std::vector<int64_t> seen_pids_;
+  std::vector<SeenProcess> seen_;
 };
 
 // A coordinator started on a fresh LocalSpec(workers, ps, evaluators) with
@@ -142,7 +152,11 @@ const v1::TaskStatus* FindTask(const v1::ClusterState& state,
                                const std::string& type, int index);
 bool AllReady(const v1::ClusterState& state);
 
-// SIGKILLs the pids that still run (test cleanup of processes it caused).
+// SIGKILLs the pids that still run (test cleanup of processes it caused,
+// right after they should have ended).
 void KillIfAlive(const std::vector<int64_t>& pids);
+// SIGKILLs those of `processes` that still run as the processes seen, not
+// as others that reused their pids since (test cleanup at the end).
+void KillIfAlive(const std::vector<SeenProcess>& processes);
 
 }  // namespace cohort::testing
