@@ -70,7 +70,9 @@ class ClusterManager {
   // heartbeating, another pid): a process launched for it that exits, or
   // one launched beside it, says nothing of the holder. MarkExited returns
   // that holder's pid, else 0 (the task is DEAD now). `pid` 0: a launch
-  // that failed before any process ran.
+  // that failed before any process ran. The registered pid is the task's
+  // process: an agent_binary that is a wrapper must exec it, or the
+  // wrapper's exit is seen only as the child's silence.
   void MarkLaunched(const TaskId& task, int64_t pid, bool is_restart,
                     absl::Time now);
   int64_t MarkExited(const TaskId& task, int64_t pid, const std::string& reason,

@@ -36,9 +36,12 @@ ABSL_FLAG(absl::Duration, restart_backoff, absl::Seconds(1),
 ABSL_FLAG(absl::Duration, restart_backoff_max, absl::Seconds(30),
           "Upper bound of the restart delay.");
 ABSL_FLAG(std::string, agent_binary, "",
-          "cohort-agent to launch. Default: the one beside this binary.");
+          "cohort-agent to launch. Default: the one beside this binary. A "
+          "wrapper script must exec it: the task is the process that "
+          "registers.");
 ABSL_FLAG(std::string, ps_binary, "",
-          "cohort-ps to launch. Default: the one beside this binary.");
+          "cohort-ps to launch. Default: the one beside this binary (a "
+          "wrapper must exec it, as for --agent_binary).");
 ABSL_FLAG(int, cpu_devices, 1, "--cpu_devices for launched agents.");
 ABSL_FLAG(absl::Duration, agent_stop_timeout, absl::Minutes(2),
           "--stop_timeout for launched agents: how long a job's code may "
