@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -37,6 +38,9 @@ TEST(ClusterE2eTest, TheHarnessSparesAProcessThatReusedAPid) {
   absl::StatusOr<Subprocess> sleeper =
       Subprocess::Spawn({.argv = {"/bin/sleep", "300"}});
   ASSERT_TRUE(sleeper.ok()) << sleeper.status();
+  // Stop() is a no-op once the child is reaped; it matters when an
+  // assertion below ends the test early.
+  absl::Cleanup stop_sleeper = [&] { sleeper->Stop(absl::Seconds(1)); };
   const std::optional<SeenProcess> seen = SeeProcess(sleeper->pid());
   ASSERT_TRUE(seen.has_value());
   SeenProcess earlier = *seen;
