@@ -151,6 +151,7 @@ absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
                        ", and this agent has ", options.devices.size()));
     }
   }
+  InputLayout cut = layout;  // the data set's, when it differs
   if (inputs.functions.stream != nullptr) {
     COHORT_ASSIGN_OR_RETURN(
         std::unique_ptr<DataStream> stream,
@@ -171,16 +172,22 @@ absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
     }
     inputs.stream = *std::move(pipeline);
   } else if (inputs.functions.dataset != nullptr) {
+    if (layout.data_set_as_one_pipeline) {
+      cut = InputLayout{
+          .replicas_in_sync = layout.replicas_in_sync,
+          .local_batches = layout.local_batches,
+          .global_batch_size = layout.global_batch_size / layout.num_pipelines};
+    }
     COHORT_ASSIGN_OR_RETURN(
         std::unique_ptr<Dataset> dataset,
-        CallInputFunction<Dataset>(inputs.functions.dataset, layout, job,
+        CallInputFunction<Dataset>(inputs.functions.dataset, cut, job,
                                    "dataset", names.dataset));
     absl::StatusOr<std::unique_ptr<InputPipeline>> pipeline = CallUserCode(
         [&]() -> absl::StatusOr<std::unique_ptr<InputPipeline>> {
           inputs.input_options = dataset->options();
-          return InputPipeline::Create(
-              std::move(dataset), layout.pipeline, layout.num_pipelines,
-              layout.local_batches, layout.global_batch_size, spec.seed());
+          return InputPipeline::Create(std::move(dataset), cut.pipeline,
+                                       cut.num_pipelines, cut.local_batches,
+                                       cut.global_batch_size, spec.seed());
         },
         absl::StrCat("dataset function \"", names.dataset, "\": its data set"));
     if (!pipeline.ok()) return pipeline.status();
@@ -188,8 +195,8 @@ absl::StatusOr<LoadedJob> LoadJob(const RunnerOptions& options,
   } else {
     return inputs;
   }
-  spdlog::info("job {}: input pipeline {} of {}: {}", a.job_id(),
-               layout.pipeline, layout.num_pipelines,
+  spdlog::info("job {}: input pipeline {} of {}: {}", a.job_id(), cut.pipeline,
+               cut.num_pipelines,
                inputs.stream != nullptr ? inputs.stream->description()
                                         : inputs.pipeline->description());
   return inputs;

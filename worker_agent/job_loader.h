@@ -23,6 +23,12 @@ struct InputLayout {
   int local_batches = 1;     // batches per step from this pipeline
   // What the pipeline takes per step over all pipelines.
   int64_t global_batch_size = 0;
+  // ParameterServer: a data set (indexable, unlike a stream) is cut as
+  // pipeline 0 of 1, taking global_batch_size / num_pipelines a step, so
+  // that closure k reads global batch k of one order on whichever worker
+  // runs it: each epoch is covered exactly, whatever the schedule, and a
+  // re-run closure reads the same batch. A stream keeps the layout above.
+  bool data_set_as_one_pipeline = false;
 };
 
 // Which registered functions to load: the job's init, step and dataset

@@ -61,15 +61,17 @@ bool PsJobRunner::Run() {
          true);
     return false;
   }
-  // Each closure takes a whole global batch from this worker's pipeline,
-  // as a TF ParameterServer closure takes one from its per-worker dataset.
+  // Each closure takes a whole global batch: from a stream, this worker's
+  // next, as a TF ParameterServer closure takes one from its per-worker
+  // dataset; from a data set, global batch k for closure k, wherever it runs.
   absl::StatusOr<LoadedJob> inputs = LoadJob(
       options_, job_,
       {.pipeline = a.node(),
        .num_pipelines = a.num_nodes(),
        .replicas_in_sync = 1,
        .local_batches = 1,
-       .global_batch_size = a.spec().global_batch_size() * a.num_nodes()});
+       .global_batch_size = a.spec().global_batch_size() * a.num_nodes(),
+       .data_set_as_one_pipeline = true});
   std::vector<std::unique_ptr<PsVariableClient>> servers;
   absl::Status status = inputs.status();
   for (int slot = 0; status.ok() && slot < a.local_replicas(); ++slot) {

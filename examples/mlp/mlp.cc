@@ -37,24 +37,6 @@ struct ReplicaState {
   std::vector<float> delta, delta_below;
 };
 
-// out[b, :] = in[b, :] · kernel + bias for `rows` rows, ReLU unless last.
-void Dense(const float* in, size_t in_stride, size_t rows, const float* kernel,
-           const float* bias, const MlpLayerShape& layer, bool relu,
-           float* out) {
-  for (size_t b = 0; b < rows; ++b) {
-    float* o = out + b * layer.out;
-    std::copy_n(bias, layer.out, o);
-    for (int i = 0; i < layer.in; ++i) {
-      const float x = in[b * in_stride + i];
-      const float* w = kernel + static_cast<size_t>(i) * layer.out;
-      for (int j = 0; j < layer.out; ++j) o[j] += x * w[j];
-    }
-    if (relu) {
-      for (int j = 0; j < layer.out; ++j) o[j] = std::max(o[j], 0.0f);
-    }
-  }
-}
-
 // Runs the network on `rows` examples laid out as [x0, x1, label], each
 // layer on its logical device; the logits end in state.outputs.back().
 absl::Status Forward(ReplicaContext& ctx, ReplicaState& state,
@@ -65,9 +47,9 @@ absl::Status Forward(ReplicaContext& ctx, ReplicaState& state,
     const MlpLayerShape& layer = state.shape[k];
     state.outputs[k].resize(rows * layer.out);
     absl::Status ran = ctx.run_on(state.layer_device[k], [&](const Device&) {
-      Dense(in, stride, rows, state.variables[2 * k]->data<float>(),
-            state.variables[2 * k + 1]->data<float>(), layer,
-            k + 1 < kMlpLayers, state.outputs[k].data());
+      MlpDense(in, stride, rows, state.variables[2 * k]->data<float>(),
+               state.variables[2 * k + 1]->data<float>(), layer,
+               k + 1 < kMlpLayers, state.outputs[k].data());
       return absl::OkStatus();
     });
     if (!ran.ok()) return ran;
@@ -176,8 +158,8 @@ absl::StatusOr<double> HeldOutAccuracyShare(ReplicaContext& ctx,
     }
     const std::vector<float>& logits = state.outputs.back();
     for (size_t b = 0; b < rows; ++b) {
-      const int predicted = logits[2 * b + 1] > logits[2 * b] ? 1 : 0;
-      correct += predicted == static_cast<int>(state.held_out[b][2]);
+      correct += MlpPredictedClass(&logits[2 * b]) ==
+                 static_cast<int>(state.held_out[b][2]);
     }
   }
   return correct / static_cast<double>(state.config.eval_examples);

@@ -54,6 +54,64 @@ absl::StatusOr<std::vector<Variable*>> CreateMlpVariables(ReplicaContext& ctx,
   return variables;
 }
 
+void MlpDense(const float* in, size_t in_stride, size_t rows,
+              const float* kernel, const float* bias,
+              const MlpLayerShape& layer, bool relu, float* out) {
+  for (size_t b = 0; b < rows; ++b) {
+    float* o = out + b * layer.out;
+    std::copy_n(bias, layer.out, o);
+    for (int i = 0; i < layer.in; ++i) {
+      const float x = in[b * in_stride + i];
+      const float* w = kernel + static_cast<size_t>(i) * layer.out;
+      for (int j = 0; j < layer.out; ++j) o[j] += x * w[j];
+    }
+    if (relu) {
+      for (int j = 0; j < layer.out; ++j) o[j] = std::max(o[j], 0.0f);
+    }
+  }
+}
+
+absl::StatusOr<double> MlpAccuracy(
+    int hidden, const std::vector<std::span<const float>>& params,
+    const std::vector<SpiralExample>& examples) {
+  const std::array<MlpLayerShape, kMlpLayers> shape = MlpShape(hidden);
+  if (params.size() != 2 * kMlpLayers) {
+    return absl::InvalidArgumentError(
+        "MlpAccuracy: " + std::to_string(params.size()) +
+        " parameter arrays, expected " + std::to_string(2 * kMlpLayers));
+  }
+  for (int k = 0; k < kMlpLayers; ++k) {
+    const size_t kernel = static_cast<size_t>(shape[k].in) * shape[k].out;
+    if (params[2 * k].size() != kernel ||
+        params[2 * k + 1].size() != static_cast<size_t>(shape[k].out)) {
+      return absl::InvalidArgumentError(
+          "MlpAccuracy: layer " + std::to_string(k) + " has " +
+          std::to_string(params[2 * k].size()) + " + " +
+          std::to_string(params[2 * k + 1].size()) + " values, expected " +
+          std::to_string(kernel) + " + " + std::to_string(shape[k].out));
+    }
+  }
+  if (examples.empty()) return 0.0;
+  // The examples are rows [x0, x1, label], as a batch is.
+  const size_t rows = examples.size();
+  const float* in = examples.front().data();
+  size_t stride = 3;
+  std::array<std::vector<float>, kMlpLayers> outputs;
+  for (int k = 0; k < kMlpLayers; ++k) {
+    outputs[k].resize(rows * shape[k].out);
+    MlpDense(in, stride, rows, params[2 * k].data(), params[2 * k + 1].data(),
+             shape[k], k + 1 < kMlpLayers, outputs[k].data());
+    in = outputs[k].data();
+    stride = static_cast<size_t>(shape[k].out);
+  }
+  size_t correct = 0;
+  for (size_t b = 0; b < rows; ++b) {
+    correct += MlpPredictedClass(&outputs.back()[kMlpClasses * b]) ==
+               static_cast<int>(examples[b][2]);
+  }
+  return static_cast<double>(correct) / static_cast<double>(rows);
+}
+
 std::vector<SpiralExample> HeldOutShard(const MlpConfig& config, uint64_t seed,
                                         int replica, int num_replicas) {
   const std::vector<SpiralExample> all =

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -43,6 +44,25 @@ int MlpLayerDevice(int layer, int num_logical_devices);
 absl::StatusOr<std::vector<Variable*>> CreateMlpVariables(ReplicaContext& ctx,
                                                           int hidden,
                                                           bool split = false);
+
+// out[b, :] = in[b, :] · kernel + bias for `rows` rows of `in` (a row every
+// `in_stride` floats), then ReLU when `relu`; kernel [in, out] row-major.
+void MlpDense(const float* in, size_t in_stride, size_t rows,
+              const float* kernel, const float* bias,
+              const MlpLayerShape& layer, bool relu, float* out);
+
+// The class the network predicts from its two logits.
+inline int MlpPredictedClass(const float* logits) {
+  return logits[1] > logits[0] ? 1 : 0;
+}
+
+// The fraction of `examples` that the network with `params` classifies
+// right, computed on the host: `params` holds the float32 values of
+// CreateMlpVariables' variables in its order (a model read back after
+// training). INVALID_ARGUMENT when one is missing or of the wrong size.
+absl::StatusOr<double> MlpAccuracy(
+    int hidden, const std::vector<std::span<const float>>& params,
+    const std::vector<SpiralExample>& examples);
 
 // This replica's share of the held-out set: examples r, r + n, r + 2n, ...
 // of config.eval_examples generated from seed + kHeldOutSeedOffset.

@@ -1,6 +1,10 @@
 #include "tests/testing/jobs.h"
 
+#include <span>
+
 #include "absl/strings/str_cat.h"
+#include "examples/mlp/mlp_config.h"
+#include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
 #include "tests/testing/test_cluster.h"
 
@@ -65,6 +69,36 @@ std::vector<double> LinearParameters(const v1::JobStatus& status) {
     for (double v : it->second.As<double>()) params.push_back(v);
   }
   return params;
+}
+
+double FinalMlpAccuracy(Client& client, const std::string& job_id,
+                        const JobSpec& spec) {
+  absl::StatusOr<examples::MlpConfig> config =
+      examples::ParseMlpConfig(spec.config_json);
+  EXPECT_TRUE(config.ok()) << config.status();
+  if (!config.ok()) return -1;
+  absl::StatusOr<std::map<std::string, HostTensor>> variables =
+      client.FetchVariables(job_id);
+  EXPECT_TRUE(variables.ok()) << variables.status();
+  if (!variables.ok()) return -1;
+  std::vector<std::span<const float>> params;
+  for (int k = 0; k < examples::kMlpLayers; ++k) {
+    for (const char* what : {"kernel", "bias"}) {
+      const std::string name = absl::StrCat("dense", k, "/", what);
+      auto it = variables->find(name);
+      if (it == variables->end() || it->second.dtype != "float32") {
+        ADD_FAILURE() << "job " << job_id << " has no float32 " << name;
+        return -1;
+      }
+      params.push_back(it->second.As<float>());
+    }
+  }
+  absl::StatusOr<double> accuracy = examples::MlpAccuracy(
+      config->hidden, params,
+      examples::HeldOutShard(*config, spec.seed, /*replica=*/0,
+                             /*num_replicas=*/1));
+  EXPECT_TRUE(accuracy.ok()) << accuracy.status();
+  return accuracy.value_or(-1);
 }
 
 absl::Status WriteSpirals(const std::string& dir) {

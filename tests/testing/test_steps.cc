@@ -210,6 +210,35 @@ absl::Status BatchedStep(cohort::ReplicaContext& ctx,
   return absl::OkStatus();
 }
 
+// 64 int32 elements, 0 to 63, in order.
+absl::StatusOr<std::unique_ptr<cohort::Dataset>> CountingData(
+    const cohort::InputContext&) {
+  std::vector<std::string> elements;
+  for (int32_t i = 0; i < 64; ++i) {
+    elements.emplace_back(reinterpret_cast<const char*>(&i), sizeof(i));
+  }
+  return std::make_unique<cohort::InMemoryDataset>(std::move(elements),
+                                                   cohort::DatasetOptions{});
+}
+
+// Over counting_data under ParameterServer: fails unless closure k's batch
+// is global batch k of the data set's one order, whichever worker runs it.
+absl::Status CountingStep(cohort::ReplicaContext& ctx,
+                          const cohort::Batch& batch) {
+  const int64_t size = static_cast<int64_t>(batch.size());
+  for (int64_t i = 0; i < size; ++i) {
+    const int64_t want = (ctx.step() * size + i) % 64;
+    const int32_t got = batch.As<int32_t>(static_cast<size_t>(i))[0];
+    if (got != want) {
+      return absl::InternalError(
+          absl::StrCat("closure ", ctx.step(), " got element ", got, " at ", i,
+                       "; global batch ", ctx.step(), " has element ", want));
+    }
+  }
+  ctx.report("examples", static_cast<double>(size));
+  return absl::OkStatus();
+}
+
 // An eval function over batched_data: reports which of its batches it got,
 // so that a pass over all of them averages 2.5.
 absl::Status BatchedEval(cohort::ReplicaContext& ctx,
@@ -231,6 +260,8 @@ absl::Status BatchedEval(cohort::ReplicaContext& ctx,
 COHORT_REGISTER_STEP("batched_eval", BatchedEval);
 COHORT_REGISTER_DATASET("batched_data", BatchedData);
 COHORT_REGISTER_DATASET("torn_data", TornData);
+COHORT_REGISTER_DATASET("counting_data", CountingData);
+COHORT_REGISTER_STEP("counting_step", CountingStep);
 COHORT_REGISTER_STEP("batched_step", BatchedStep);
 COHORT_REGISTER_INIT("colocated_init", ColocatedInit);
 COHORT_REGISTER_STEP("control_step", ControlStep);

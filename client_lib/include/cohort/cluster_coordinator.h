@@ -42,8 +42,10 @@
 namespace cohort {
 
 struct CallOptions {
-  // The call gets the next batch of its worker's dataset (the job's
-  // dataset_fn, TF's per-worker dataset iterator); a re-run gets the same.
+  // The call gets the next batch of the job's dataset_fn (TF's per-worker
+  // dataset iterator): from a data set, the n-th such call gets global
+  // batch n wherever it runs, and a re-run gets the same; from a stream,
+  // its worker's next.
   bool takes_batch = false;
   // How long Schedule waits for room while the job holds its limit of calls
   // not yet completed, as TF's schedule blocks on a full queue.
