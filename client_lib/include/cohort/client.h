@@ -61,8 +61,9 @@ enum class Communication {
 // ClusterCoordinator). Each step is a closure that runs on some worker, at
 // least once: a closure whose worker died runs again on another. Each
 // closure's reported metrics are its remote value: the newest closures'
-// are in the job's status (recent_results), and the newest values of each
-// metric in its metrics.
+// are in the job's status (recent_results), and the highest-numbered
+// closure's value of each metric in its metrics, computed on the
+// variables that closure pulled; FetchVariables reads the final model.
 struct ParameterServerOptions {
   // As tf.distribute.experimental.partitioners, along axis 0; kNone places
   // whole variables round-robin.
@@ -70,8 +71,8 @@ struct ParameterServerOptions {
   Partitioner partitioner = Partitioner::kNone;
   int num_shards = 0;           // kFixedShards
   int64_t min_shard_bytes = 0;  // kMinSize; 0: 256 KiB
-  int64_t max_shard_bytes = 0;  // kMaxSize
-  // Closures each worker runs at once (one executor thread each).
+  int64_t max_shard_bytes = 0;  // kMaxSize; must be positive there
+  // Closures each worker runs at once (one executor thread each), 1 to 64.
   int max_inflight = 1;
   // How long a ps task that went away may take to come back (restarted and
   // restored from its snapshot) before the job fails.
