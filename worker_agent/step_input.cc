@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
 #include "worker_agent/user_code.h"
 
 namespace cohort::agent {
@@ -149,11 +150,28 @@ absl::StatusOr<std::optional<std::vector<Batch>>> StepInput::Cut(
   if (indexed_ != nullptr) return indexed_->BatchesForStep(step);
   // Only this call cuts, so the stream needs no lock of its own.
   if (stream_->next_step() != step) {
-    if (absl::Status skipped = stream_->SkipTo(step); !skipped.ok()) {
+    if (absl::Status skipped =
+            stream_->SkipTo(step,
+                            [this, step](int64_t done, int64_t total) {
+                              NoteSkipped(step, done, total);
+                            });
+        !skipped.ok()) {
       return skipped;
     }
   }
   return stream_->NextStep();
+}
+
+void StepInput::NoteSkipped(int64_t step, int64_t done, int64_t total) {
+  absl::MutexLock lock(&mu_);
+  skip_moved_ = absl::Now();
+  if (skip_moved_ - skip_logged_ >= absl::Seconds(10) || done == total) {
+    skip_logged_ = skip_moved_;
+    spdlog::info(
+        "input: resuming the stream at step {}: passed over {} of {} "
+        "elements",
+        step, done, total);
+  }
 }
 
 absl::StatusOr<std::vector<DeviceBuffer>> StepInput::CopyToDevices(
@@ -221,7 +239,7 @@ absl::StatusOr<bool> StepInput::AwaitStep(int64_t step) {
   if (!begun_) {
     return absl::FailedPreconditionError("step input: Begin() was not called");
   }
-  const absl::Time deadline = absl::Now() + options_.wait_limit;
+  absl::Time deadline = absl::Now() + options_.wait_limit;
   while (!Ready(step)) {
     if (step < next_) {
       return absl::InternalError(absl::StrCat(
@@ -236,6 +254,11 @@ absl::StatusOr<bool> StepInput::AwaitStep(int64_t step) {
       return Ready(step) || (options_.prefetch_steps == 0 && !producing_);
     };
     if (!mu_.AwaitWithDeadline(absl::Condition(&wake), deadline)) {
+      // A skip that is still moving is waited for, however long it takes.
+      if (skip_moved_ + options_.wait_limit > absl::Now()) {
+        deadline = skip_moved_ + options_.wait_limit;
+        continue;
+      }
       return absl::DeadlineExceededError(absl::StrCat(
           "the input of step ", step, " was not ready after ",
           absl::FormatDuration(options_.wait_limit),

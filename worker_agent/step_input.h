@@ -43,7 +43,8 @@ class StepInput {
     int64_t end_step = 0;
     int prefetch_steps = 1;
     bool to_device = false;
-    // How long a replica waits for its batch before the attempt fails.
+    // How long a replica waits for its batch before the attempt fails; a
+    // resumed stream's skip restarts the wait each time it moves on.
     absl::Duration wait_limit = absl::Minutes(10);
   };
 
@@ -95,6 +96,10 @@ class StepInput {
   // thread or (without prefetch) a replica, and releases mu_ meanwhile.
   void ProduceOne() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::optional<std::vector<Batch>>> Cut(int64_t step);
+  // Called as a resumed stream's skip to `step` moves on: restarts the
+  // replicas' wait, and logs how far it got every few seconds.
+  void NoteSkipped(int64_t step, int64_t done, int64_t total)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Packs each replica's batch into its device memory.
   absl::StatusOr<std::vector<DeviceBuffer>> CopyToDevices(
       std::vector<Batch>& batches);
@@ -127,6 +132,9 @@ class StepInput {
   std::map<int64_t, Prepared> prepared_ ABSL_GUARDED_BY(mu_);
   // The step each local replica holds (first_step_ - 1 before its first).
   std::vector<int64_t> held_ ABSL_GUARDED_BY(mu_);
+  // When a resumed stream's skip last moved on, and was last logged.
+  absl::Time skip_moved_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time skip_logged_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
 }  // namespace cohort::agent

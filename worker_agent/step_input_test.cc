@@ -287,5 +287,52 @@ TEST(StepInputTest, AStalledStreamFailsTheWaitAtItsLimitAndOnAbort) {
   input->Shutdown();
 }
 
+// Endless elements holding their index, whose Skip takes `per_chunk` for
+// every StreamPipeline::kSkipChunk elements it passes over.
+class SlowSkipStream final : public DataStream {
+ public:
+  explicit SlowSkipStream(absl::Duration per_chunk) : per_chunk_(per_chunk) {}
+
+  absl::StatusOr<bool> Next(std::string* element) override {
+    element->assign(reinterpret_cast<const char*>(&next_), sizeof(next_));
+    ++next_;
+    return true;
+  }
+  absl::StatusOr<bool> Skip(int64_t n) override {
+    const int64_t chunks =
+        (n + StreamPipeline::kSkipChunk - 1) / StreamPipeline::kSkipChunk;
+    absl::SleepFor(per_chunk_ * chunks);
+    next_ += n;
+    return true;
+  }
+  DatasetOptions options() const override {
+    return {.shard_policy = ShardPolicy::kOff};
+  }
+
+ private:
+  const absl::Duration per_chunk_;
+  int64_t next_ = 0;
+};
+
+// Resuming needs a skip (3 s here) longer than the replicas' wait limit
+// (1 s); it moves on every 200 ms, so they wait it out instead of failing
+// the attempt, whose next try would skip again from the start.
+TEST(StepInputTest, AResumedStreamsLongSkipIsWaitedForWhileItMovesOn) {
+  const int64_t resume_at = 15 * StreamPipeline::kSkipChunk;
+  auto input = FromStream(
+      std::make_unique<SlowSkipStream>(absl::Milliseconds(200)), 1, 1,
+      {.end_step = resume_at + 10,
+       .prefetch_steps = 1,
+       .wait_limit = absl::Seconds(1)});
+  ASSERT_NE(input, nullptr);
+  ASSERT_TRUE(input->Begin(resume_at).ok());
+  absl::StatusOr<std::optional<Batch>> batch =
+      input->Take(0, resume_at, Cpu(0));
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ASSERT_TRUE(batch->has_value());
+  EXPECT_THAT(Indices(**batch), ElementsAre(resume_at));
+  input->Shutdown();
+}
+
 }  // namespace
 }  // namespace cohort::agent

@@ -1,5 +1,6 @@
 #include "worker_agent/stream_pipeline.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -84,16 +85,20 @@ StreamPipeline::StreamPipeline(std::unique_ptr<DataStream> stream,
       per_replica_(per_replica),
       description_(std::move(description)) {}
 
-absl::Status StreamPipeline::SkipTo(int64_t step) {
+absl::Status StreamPipeline::SkipTo(
+    int64_t step, const std::function<void(int64_t, int64_t)>& progress) {
   // Positions [0, kept * stride) hold exactly `kept` of this pipeline's
   // elements, whichever pipeline it is.
   const int64_t raw = step * per_replica_ * local_replicas_ * stride_;
   next_step_ = step;
-  if (raw == 0) return absl::OkStatus();
-  absl::StatusOr<bool> more = stream_->Skip(raw);
-  if (!more.ok()) return StreamError(more.status(), read_);
-  read_ = raw;
-  if (!*more) ended_ = true;
+  while (read_ < raw && !ended_) {
+    const int64_t n = std::min(kSkipChunk, raw - read_);
+    absl::StatusOr<bool> more = stream_->Skip(n);
+    if (!more.ok()) return StreamError(more.status(), read_);
+    read_ += n;
+    if (!*more) ended_ = true;
+    if (progress) progress(read_, raw);
+  }
   return absl::OkStatus();
 }
 

@@ -4,6 +4,7 @@
 // of InputPipeline, for data sets that cannot be indexed.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,9 +32,14 @@ class StreamPipeline {
       std::unique_ptr<DataStream> stream, int pipeline, int num_pipelines,
       int local_replicas, int64_t global_batch_size);
 
-  // Passes over what steps [0, step) took, for a resumed job. Call before
-  // the first NextStep(). OUT_OF_RANGE when the stream ends first.
-  absl::Status SkipTo(int64_t step);
+  // Passes over what steps [0, step) took, for a resumed job, in calls of
+  // at most kSkipChunk elements, calling `progress(done, total)` after
+  // each: a long skip is seen to move. Call before the first NextStep().
+  // OUT_OF_RANGE when the stream ends first.
+  static constexpr int64_t kSkipChunk = int64_t{1} << 20;
+  absl::Status SkipTo(
+      int64_t step,
+      const std::function<void(int64_t done, int64_t total)>& progress = {});
   // The next step's batches, one per local replica; nullopt once the
   // stream has ended before filling them. The stream's own errors are
   // returned, naming it.
