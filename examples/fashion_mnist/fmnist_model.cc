@@ -7,6 +7,8 @@
 #include <random>
 #include <string>
 
+#include "examples/common/softmax_cross_entropy.h"
+
 namespace cohort::examples {
 namespace {
 
@@ -129,17 +131,10 @@ double FashionMlp::Backward(const std::vector<const float*>& params,
   delta_.resize(static_cast<size_t>(rows_) * kFashionClasses);
   double loss = 0;
   for (int64_t b = 0; b < rows_; ++b) {
-    const float* z = &logits[static_cast<size_t>(b) * kFashionClasses];
-    const int label = labels_[static_cast<size_t>(b)];
-    const float top = *std::max_element(z, z + kFashionClasses);
-    double sum = 0;
-    for (int c = 0; c < kFashionClasses; ++c) sum += std::exp(z[c] - top);
-    loss += std::log(sum) - (z[label] - top);
-    for (int c = 0; c < kFashionClasses; ++c) {
-      const double p = std::exp(z[c] - top) / sum;
-      delta_[static_cast<size_t>(b) * kFashionClasses + c] =
-          static_cast<float>((p - (c == label)) / static_cast<double>(rows_));
-    }
+    const size_t row = static_cast<size_t>(b) * kFashionClasses;
+    loss += SoftmaxCrossEntropy(&logits[row], kFashionClasses,
+                                labels_[static_cast<size_t>(b)], &delta_[row],
+                                static_cast<double>(rows_));
   }
   const int rows = static_cast<int>(rows_);
   for (int k = kFashionLayers - 1; k >= 0; --k) {

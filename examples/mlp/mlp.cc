@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cohort/step.h"
+#include "examples/common/softmax_cross_entropy.h"
 #include "examples/mlp/mlp_config.h"
 #include "examples/mlp/mlp_model.h"
 
@@ -66,18 +67,10 @@ double LossAndDelta(ReplicaState& state, size_t rows) {
   state.delta.resize(rows * kMlpClasses);
   double loss = 0;
   for (size_t b = 0; b < rows; ++b) {
-    const float* z = &logits[b * kMlpClasses];
-    const int label = static_cast<int>(state.rows[3 * b + 2]);
-    const float top = *std::max_element(z, z + kMlpClasses);
-    double sum = 0;
-    for (int c = 0; c < kMlpClasses; ++c) sum += std::exp(z[c] - top);
-    loss += std::log(sum) - (z[label] - top);
-    for (int c = 0; c < kMlpClasses; ++c) {
-      const double p = std::exp(z[c] - top) / sum;
-      // d(loss)/d(logits) = (softmax - one_hot) / batch.
-      state.delta[b * kMlpClasses + c] =
-          static_cast<float>((p - (c == label)) / static_cast<double>(rows));
-    }
+    loss += SoftmaxCrossEntropy(&logits[b * kMlpClasses], kMlpClasses,
+                                static_cast<int>(state.rows[3 * b + 2]),
+                                &state.delta[b * kMlpClasses],
+                                static_cast<double>(rows));
   }
   return loss / static_cast<double>(rows);
 }
@@ -260,11 +253,8 @@ absl::Status MlpEval(ReplicaContext& ctx, const Batch& batch) {
   for (size_t b = 0; b < rows; ++b) {
     const float* z = &logits[b * kMlpClasses];
     const int label = static_cast<int>(state->rows[3 * b + 2]);
-    const float top = *std::max_element(z, z + kMlpClasses);
-    double sum = 0;
-    for (int c = 0; c < kMlpClasses; ++c) sum += std::exp(z[c] - top);
-    loss += std::log(sum) - (z[label] - top);
-    correct += (z[1] > z[0] ? 1 : 0) == label;
+    loss += SoftmaxCrossEntropy(z, kMlpClasses, label);
+    correct += MlpPredictedClass(z) == label;
   }
   ctx.report("loss", loss / static_cast<double>(rows));
   ctx.report("accuracy", correct / static_cast<double>(rows));
