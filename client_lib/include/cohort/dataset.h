@@ -44,9 +44,13 @@ enum class ShardPolicy {
   // Every pipeline reads everything and keeps elements p, p + n, ... of the
   // global order.
   kData,
-  // Every pipeline sees every element.
+  // Every pipeline sees every element, in the same order (shuffled or not):
+  // the dataset function shards by InputContext::input_pipeline_id(), or
+  // every pipeline trains on the same examples.
   kOff,
 };
+// Under ParameterServer a data set is one pipeline of 1 (closure k takes
+// global batch k, wherever it runs), so the policy changes nothing there.
 
 struct DatasetOptions {
   ShardPolicy shard_policy = ShardPolicy::kAuto;
