@@ -315,15 +315,15 @@ class SlowSkipStream final : public DataStream {
 };
 
 // Resuming needs a skip (3 s here) longer than the replicas' wait limit
-// (1 s); it moves on every 200 ms, so they wait it out instead of failing
+// (1.5 s); it moves on every 100 ms, so they wait it out instead of failing
 // the attempt, whose next try would skip again from the start.
 TEST(StepInputTest, AResumedStreamsLongSkipIsWaitedForWhileItMovesOn) {
-  const int64_t resume_at = 15 * StreamPipeline::kSkipChunk;
+  const int64_t resume_at = 30 * StreamPipeline::kSkipChunk;
   auto input = FromStream(
-      std::make_unique<SlowSkipStream>(absl::Milliseconds(200)), 1, 1,
+      std::make_unique<SlowSkipStream>(absl::Milliseconds(100)), 1, 1,
       {.end_step = resume_at + 10,
        .prefetch_steps = 1,
-       .wait_limit = absl::Seconds(1)});
+       .wait_limit = absl::Milliseconds(1500)});
   ASSERT_NE(input, nullptr);
   ASSERT_TRUE(input->Begin(resume_at).ok());
   absl::StatusOr<std::optional<Batch>> batch =
