@@ -262,7 +262,7 @@ absl::StatusOr<bool> StepInput::AwaitStep(int64_t step) {
       return absl::DeadlineExceededError(absl::StrCat(
           "the input of step ", step, " was not ready after ",
           absl::FormatDuration(options_.wait_limit),
-          "; the data set or stream is not producing"));
+          " without progress; the data set or stream is not producing"));
     }
   }
   // A step cut before the input failed is still served: the error is for

@@ -35,7 +35,8 @@ class StreamPipeline {
   // Passes over what steps [0, step) took, for a resumed job, in calls of
   // at most kSkipChunk elements, calling `progress(done, total)` after
   // each: a long skip is seen to move. Call before the first NextStep().
-  // OUT_OF_RANGE when the stream ends first.
+  // A stream that ends first leaves NextStep() returning nullopt; its
+  // errors are returned, naming it.
   static constexpr int64_t kSkipChunk = int64_t{1} << 20;
   absl::Status SkipTo(
       int64_t step,

@@ -103,6 +103,38 @@ TEST(StreamPipelineTest, AResumedPipelineCutsWhatAnUnbrokenOneWould) {
   }
 }
 
+// A long skip goes in chunks, each reported; a stream that ends inside one
+// leaves no step to cut.
+TEST(StreamPipelineTest, ALongSkipReportsEachChunkAndMayEndInOne) {
+  constexpr int64_t kChunk = StreamPipeline::kSkipChunk;
+  auto p = Make(
+      std::make_unique<CountingStream>(
+          2 * kChunk + 5, DatasetOptions{.shard_policy = ShardPolicy::kOff}),
+      0, 1, 1, 1);
+  ASSERT_NE(p, nullptr);
+  std::vector<std::pair<int64_t, int64_t>> reported;
+  ASSERT_TRUE(p->SkipTo(2 * kChunk + 3, [&](int64_t done, int64_t total) {
+                 reported.emplace_back(done, total);
+               }).ok());
+  EXPECT_THAT(reported, ElementsAre(std::pair(kChunk, 2 * kChunk + 3),
+                                    std::pair(2 * kChunk, 2 * kChunk + 3),
+                                    std::pair(2 * kChunk + 3, 2 * kChunk + 3)));
+  auto next = p->NextStep();  // the first element after the skip
+  ASSERT_TRUE(next.ok() && next->has_value());
+  EXPECT_THAT(Strings((**next)[0]),
+              ElementsAre(absl::StrCat("e", 2 * kChunk + 3)));
+
+  auto short_stream =
+      Make(std::make_unique<CountingStream>(
+               kChunk + 5, DatasetOptions{.shard_policy = ShardPolicy::kOff}),
+           0, 1, 1, 1);
+  ASSERT_NE(short_stream, nullptr);
+  ASSERT_TRUE(short_stream->SkipTo(3 * kChunk).ok());
+  auto none = short_stream->NextStep();
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
 TEST(StreamPipelineTest, AFiniteStreamEndsAtTheLastFullStep) {
   auto p = Make(std::make_unique<CountingStream>(
                     10, DatasetOptions{.shard_policy = ShardPolicy::kOff}),

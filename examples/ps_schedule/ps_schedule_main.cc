@@ -1,8 +1,8 @@
 // cohort-example-ps-schedule: a user program that owns the training loop of
 // a ParameterServer job, as a TF program drives ParameterServerStrategy
 // through a ClusterCoordinator. It submits the MLP example with
-// ps.schedule_from_client, schedules one training call per step (each takes
-// the next batch of its worker's dataset), schedules a held-out evaluation
+// ps.schedule_from_client, schedules one training call per step (the n-th
+// takes global batch n of the dataset), schedules a held-out evaluation
 // every --eval_every steps and prints each result as it lands, joins, reads
 // the trained variables from the ps tasks, and finishes the job.
 

@@ -8,8 +8,9 @@
 # REPO_ROOT is the source tree. Exit 0: the image built and the job
 # succeeded. Exit 1: a failure (the failing step's output is printed).
 # Exit 77 (CTest's skip code): not root, or the Debian mirror (from
-# /etc/apt/sources.list*) cannot be reached, or podman/debootstrap are
-# missing and cannot be installed.
+# /etc/apt/sources.list*) cannot be reached (or no curl, wget or python3
+# is here to try), before debootstrap or after it failed, or
+# podman/debootstrap are missing and cannot be installed.
 #
 # 1. A Debian 12 base: `debootstrap --variant=minbase bookworm`, imported
 #    with `podman import` as localhost/cohort-debian12-base. The root file
@@ -156,7 +157,7 @@ reachable() {
   fi
 }
 reachable "$mirror/dists/bookworm/Release" 2>/dev/null ||
-  skip "the Debian mirror $mirror cannot be reached"
+  skip "the Debian mirror $mirror cannot be reached (or no curl, wget or python3 to try it)"
 
 missing=()
 command -v debootstrap >/dev/null || missing+=(debootstrap)
@@ -189,9 +190,11 @@ else
     if ! debootstrap --variant=minbase bookworm "$rootfs" "$mirror" \
          >"$work/debootstrap.log" 2>&1; then
       tail -n 30 "$work/debootstrap.log" | indent >&2
-      # The mirror answered a moment ago; a download that fails now is the
-      # network's doing, not the image's.
-      skip "debootstrap from $mirror failed (log above)"
+      # A mirror gone since the probe is the network's doing; one that
+      # still answers makes the failure ours.
+      reachable "$mirror/dists/bookworm/Release" 2>/dev/null ||
+        skip "debootstrap failed: the mirror $mirror no longer answers (log above)"
+      fail "debootstrap failed (log above)"
     fi
     unmount_under_work
     # Release, updates and security, as the debian:12 image has them.

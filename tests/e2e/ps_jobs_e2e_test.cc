@@ -202,6 +202,7 @@ TEST_F(PsJobsE2eTest, EveryClosureReadsItsOwnGlobalBatchOnEitherWorker) {
   const v1::JobStatus status = WaitForEnd(*id, absl::Seconds(60));
   ASSERT_EQ(status.state(), v1::JOB_SUCCEEDED) << status.error();
   EXPECT_EQ(status.step(), 40);
+  ASSERT_TRUE(status.metrics().contains("examples"));
   EXPECT_EQ(status.metrics().at("examples"), 8);
 }
 

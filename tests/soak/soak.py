@@ -250,7 +250,6 @@ def main():
     shm_before = shm_entries()
     cluster = Cluster(build, work, args.cpu_devices)
     deadline = time.time() + args.max_minutes * 60
-    timed_out = False
     failures = []
     try:
         cluster.start_coordinator()
@@ -312,7 +311,8 @@ def main():
         else:
             # Only the job loop is bounded by --max_minutes; the settling
             # and the shutdown after it have deadlines of their own.
-            timed_out = True
+            failures.append("the jobs had not all ended when "
+                            "--max_minutes=%g passed" % args.max_minutes)
 
         jobs = cluster.jobs() or []
         by_state = {}
@@ -359,9 +359,6 @@ def main():
         log("/dev/shm entries left behind:", len(leftover))
         if not args.keep and not failures:
             shutil.rmtree(work, ignore_errors=True)
-    if timed_out:
-        failures.append("the jobs had not all ended when --max_minutes=%g "
-                        "passed" % args.max_minutes)
     for failure in failures:
         log("FAIL:", failure)
     if failures:

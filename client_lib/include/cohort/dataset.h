@@ -156,8 +156,10 @@ class InputContext {
  public:
   virtual ~InputContext() = default;
 
-  virtual int input_pipeline_id() const = 0;    // this agent's index
-  virtual int num_input_pipelines() const = 0;  // agents in the job
+  // This agent's index among the job's agents; under ParameterServer, 0
+  // of 1 for a data set (a stream: the agent's index).
+  virtual int input_pipeline_id() const = 0;
+  virtual int num_input_pipelines() const = 0;
   virtual int num_replicas_in_sync() const = 0;
   // global_batch_size / num_replicas_in_sync (the runtime has checked that
   // it divides).
